@@ -1,0 +1,79 @@
+import { z } from 'zod';
+import { ToolError, type ToolErrorInfo } from './errors';
+import type { ToolContext, ToolDefinition, ToolResult, ToolSpec } from './tool';
+
+/** JSON schema for the model, generated from the tool's zod schema. */
+export function toolSpec(def: ToolDefinition): ToolSpec {
+  const schema = z.toJSONSchema(def.parameters, { target: 'draft-7', io: 'input' }) as Record<string, unknown>;
+  delete schema.$schema;
+  return { name: def.name, description: def.description, parameters: schema, policy: def.policy };
+}
+
+export function errorResult(info: ToolErrorInfo): ToolResult<never> {
+  return { ok: false, error: info };
+}
+
+/** Turns anything thrown by a handler into a structured error; never rethrows. */
+export function toErrorInfo(err: unknown): ToolErrorInfo {
+  if (err instanceof ToolError) return err.toInfo();
+  if (err instanceof Error && err.name === 'AbortError') return { kind: 'cancelled', message: 'The tool call was cancelled.' };
+  const message = err instanceof Error ? err.message : String(err);
+  return { kind: 'internal_error', message };
+}
+
+export function formatZodIssues(error: z.ZodError): { path: string; message: string }[] {
+  return error.issues.map((i) => ({ path: i.path.map(String).join('.') || '(root)', message: i.message }));
+}
+
+export class ToolRegistry {
+  private readonly defs = new Map<string, ToolDefinition>();
+
+  constructor(defs: ToolDefinition[] = []) {
+    for (const d of defs) this.add(d);
+  }
+
+  add(def: ToolDefinition): void {
+    if (this.defs.has(def.name)) throw new Error(`duplicate tool ${def.name}`);
+    this.defs.set(def.name, def);
+  }
+
+  get(name: string): ToolDefinition | undefined {
+    return this.defs.get(name);
+  }
+
+  names(): string[] {
+    return [...this.defs.keys()];
+  }
+
+  specs(filter?: (d: ToolDefinition) => boolean): ToolSpec[] {
+    return [...this.defs.values()].filter((d) => (filter ? filter(d) : true)).map(toolSpec);
+  }
+
+  /** Validate `args` (unknown, straight from the model or an RPC) and run the tool. Never throws. */
+  async call(name: string, args: unknown, ctx: ToolContext): Promise<ToolResult> {
+    const def = this.defs.get(name);
+    if (!def) {
+      return errorResult({
+        kind: 'unknown_tool',
+        message: `Unknown tool "${name}".`,
+        suggestedAction: `Use one of: ${this.names().join(', ')}.`,
+      });
+    }
+    const parsed = def.parameters.safeParse(args ?? {});
+    if (!parsed.success) {
+      const issues = formatZodIssues(parsed.error);
+      return errorResult({
+        kind: 'invalid_arguments',
+        message: `Invalid arguments for ${name}: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`,
+        suggestedAction: 'Fix the arguments to match the tool schema and call it again.',
+        details: { issues },
+      });
+    }
+    try {
+      const data = await def.execute(parsed.data, ctx);
+      return { ok: true, data };
+    } catch (err) {
+      return errorResult(toErrorInfo(err));
+    }
+  }
+}

@@ -1,0 +1,55 @@
+import type { z } from 'zod';
+import type { ToolErrorInfo } from './errors';
+import type { Workspace } from '../workspace/workspace';
+
+export type ToolResult<T = unknown> = { ok: true; data: T } | { ok: false; error: ToolErrorInfo };
+
+/**
+ * How a tool is gated by the permission modes:
+ * - `read`: runs in every mode (plan included).
+ * - `edit`: changes files in the workspace; asks in `create`, runs in `auto-edit` and `chug`.
+ * - `exec`: runs commands or reaches the network; asks in `create` and `auto-edit`, runs in `chug`.
+ * - `interactive`: talks to the user (ask_user, todo_*): runs in every mode.
+ */
+export type ToolPolicy = 'read' | 'edit' | 'exec' | 'interactive';
+
+/** What a tool asks the user; returned by ToolContext.ask. */
+export interface AskRequest {
+  question: string;
+  choices?: string[];
+}
+
+export interface ToolContext {
+  signal: AbortSignal;
+  workspace: Workspace;
+  sessionId: string;
+  /** Ask the user a question (ask_user). Rejects when no UI is attached. */
+  ask?: (req: AskRequest) => Promise<string | null>;
+  /** Streamed progress for long tools (bash output, fetch). */
+  progress?: (text: string) => void;
+  log?: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, meta?: unknown) => void;
+}
+
+export interface ToolDefinition<S extends z.ZodType = z.ZodType, R = unknown> {
+  name: string;
+  /** Text the model reads. */
+  description: string;
+  parameters: S;
+  policy: ToolPolicy;
+  execute(args: z.infer<S>, ctx: ToolContext): Promise<R>;
+  /** What the approval float shows before the tool runs (computed without side effects). */
+  preview?(args: z.infer<S>, ctx: ToolContext): Promise<ApprovalPreview>;
+}
+
+export type ApprovalPreview =
+  | { kind: 'diff'; path: string; diff: string }
+  | { kind: 'command'; command: string; cwd: string }
+  | { kind: 'text'; text: string };
+
+/** What is sent to the model for each tool (JSON schema generated from the zod schema). */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+  policy: ToolPolicy;
+}
