@@ -1,0 +1,317 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, promises as fsp } from 'node:fs';
+import * as path from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
+import { z } from 'zod';
+import { ToolError } from './errors';
+import { capText, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from './output';
+import type { ToolDefinition } from './tool';
+
+export const DEFAULT_BASH_TIMEOUT_MS = 120_000;
+/** Time between SIGTERM and SIGKILL when the process group is killed. */
+export const DEFAULT_KILL_GRACE_MS = 2_000;
+/** Longest timeout the model may ask for. */
+export const MAX_BASH_TIMEOUT_MS = 60 * 60_000;
+
+export const bashParameters = z.object({
+  command: z.string().min(1).describe('The shell command line to run (bash syntax; pipes, && and redirections work).'),
+  timeoutMs: z
+    .number()
+    .int()
+    .positive()
+    .max(MAX_BASH_TIMEOUT_MS)
+    .optional()
+    .describe('Kill the command after this many milliseconds (default 120000).'),
+  cwd: z
+    .string()
+    .optional()
+    .describe('Working directory, relative to the workspace root (default: the root). Must stay inside the workspace.'),
+});
+
+export interface BashResult {
+  /** Exit code of the shell; null when it was ended by a signal. */
+  exitCode: number | null;
+  /** The signal that ended the shell (e.g. "SIGTERM" after a timeout). */
+  signal?: string;
+  /** stdout and stderr combined, in the order the chunks arrived, capped (see `truncated`). */
+  output: string;
+  /** True when the middle of the output was cut (the first and last lines are kept). */
+  truncated: boolean;
+  /** True when the command ran past its timeout and its process group was killed. */
+  timedOut: boolean;
+  durationMs: number;
+}
+
+export interface BashToolOptions {
+  /** Default timeout when the model gives none (default 120 s). */
+  defaultTimeoutMs?: number;
+  /** Grace period between SIGTERM and SIGKILL (default 2 s). */
+  killGraceMs?: number;
+  /** Shell binary run as `<shell> -c <command>` (default bash when present, else /bin/sh). */
+  shell?: string;
+}
+
+export const BASH_DESCRIPTION = [
+  'Run a shell command in the workspace (bash -c) and return its exit code and combined stdout+stderr.',
+  'The working directory is the workspace root unless `cwd` names a folder inside it. stdin is empty, so',
+  'interactive programs cannot be answered: pass flags such as --yes or --no-pager. The command is killed',
+  'after `timeoutMs` (default 120 s). Processes left running in the background are killed when the command',
+  'ends. A non-zero exit code is reported in `exitCode`, not as an error. Long output keeps its first and',
+  'last lines with a notice of what was omitted; redirect to a file and grep it when you need everything.',
+  'Prefer the dedicated file tools for reading, searching and editing files.',
+].join(' ');
+
+// ---------------------------------------------------------------------------------------------------------
+// Output collection: bounded memory, head + tail kept
+
+/** Characters kept at the start and (rolling) at the end while a command runs; far above the output cap. */
+const KEEP_CHARS = 256 * 1024;
+const HEAD_LINES = Math.floor(MAX_OUTPUT_LINES / 2);
+const HEAD_BYTES = Math.floor(MAX_OUTPUT_BYTES / 2);
+/** Room left for the truncation notice. */
+const NOTICE_BYTES = 320;
+const TAIL_LINES = MAX_OUTPUT_LINES - HEAD_LINES;
+const TAIL_BYTES = MAX_OUTPUT_BYTES - HEAD_BYTES - NOTICE_BYTES;
+
+/** Keeps whole lines from the end within both caps; a single huge last line is cut to its last bytes. */
+export function takeTail(text: string, maxLines: number, maxBytes: number): { text: string; lines: number } {
+  const lines = text.split('\n');
+  const endsWithNewline = lines.length > 1 && lines[lines.length - 1] === '';
+  if (endsWithNewline) lines.pop();
+  let bytes = 0;
+  let start = lines.length;
+  while (start > 0 && lines.length - start < maxLines) {
+    const add = Buffer.byteLength(lines[start - 1], 'utf8') + 1;
+    if (bytes + add > maxBytes) break;
+    bytes += add;
+    start--;
+  }
+  if (start === lines.length) {
+    if (lines.length === 0) return { text: '', lines: 0 };
+    const last = Buffer.from(lines[lines.length - 1], 'utf8');
+    const cut = last.subarray(Math.max(0, last.length - maxBytes)).toString('utf8').replace(/^\uFFFD/, '');
+    return { text: cut + (endsWithNewline ? '\n' : ''), lines: 1 };
+  }
+  const kept = lines.slice(start).join('\n') + (endsWithNewline ? '\n' : '');
+  return { text: kept, lines: lines.length - start };
+}
+
+/**
+ * Accumulates a command's output with bounded memory. When the whole output fits the shared cap
+ * (2,000 lines / 50 KB) it is returned as is; otherwise the first ~1,000 lines / 25 KB and the last
+ * ~1,000 lines / 25 KB are kept around a notice saying how much was omitted (errors tend to be at the end).
+ */
+export class OutputCollector {
+  private head = '';
+  private tail = '';
+  private tailTrimmed = false;
+  private bytes = 0;
+  private newlines = 0;
+  private lastChar = '';
+
+  push(chunk: string): void {
+    if (chunk === '') return;
+    this.bytes += Buffer.byteLength(chunk, 'utf8');
+    for (let i = chunk.indexOf('\n'); i !== -1; i = chunk.indexOf('\n', i + 1)) this.newlines++;
+    this.lastChar = chunk[chunk.length - 1];
+    let rest = chunk;
+    if (this.tail === '' && this.head.length < KEEP_CHARS) {
+      const room = KEEP_CHARS - this.head.length;
+      this.head += rest.slice(0, room);
+      rest = rest.slice(room);
+    }
+    if (rest !== '') {
+      this.tail += rest;
+      if (this.tail.length > 2 * KEEP_CHARS) {
+        this.tail = this.tail.slice(-KEEP_CHARS);
+        this.tailTrimmed = true;
+      }
+    }
+  }
+
+  get totalBytes(): number {
+    return this.bytes;
+  }
+
+  get totalLines(): number {
+    return this.newlines + (this.bytes > 0 && this.lastChar !== '\n' ? 1 : 0);
+  }
+
+  finish(): { output: string; truncated: boolean } {
+    const totalLines = this.totalLines;
+    if (totalLines <= MAX_OUTPUT_LINES && this.bytes <= MAX_OUTPUT_BYTES) {
+      return { output: this.head + this.tail, truncated: false };
+    }
+    const head = capText(this.head, HEAD_LINES, HEAD_BYTES);
+    const tail = takeTail(this.tailTrimmed ? this.tail : this.head + this.tail, TAIL_LINES, TAIL_BYTES);
+    const omittedBytes = Math.max(0, this.bytes - Buffer.byteLength(head.text, 'utf8') - Buffer.byteLength(tail.text, 'utf8'));
+    const headLines = head.keptLines > 0 ? head.keptLines : 1;
+    const omittedLines = Math.max(0, totalLines - headLines - tail.lines);
+    const notice =
+      `[output truncated: ${omittedLines} of ${totalLines} lines (${omittedBytes} bytes) omitted from the middle; ` +
+      `showing the first ${headLines} and the last ${tail.lines} lines. ` +
+      'Re-run with the output redirected to a file and grep or read that file for the rest.]';
+    const sep = head.text.endsWith('\n') || head.text === '' ? '' : '\n';
+    return { output: `${head.text}${sep}${notice}\n${tail.text}`, truncated: true };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Paths and processes
+
+function isInside(root: string, p: string): boolean {
+  const rel = path.relative(root, p);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
+
+/** Resolves `cwd` against the workspace root; it must exist, be a directory and stay inside the root. */
+export async function resolveCwd(root: string, cwd: string | undefined): Promise<string> {
+  const realRoot = await fsp.realpath(root);
+  if (cwd === undefined || cwd === '' || cwd === '.') return realRoot;
+  const wanted = path.resolve(realRoot, cwd);
+  const outside = (): ToolError =>
+    new ToolError('outside_workspace', `cwd "${cwd}" is outside the workspace ${realRoot}.`, {
+      path: cwd,
+      suggestedAction: 'Use a directory inside the workspace, given relative to its root.',
+    });
+  if (!isInside(realRoot, wanted)) throw outside();
+  let real: string;
+  try {
+    real = await fsp.realpath(wanted);
+  } catch {
+    throw new ToolError('not_found', `cwd "${cwd}" does not exist.`, {
+      path: cwd,
+      suggestedAction: 'Create the directory first or run from the workspace root.',
+    });
+  }
+  if (!isInside(realRoot, real)) throw outside();
+  const st = await fsp.stat(real);
+  if (!st.isDirectory()) {
+    throw new ToolError('invalid_arguments', `cwd "${cwd}" is not a directory.`, { path: cwd });
+  }
+  return real;
+}
+
+function defaultShell(): string {
+  return existsSync('/bin/bash') ? '/bin/bash' : '/bin/sh';
+}
+
+/** Sends `sig` to every process in the group led by `pgid`; false when the group no longer exists. */
+function signalGroup(pgid: number, sig: NodeJS.Signals | 0): boolean {
+  try {
+    process.kill(-pgid, sig);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * SIGTERM to the whole group now, SIGKILL to whatever is left after `graceMs`. The timer is unref'd so a
+ * finished command does not keep the host (or a test) alive.
+ */
+function killGroup(child: ChildProcess, graceMs: number): void {
+  const pgid = child.pid;
+  if (pgid === undefined) return;
+  if (!signalGroup(pgid, 'SIGTERM')) return;
+  const timer = setTimeout(() => {
+    if (signalGroup(pgid, 0)) signalGroup(pgid, 'SIGKILL');
+  }, graceMs);
+  timer.unref();
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The tool
+
+export function createBashTool(opts: BashToolOptions = {}): ToolDefinition<typeof bashParameters, BashResult> {
+  const defaultTimeoutMs = opts.defaultTimeoutMs ?? DEFAULT_BASH_TIMEOUT_MS;
+  const graceMs = opts.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+  const shell = opts.shell ?? defaultShell();
+
+  return {
+    name: 'bash',
+    description: BASH_DESCRIPTION,
+    parameters: bashParameters,
+    policy: 'exec',
+
+    async preview(args, ctx) {
+      return { kind: 'command', command: args.command, cwd: path.resolve(ctx.workspace.root, args.cwd ?? '.') };
+    },
+
+    async execute(args, ctx) {
+      const cancelled = (details?: unknown): ToolError =>
+        new ToolError('cancelled', 'The command was cancelled; its process group was killed.', details === undefined ? {} : { details });
+      if (ctx.signal.aborted) throw cancelled();
+      const cwd = await resolveCwd(ctx.workspace.root, args.cwd);
+      if (ctx.signal.aborted) throw cancelled();
+      const timeoutMs = args.timeoutMs ?? defaultTimeoutMs;
+      const started = performance.now();
+
+      return new Promise<BashResult>((resolve, reject) => {
+        const child = spawn(shell, ['-c', args.command], {
+          cwd,
+          detached: true,
+          stdio: ['ignore', 'pipe', 'pipe'],
+          env: { ...process.env, PAGER: 'cat', GIT_PAGER: 'cat', GIT_TERMINAL_PROMPT: '0' },
+        });
+        const collected = new OutputCollector();
+        let timedOut = false;
+        let aborted = false;
+        let killing = false;
+        let settled = false;
+
+        const kill = (): void => {
+          if (killing) return;
+          killing = true;
+          killGroup(child, graceMs);
+        };
+        const timer = setTimeout(() => {
+          timedOut = true;
+          kill();
+        }, timeoutMs);
+        const onAbort = (): void => {
+          aborted = true;
+          kill();
+        };
+        ctx.signal.addEventListener('abort', onAbort, { once: true });
+        const cleanup = (): void => {
+          settled = true;
+          clearTimeout(timer);
+          ctx.signal.removeEventListener('abort', onAbort);
+        };
+
+        const take = (text: string): void => {
+          if (text === '') return;
+          collected.push(text);
+          ctx.progress?.(text);
+        };
+        const decoders = [new StringDecoder('utf8'), new StringDecoder('utf8')] as const;
+        child.stdout?.on('data', (buf: Buffer) => take(decoders[0].write(buf)));
+        child.stderr?.on('data', (buf: Buffer) => take(decoders[1].write(buf)));
+
+        child.on('error', (err) => {
+          if (settled) return;
+          cleanup();
+          reject(new ToolError('internal_error', `Could not run the command: ${err.message}`));
+        });
+        // The shell is done; anything it left in the background goes with its group.
+        child.on('exit', () => kill());
+        child.on('close', (code, signal) => {
+          if (settled) return;
+          cleanup();
+          take(decoders[0].end());
+          take(decoders[1].end());
+          const { output, truncated } = collected.finish();
+          const durationMs = Math.round(performance.now() - started);
+          if (aborted) {
+            reject(cancelled({ output, truncated, durationMs }));
+            return;
+          }
+          const result: BashResult = { exitCode: code, output, truncated, timedOut, durationMs };
+          if (signal) result.signal = signal;
+          resolve(result);
+        });
+      });
+    },
+  };
+}

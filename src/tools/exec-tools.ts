@@ -1,0 +1,32 @@
+import { createAskUserTool } from './ask_user';
+import { createBashTool } from './bash';
+import { createFetchTool } from './fetch';
+import type { ToolDefinition } from './tool';
+import type { TodoList } from './todo-list';
+import { createTodoReadTool } from './todo_read';
+import { createTodoWriteTool } from './todo_write';
+import { createWebSearchTool, searxngBackend } from './web_search';
+
+export interface ExecToolsOptions {
+  /** The session's task list (one per agent session). */
+  todos: TodoList;
+  /** The web_search backend; when absent or null, web_search is not offered to the model at all. */
+  webSearch?: { searxngUrl: string } | null;
+  /** Default bash timeout (default 120 s). */
+  bashTimeoutMs?: number;
+  /** Default fetch download cap (default 1 MB). */
+  fetchMaxBytes?: number;
+}
+
+/** The non-file tools: bash, fetch, web_search (when configured), todo_write, todo_read, ask_user. */
+export function createExecTools(opts: ExecToolsOptions): ToolDefinition[] {
+  const tools: ToolDefinition[] = [
+    createBashTool({ defaultTimeoutMs: opts.bashTimeoutMs }),
+    createFetchTool({ defaultMaxBytes: opts.fetchMaxBytes }),
+  ];
+  if (opts.webSearch?.searxngUrl) {
+    tools.push(createWebSearchTool({ backend: searxngBackend({ url: opts.webSearch.searxngUrl }) }));
+  }
+  tools.push(createTodoWriteTool(opts.todos), createTodoReadTool(opts.todos), createAskUserTool());
+  return tools;
+}

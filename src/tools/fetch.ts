@@ -1,0 +1,259 @@
+import { z } from 'zod';
+import { TextDecoder } from 'node:util';
+import { ToolError } from './errors';
+import { htmlToText } from './html-to-text';
+import { capText, truncationNotice } from './output';
+import type { ToolDefinition } from './tool';
+
+export const DEFAULT_FETCH_MAX_BYTES = 1024 * 1024;
+export const DEFAULT_FETCH_TIMEOUT_MS = 30_000;
+const MAX_FETCH_TIMEOUT_MS = 5 * 60_000;
+const MAX_FETCH_BYTES = 20 * 1024 * 1024;
+
+export const fetchParameters = z.object({
+  url: z.string().min(1).describe('Absolute http:// or https:// URL to request.'),
+  method: z.enum(['GET', 'POST']).optional().describe('HTTP method (default GET).'),
+  headers: z.record(z.string(), z.string()).optional().describe('Extra request headers, e.g. {"Accept": "application/json"}.'),
+  body: z.string().optional().describe('Request body for POST (sent as is; set Content-Type in headers).'),
+  maxBytes: z
+    .number()
+    .int()
+    .positive()
+    .max(MAX_FETCH_BYTES)
+    .optional()
+    .describe('Stop downloading after this many bytes of the response body (default 1048576).'),
+  timeoutMs: z
+    .number()
+    .int()
+    .positive()
+    .max(MAX_FETCH_TIMEOUT_MS)
+    .optional()
+    .describe('Give up after this many milliseconds (default 30000).'),
+});
+
+export interface FetchResult {
+  /** Final URL, after redirects. */
+  url: string;
+  status: number;
+  contentType: string;
+  /** The body as text: HTML reduced to text, JSON pretty-printed, other text as is. */
+  content: string;
+  /** True when the download stopped at maxBytes or the text was cut to the output cap. */
+  truncated: boolean;
+}
+
+export interface FetchToolOptions {
+  /** Default download cap when the model gives none (default 1 MB). */
+  defaultMaxBytes?: number;
+  /** Default timeout when the model gives none (default 30 s). */
+  defaultTimeoutMs?: number;
+  /** Injected for tests; defaults to the global fetch. */
+  fetchImpl?: typeof fetch;
+}
+
+export const FETCH_DESCRIPTION = [
+  'Make an HTTP(S) request and return the response body as text, with the status code and content type.',
+  'HTML pages are reduced to readable text (links kept as "text (url)"), JSON is pretty-printed, other',
+  'text is returned as is; binary responses are refused. Non-2xx statuses are returned, not errors.',
+  'The download stops at maxBytes (default 1 MB) and the text is capped at 2,000 lines / 50 KB.',
+].join(' ');
+
+type BodyKind = 'html' | 'json' | 'text' | 'binary' | 'unknown';
+
+function mediaType(contentType: string): string {
+  return contentType.split(';')[0].trim().toLowerCase();
+}
+
+export function classifyContentType(contentType: string): BodyKind {
+  const t = mediaType(contentType);
+  if (t === '') return 'unknown';
+  if (t === 'text/html' || t === 'application/xhtml+xml') return 'html';
+  if (t === 'application/json' || t.endsWith('+json')) return 'json';
+  if (t.startsWith('text/')) return 'text';
+  if (
+    t.endsWith('+xml') ||
+    ['application/xml', 'application/javascript', 'application/x-javascript', 'application/ecmascript',
+      'application/x-sh', 'application/x-yaml', 'application/yaml', 'application/toml', 'application/sql',
+      'application/graphql', 'application/x-www-form-urlencoded', 'application/ld+json', 'image/svg+xml',
+    ].includes(t)
+  ) {
+    return 'text';
+  }
+  return 'binary';
+}
+
+function looksBinary(bytes: Uint8Array): boolean {
+  const n = Math.min(bytes.length, 8192);
+  for (let i = 0; i < n; i++) if (bytes[i] === 0) return true;
+  return false;
+}
+
+function charsetOf(contentType: string): string {
+  const m = /charset\s*=\s*"?([^";\s]+)"?/i.exec(contentType);
+  return m ? m[1] : 'utf-8';
+}
+
+function decode(bytes: Uint8Array, contentType: string): string {
+  let decoder: TextDecoder;
+  try {
+    decoder = new TextDecoder(charsetOf(contentType));
+  } catch {
+    decoder = new TextDecoder('utf-8');
+  }
+  return decoder.decode(bytes);
+}
+
+/** Reads the body up to `maxBytes`; the rest is cancelled, not downloaded. */
+async function readCapped(res: Response, maxBytes: number): Promise<{ bytes: Uint8Array; truncated: boolean }> {
+  if (!res.body) return { bytes: new Uint8Array(0), truncated: false };
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  let truncated = false;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (size + value.length > maxBytes) {
+      chunks.push(value.subarray(0, maxBytes - size));
+      size = maxBytes;
+      truncated = true;
+      await reader.cancel().catch(() => undefined);
+      break;
+    }
+    chunks.push(value);
+    size += value.length;
+  }
+  const bytes = new Uint8Array(size);
+  let off = 0;
+  for (const c of chunks) {
+    bytes.set(c, off);
+    off += c.length;
+  }
+  return { bytes, truncated };
+}
+
+function parseUrl(raw: string): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ToolError('invalid_arguments', `"${raw}" is not a valid absolute URL.`, {
+      suggestedAction: 'Pass an absolute URL starting with http:// or https://.',
+    });
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ToolError('invalid_arguments', `Only http and https URLs can be fetched, not ${url.protocol}.`, {
+      suggestedAction: 'Use an http:// or https:// URL; read local files with the file tools.',
+    });
+  }
+  return url;
+}
+
+function causeMessage(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = (err as Error & { cause?: unknown }).cause;
+  if (cause instanceof Error) {
+    const code = (cause as Error & { code?: string }).code;
+    return code ? `${cause.message} (${code})` : cause.message;
+  }
+  return err.message;
+}
+
+export function createFetchTool(opts: FetchToolOptions = {}): ToolDefinition<typeof fetchParameters, FetchResult> {
+  const defaultMaxBytes = opts.defaultMaxBytes ?? DEFAULT_FETCH_MAX_BYTES;
+  const defaultTimeoutMs = opts.defaultTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS;
+
+  return {
+    name: 'fetch',
+    description: FETCH_DESCRIPTION,
+    parameters: fetchParameters,
+    policy: 'exec',
+
+    async preview(args) {
+      return { kind: 'text', text: `${args.method ?? 'GET'} ${args.url}` };
+    },
+
+    async execute(args, ctx) {
+      const url = parseUrl(args.url);
+      const method = args.method ?? 'GET';
+      if (method === 'GET' && args.body !== undefined) {
+        throw new ToolError('invalid_arguments', 'A GET request cannot have a body.', {
+          suggestedAction: 'Use method "POST" to send a body.',
+        });
+      }
+      if (ctx.signal.aborted) throw new ToolError('cancelled', 'The request was cancelled.');
+      const maxBytes = args.maxBytes ?? defaultMaxBytes;
+      const timeoutMs = args.timeoutMs ?? defaultTimeoutMs;
+      const doFetch = opts.fetchImpl ?? fetch;
+
+      const controller = new AbortController();
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        controller.abort();
+      }, timeoutMs);
+      const onAbort = (): void => controller.abort();
+      ctx.signal.addEventListener('abort', onAbort, { once: true });
+
+      let res: Response;
+      let body: { bytes: Uint8Array; truncated: boolean };
+      try {
+        res = await doFetch(url, {
+          method,
+          headers: { 'User-Agent': 'caboose.nvim', ...args.headers },
+          body: args.body,
+          signal: controller.signal,
+          redirect: 'follow',
+        });
+        ctx.progress?.(`${res.status} ${res.statusText} ${res.headers.get('content-type') ?? ''}`.trim());
+        body = await readCapped(res, maxBytes);
+      } catch (err) {
+        if (timedOut) {
+          throw new ToolError('timeout', `No complete response from ${url.href} within ${timeoutMs} ms.`, {
+            suggestedAction: 'Retry with a larger timeoutMs, or try another URL.',
+          });
+        }
+        if (ctx.signal.aborted) throw new ToolError('cancelled', 'The request was cancelled.');
+        throw new ToolError('network_error', `Request to ${url.href} failed: ${causeMessage(err)}`, {
+          suggestedAction: 'Check the URL (host, port, scheme); the server may be down or unreachable.',
+        });
+      } finally {
+        clearTimeout(timer);
+        ctx.signal.removeEventListener('abort', onAbort);
+      }
+
+      const contentType = res.headers.get('content-type') ?? '';
+      let kind = classifyContentType(contentType);
+      if (kind === 'unknown') kind = looksBinary(body.bytes) ? 'binary' : 'text';
+      if (kind === 'binary' || looksBinary(body.bytes)) {
+        throw new ToolError('binary_file', `${url.href} returned binary content (${contentType || 'no content type'}).`, {
+          suggestedAction: 'Fetch a text, HTML or JSON resource instead.',
+          details: { status: res.status, contentType },
+        });
+      }
+
+      const raw = decode(body.bytes, contentType);
+      let text = raw;
+      if (kind === 'html') {
+        text = htmlToText(raw, res.url || url.href);
+      } else if (kind === 'json' && !body.truncated) {
+        try {
+          text = JSON.stringify(JSON.parse(raw), null, 2);
+        } catch {
+          text = raw;
+        }
+      }
+
+      let truncated = body.truncated;
+      const capped = capText(text);
+      if (capped.truncated) {
+        truncated = true;
+        const sep = capped.text.endsWith('\n') ? '' : '\n';
+        text = `${capped.text}${sep}${truncationNotice(capped, 'fetch a more specific URL (or an API returning less) for the rest')}`;
+      } else if (body.truncated) {
+        text = `${text}\n[download stopped at ${maxBytes} bytes; pass a larger maxBytes for more]`;
+      }
+      return { url: res.url || url.href, status: res.status, contentType, content: text, truncated };
+    },
+  };
+}
