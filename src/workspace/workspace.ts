@@ -1,6 +1,56 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { ToolError, STALE_FILE_ACTION, type ErrorKind } from '../tools/errors';
+import type { AuditRepository } from '../store/audit';
+import { openStore, type Store } from '../store';
+import { FileAccess, type BufferBridge, type FileChange, type FileView, type CommitFaultHook } from './file-access';
+import { Mutex } from './mutex';
+import { DEFAULT_DENY_GLOBS, PathResolver, isUnder, type ResolvedPath } from './paths';
+import type { SearchContext } from './search';
+import { DEFAULT_TRASH_RETENTION_DAYS, WorkspaceTrash } from './trash';
+
+export interface WorkspaceOptions {
+  /** Workspace root (resolved with realpath). */
+  root: string;
+  /** Folder for the SQLite database and the trash; keep it outside the workspace. */
+  dataDir: string;
+  sessionId?: string;
+  /** Paths matching these globs (workspace-relative) are refused with permission_denied. Default `.git/**`. */
+  denyGlobs?: string[];
+  trashRetentionDays?: number;
+  /** Live-buffer seam (issue 4); null/absent = disk only. */
+  bridge?: BufferBridge | null;
+  /** Largest file read_file/edit_file will load. Default 10 MiB. */
+  maxFileBytes?: number;
+  /** Test hook: simulate failures during commits. */
+  faultHook?: CommitFaultHook;
+}
+
+/** What a write records in the audit log; filled in as the operation learns it. */
+export interface AuditDraft {
+  path: string | null;
+  toPath: string | null;
+  beforeSha256: string | null;
+  afterSha256: string | null;
+  diff: string | null;
+}
+
+/** A write computed in memory, ready to commit. */
+export interface WritePlan<T> {
+  changes: FileChange[];
+  /** Unified diff (or short text) for previews and the audit log. */
+  diff: string;
+  result: T;
+  /** One audit row per entry (apply_patch writes one per file). */
+  audit: (AuditDraft & { operation: string })[];
+  beforeCommit?: () => Promise<void>;
+  afterCommit?: () => Promise<void>;
+  onFailure?: () => Promise<void>;
+}
+
 /**
- * Placeholder owned by the workspace layer (issue 3): the object every tool reaches through ctx.workspace.
- * It will grow (file access, trash, audit); `root`, `dataDir` and `sessionId` are stable.
+ * What every tool reaches through ctx.workspace. Tools that only need the folders (bash, tests with a
+ * plain object) use this; the file tools need the full FileWorkspace (see `fileWorkspace()`).
  */
 export interface Workspace {
   /** Absolute, realpath-resolved workspace root. */
@@ -8,4 +58,161 @@ export interface Workspace {
   /** Where the SQLite database and the trash live (outside the workspace by default). */
   readonly dataDir: string;
   readonly sessionId: string;
+}
+
+/** The workspace file layer: confined paths, file access (disk, later buffers), writes, trash and audit. */
+export class FileWorkspace implements Workspace {
+  readonly root: string;
+  readonly dataDir: string;
+  readonly sessionId: string;
+  readonly paths: PathResolver;
+  readonly files: FileAccess;
+  readonly store: Store;
+  readonly trash: WorkspaceTrash;
+  private readonly writeLock = new Mutex();
+  private closed = false;
+
+  constructor(opts: WorkspaceOptions) {
+    if (!opts.root) throw new Error('openWorkspace: root is required');
+    if (!opts.dataDir) throw new Error('openWorkspace: dataDir is required');
+    this.root = fs.realpathSync.native(path.resolve(opts.root));
+    if (!fs.statSync(this.root).isDirectory()) throw new Error(`openWorkspace: ${this.root} is not a directory`);
+    fs.mkdirSync(opts.dataDir, { recursive: true });
+    this.dataDir = fs.realpathSync.native(path.resolve(opts.dataDir));
+    this.sessionId = opts.sessionId ?? `session-${Date.now().toString(36)}`;
+    const deny = [...(opts.denyGlobs ?? DEFAULT_DENY_GLOBS)];
+    // A data folder inside the workspace is never visible to the tools.
+    if (isUnder(this.root, this.dataDir) && this.dataDir !== this.root) {
+      const rel = path.relative(this.root, this.dataDir).split(path.sep).join('/');
+      deny.push(rel, `${rel}/**`);
+    }
+    this.paths = new PathResolver(this.root, deny);
+    this.files = new FileAccess({ bridge: opts.bridge, maxFileBytes: opts.maxFileBytes, faultHook: opts.faultHook });
+    this.store = openStore(this.dataDir);
+    this.trash = new WorkspaceTrash(this.dataDir, this.store.trash, opts.trashRetentionDays ?? DEFAULT_TRASH_RETENTION_DAYS);
+  }
+
+  get audit(): AuditRepository {
+    return this.store.audit;
+  }
+
+  resolve(p: string, opts: { allowRoot?: boolean } = {}): ResolvedPath {
+    return this.paths.resolve(p, opts);
+  }
+
+  searchContext(signal?: AbortSignal): SearchContext {
+    return { rootAbs: this.root, isDenied: (rel) => this.paths.isDenied(rel), signal };
+  }
+
+  /** Runs `fn` while holding the workspace write lock (writes are serialized per workspace). */
+  withWriteLock<T>(fn: () => Promise<T>): Promise<T> {
+    return this.writeLock.run(fn);
+  }
+
+  /**
+   * The write path of every write tool: inside the lock, plan against the CURRENT content (stale gate
+   * included), commit all-or-nothing, and audit the attempt whether it succeeded or not.
+   */
+  async runWrite<T>(tool: string, operation: string, draft: AuditDraft, plan: (draft: AuditDraft) => Promise<WritePlan<T>>): Promise<T> {
+    if (this.closed) throw new ToolError('internal_error', 'The workspace is closed.');
+    return this.withWriteLock(async () => {
+      let p: WritePlan<T> | undefined;
+      try {
+        p = await plan(draft);
+        await p.beforeCommit?.();
+        try {
+          await this.files.commit(p.changes);
+        } catch (err) {
+          await p.onFailure?.();
+          throw err;
+        }
+        await p.afterCommit?.();
+      } catch (err) {
+        const te = toToolError(err, draft.path);
+        this.recordAudit(tool, operation, draft, false, te.kind);
+        throw te;
+      }
+      for (const a of p.audit) this.recordAudit(tool, a.operation, a, true, null);
+      return p.result;
+    });
+  }
+
+  /** Audit row for an attempt refused before it reached the plan (e.g. invalid arguments). */
+  recordAudit(tool: string, operation: string, d: AuditDraft, ok: boolean, errorKind: ErrorKind | null): void {
+    if (this.closed) return;
+    this.store.audit.append({
+      time: new Date().toISOString(),
+      sessionId: this.sessionId,
+      tool,
+      operation,
+      path: d.path,
+      toPath: d.toPath,
+      beforeSha256: d.beforeSha256,
+      afterSha256: d.afterSha256,
+      diff: d.diff,
+      ok,
+      errorKind,
+    });
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.store.close();
+  }
+}
+
+/** The FileWorkspace behind a tool context (internal_error when a caller passed a bare Workspace). */
+export function fileWorkspace(ws: Workspace): FileWorkspace {
+  if (ws instanceof FileWorkspace) return ws;
+  throw new ToolError('internal_error', 'File tools need a workspace opened with openWorkspace().');
+}
+
+/** The stale gate: `expected` must equal the sha256 of the current bytes; `""` asserts the path is absent. */
+export function assertFresh(view: FileView, expected: string | undefined, rel: string): void {
+  if (expected === undefined) return;
+  if (expected === '') {
+    if (view.kind !== 'missing') {
+      throw new ToolError('stale_file', `"${rel}" exists, but the expected sha256 "" asserts it does not.`, {
+        path: rel,
+        suggestedAction: STALE_FILE_ACTION,
+      });
+    }
+    return;
+  }
+  if (view.sha256 !== expected.toLowerCase()) {
+    throw new ToolError(
+      'stale_file',
+      view.kind === 'missing' ? `"${rel}" no longer exists.` : `"${rel}" changed since it was read (sha256 mismatch).`,
+      { path: rel, suggestedAction: STALE_FILE_ACTION },
+    );
+  }
+}
+
+export function notFound(rel: string, hint = 'Check the path with list_directory or glob.'): ToolError {
+  return new ToolError('not_found', `"${rel}" does not exist.`, { path: rel, suggestedAction: hint });
+}
+
+/** Maps filesystem errors to the tool error kinds. */
+export function toToolError(err: unknown, rel: string | null): ToolError {
+  if (err instanceof ToolError) return err;
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  const p = rel ?? undefined;
+  switch (code) {
+    case 'ENOENT':
+      return new ToolError('not_found', `Not found: ${(err as Error).message}`, { path: p });
+    case 'EEXIST':
+    case 'ENOTDIR':
+      return new ToolError('already_exists', `A file is in the way: ${(err as Error).message}`, { path: p });
+    case 'EISDIR':
+      return new ToolError('is_directory', `Is a directory: ${(err as Error).message}`, { path: p });
+    case 'EACCES':
+    case 'EPERM':
+    case 'EROFS':
+      return new ToolError('permission_denied', `Permission denied: ${(err as Error).message}`, { path: p });
+    default: {
+      const message = err instanceof Error ? err.message : String(err);
+      return new ToolError('internal_error', message, { path: p });
+    }
+  }
 }

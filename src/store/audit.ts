@@ -1,0 +1,151 @@
+import { createHash } from 'node:crypto';
+import type Database from 'better-sqlite3';
+
+/** Longest diff stored per audit row. */
+export const AUDIT_DIFF_MAX_BYTES = 64 * 1024;
+export const AUDIT_GENESIS_HASH = '0'.repeat(64);
+
+export interface AuditEntry {
+  time: string;
+  sessionId: string;
+  tool: string;
+  operation: string;
+  path: string | null;
+  toPath: string | null;
+  beforeSha256: string | null;
+  afterSha256: string | null;
+  diff: string | null;
+  ok: boolean;
+  errorKind: string | null;
+}
+
+export interface AuditRow extends AuditEntry {
+  id: number;
+  prevHash: string;
+  hash: string;
+}
+
+export interface AuditVerification {
+  ok: boolean;
+  rows: number;
+  /** First row whose stored hash or chain link does not match its content. */
+  firstBadRowId?: number;
+}
+
+interface RawRow {
+  id: number;
+  time: string;
+  session_id: string;
+  tool: string;
+  operation: string;
+  path: string | null;
+  to_path: string | null;
+  before_sha256: string | null;
+  after_sha256: string | null;
+  diff: string | null;
+  ok: number;
+  error_kind: string | null;
+  prev_hash: string;
+  hash: string;
+}
+
+/** Cuts a diff to at most AUDIT_DIFF_MAX_BYTES (UTF-8), marking the cut. */
+export function capAuditDiff(diff: string | null): string | null {
+  if (diff === null) return null;
+  if (Buffer.byteLength(diff, 'utf8') <= AUDIT_DIFF_MAX_BYTES) return diff;
+  const marker = '\n[diff truncated at 64 KiB]\n';
+  const room = AUDIT_DIFF_MAX_BYTES - Buffer.byteLength(marker, 'utf8');
+  return Buffer.from(diff, 'utf8').subarray(0, room).toString('utf8').replace(/\uFFFD$/, '') + marker;
+}
+
+/** Canonical JSON of the hashed fields: fixed key order, nulls explicit. */
+function canonical(e: AuditEntry): string {
+  return JSON.stringify([
+    e.time,
+    e.sessionId,
+    e.tool,
+    e.operation,
+    e.path,
+    e.toPath,
+    e.beforeSha256,
+    e.afterSha256,
+    e.diff,
+    e.ok ? 1 : 0,
+    e.errorKind,
+  ]);
+}
+
+export function auditRowHash(prevHash: string, e: AuditEntry): string {
+  return createHash('sha256').update(prevHash).update(canonical(e)).digest('hex');
+}
+
+function fromRaw(r: RawRow): AuditRow {
+  return {
+    id: r.id,
+    time: r.time,
+    sessionId: r.session_id,
+    tool: r.tool,
+    operation: r.operation,
+    path: r.path,
+    toPath: r.to_path,
+    beforeSha256: r.before_sha256,
+    afterSha256: r.after_sha256,
+    diff: r.diff,
+    ok: r.ok === 1,
+    errorKind: r.error_kind,
+    prevHash: r.prev_hash,
+    hash: r.hash,
+  };
+}
+
+/** Append-only, hash-chained log of every write attempt. Rows are immutable (SQLite triggers). */
+export class AuditRepository {
+  private readonly insertStmt: Database.Statement;
+  private readonly lastStmt: Database.Statement;
+  private readonly appendTx: (e: AuditEntry) => number;
+
+  constructor(private readonly db: Database.Database) {
+    this.insertStmt = db.prepare(
+      `INSERT INTO audit_log (time, session_id, tool, operation, path, to_path, before_sha256, after_sha256, diff, ok, error_kind, prev_hash, hash)
+       VALUES (@time, @sessionId, @tool, @operation, @path, @toPath, @beforeSha256, @afterSha256, @diff, @ok, @errorKind, @prevHash, @hash)`,
+    );
+    this.lastStmt = db.prepare('SELECT hash FROM audit_log ORDER BY id DESC LIMIT 1');
+    // IMMEDIATE: two processes appending to one database still form a single chain.
+    this.appendTx = db
+      .transaction((e: AuditEntry) => {
+        const last = this.lastStmt.get() as { hash: string } | undefined;
+        const prevHash = last?.hash ?? AUDIT_GENESIS_HASH;
+        const hash = auditRowHash(prevHash, e);
+        const info = this.insertStmt.run({ ...e, ok: e.ok ? 1 : 0, prevHash, hash });
+        return Number(info.lastInsertRowid);
+      })
+      .immediate;
+  }
+
+  append(entry: Omit<AuditEntry, 'diff'> & { diff: string | null }): number {
+    return this.appendTx({ ...entry, diff: capAuditDiff(entry.diff) });
+  }
+
+  list(opts: { limit?: number; sessionId?: string } = {}): AuditRow[] {
+    const limit = opts.limit ?? 1000;
+    const rows = (
+      opts.sessionId === undefined
+        ? this.db.prepare('SELECT * FROM audit_log ORDER BY id DESC LIMIT ?').all(limit)
+        : this.db.prepare('SELECT * FROM audit_log WHERE session_id = ? ORDER BY id DESC LIMIT ?').all(opts.sessionId, limit)
+    ) as RawRow[];
+    return rows.map(fromRaw).reverse();
+  }
+
+  /** Recomputes the chain from the first row; any edited, inserted or removed row breaks it. */
+  verify(): AuditVerification {
+    let prev = AUDIT_GENESIS_HASH;
+    let rows = 0;
+    for (const raw of this.db.prepare('SELECT * FROM audit_log ORDER BY id ASC').iterate() as IterableIterator<RawRow>) {
+      const r = fromRaw(raw);
+      rows++;
+      if (r.prevHash !== prev || auditRowHash(prev, r) !== r.hash) return { ok: false, rows, firstBadRowId: r.id };
+      prev = r.hash;
+    }
+    return { ok: true, rows };
+  }
+}

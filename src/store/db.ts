@@ -1,0 +1,28 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { migrate } from './migrations';
+
+export const DB_FILE_NAME = 'caboose.sqlite';
+
+/** `<dataDir>/caboose.sqlite`, or the path itself when it already names a file. */
+export function dbPathFor(dbPathOrDataDir: string): string {
+  try {
+    if (fs.statSync(dbPathOrDataDir).isDirectory()) return path.join(dbPathOrDataDir, DB_FILE_NAME);
+  } catch {
+    // not there yet: treat a name ending in .sqlite/.db as a file, anything else as a data folder
+  }
+  return /\.(sqlite|db)$/.test(dbPathOrDataDir) ? dbPathOrDataDir : path.join(dbPathOrDataDir, DB_FILE_NAME);
+}
+
+/** Opens (creating if needed) the store database in WAL mode and brings its schema up to date. */
+export function openDatabase(dbPathOrDataDir: string): Database.Database {
+  const file = dbPathOrDataDir === ':memory:' ? ':memory:' : dbPathFor(dbPathOrDataDir);
+  if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
+  const db = new Database(file);
+  if (file !== ':memory:') db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('busy_timeout = 5000');
+  migrate(db);
+  return db;
+}

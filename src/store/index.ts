@@ -1,0 +1,37 @@
+import type Database from 'better-sqlite3';
+import { openDatabase } from './db';
+import { AuditRepository, type AuditVerification } from './audit';
+import { TrashRepository } from './trash';
+
+export { openDatabase, dbPathFor, DB_FILE_NAME } from './db';
+export * from './audit';
+export * from './trash';
+export { MIGRATIONS, migrate } from './migrations';
+
+/** The typed repositories over one database connection. */
+export interface Store {
+  readonly db: Database.Database;
+  readonly audit: AuditRepository;
+  readonly trash: TrashRepository;
+  close(): void;
+}
+
+export function openStore(dbPathOrDataDir: string): Store {
+  const db = openDatabase(dbPathOrDataDir);
+  return {
+    db,
+    audit: new AuditRepository(db),
+    trash: new TrashRepository(db),
+    close: () => db.close(),
+  };
+}
+
+/** Re-checks the audit log hash chain of a database (a data folder or the .sqlite file). */
+export function verifyAuditLog(dbPathOrDataDir: string): AuditVerification {
+  const store = openStore(dbPathOrDataDir);
+  try {
+    return store.audit.verify();
+  } finally {
+    store.close();
+  }
+}

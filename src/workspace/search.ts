@@ -1,0 +1,240 @@
+import { spawn, spawnSync } from 'node:child_process';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import fg from 'fast-glob';
+import { ToolError } from '../tools/errors';
+import { MAX_OUTPUT_BYTES } from '../tools/output';
+import { isIgnoredPath, walk, type IgnoreMatcher } from './ignore';
+import { globToRegExp } from './glob-match';
+
+/** Most results a search returns; the rest are counted in `omitted`. */
+export const MAX_SEARCH_RESULTS = 1000;
+/** Longest line text returned per match. */
+export const MAX_MATCH_TEXT = 400;
+
+export interface SearchContext {
+  rootAbs: string;
+  /** Deny-glob check (workspace-relative path). */
+  isDenied: (rel: string) => boolean;
+  signal?: AbortSignal;
+}
+
+export interface GrepMatch {
+  path: string;
+  line: number;
+  text: string;
+}
+
+export interface GrepQuery {
+  /** JS/Rust-compatible regular expression, or a literal string when `fixed`. */
+  pattern: string;
+  fixed?: boolean;
+  /** Folder or file to search, workspace-relative ('' = root). */
+  startRel: string;
+  /** File-name glob such as `*.ts` or `*.{ts,tsx}`. */
+  include?: string;
+  gitignore: boolean;
+  engine?: 'auto' | 'rg' | 'js';
+}
+
+export interface GrepResult {
+  matches: GrepMatch[];
+  total: number;
+  engine: 'rg' | 'js';
+}
+
+let rgAvailable: boolean | undefined;
+
+/** Is ripgrep on PATH? (Checked once; CABOOSE_GREP_ENGINE=js forces the JS path.) */
+export function ripgrepAvailable(): boolean {
+  if (rgAvailable === undefined) {
+    const r = spawnSync('rg', ['--version'], { stdio: 'ignore' });
+    rgAvailable = r.status === 0;
+  }
+  return rgAvailable;
+}
+
+function chooseEngine(q: GrepQuery): 'rg' | 'js' {
+  const pref = q.engine ?? (process.env.CABOOSE_GREP_ENGINE as GrepQuery['engine']) ?? 'auto';
+  if (pref === 'js') return 'js';
+  if (pref === 'rg') return ripgrepAvailable() ? 'rg' : 'js';
+  return ripgrepAvailable() ? 'rg' : 'js';
+}
+
+export function compileSearchRegex(pattern: string, fixed: boolean): RegExp {
+  const src = fixed ? pattern.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') : pattern;
+  try {
+    return new RegExp(src, 'u');
+  } catch (err) {
+    throw new ToolError('invalid_arguments', `Invalid regular expression: ${(err as Error).message}`, {
+      suggestedAction: 'Fix the pattern, or use search_files with mode "text" for a literal search.',
+    });
+  }
+}
+
+function stripEol(line: string): string {
+  return line.replace(/\r?\n$/, '').replace(/\r$/, '');
+}
+
+function clip(text: string): string {
+  return text.length > MAX_MATCH_TEXT ? text.slice(0, MAX_MATCH_TEXT) + '…' : text;
+}
+
+/** Regex search of file contents; ripgrep when available, the equivalent JS walk otherwise. Sorted by path then line. */
+export async function grep(ctx: SearchContext, q: GrepQuery): Promise<GrepResult> {
+  const re = compileSearchRegex(q.pattern, q.fixed ?? false);
+  const engine = chooseEngine(q);
+  const all = engine === 'rg' ? await grepRg(ctx, q) : await grepJs(ctx, q, re);
+  const matches = all.filter((m) => !ctx.isDenied(m.path));
+  matches.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.line - b.line));
+  return { matches, total: matches.length, engine };
+}
+
+async function grepJs(ctx: SearchContext, q: GrepQuery, re: RegExp): Promise<GrepMatch[]> {
+  const includeRe = q.include ? globToRegExp(q.include) : null;
+  const out: GrepMatch[] = [];
+  const st = await fsp.stat(path.join(ctx.rootAbs, q.startRel));
+  const files: string[] = [];
+  if (st.isFile()) files.push(q.startRel);
+  else {
+    for await (const e of walk({ rootAbs: ctx.rootAbs, startRel: q.startRel, gitignore: q.gitignore, skip: ctx.isDenied, recursive: true, signal: ctx.signal })) {
+      if (e.type !== 'file') continue;
+      if (includeRe && !includeRe.test(path.posix.basename(e.rel))) continue;
+      files.push(e.rel);
+    }
+  }
+  for (const rel of files) {
+    ctx.signal?.throwIfAborted();
+    let bytes: Buffer;
+    try {
+      bytes = await fsp.readFile(path.join(ctx.rootAbs, rel));
+    } catch {
+      continue;
+    }
+    if (bytes.includes(0)) continue;
+    const text = bytes.toString('utf8');
+    if (!re.test(text)) continue;
+    const lines = text.split('\n');
+    if (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
+    for (let i = 0; i < lines.length; i++) {
+      if (re.test(lines[i])) out.push({ path: rel, line: i + 1, text: clip(stripEol(lines[i])) });
+    }
+  }
+  return out;
+}
+
+interface RgEvent {
+  type: string;
+  data?: { path?: { text?: string; bytes?: string }; lines?: { text?: string; bytes?: string }; line_number?: number };
+}
+
+async function grepRg(ctx: SearchContext, q: GrepQuery): Promise<GrepMatch[]> {
+  const args = [
+    '--json',
+    '--no-config',
+    '--hidden',
+    '--no-require-git',
+    '--no-ignore-global',
+    '--no-ignore-exclude',
+    '--no-ignore-dot',
+    '--no-messages',
+    '-g',
+    '!.git',
+  ];
+  if (!q.gitignore) args.push('--no-ignore');
+  if (q.fixed) args.push('-F');
+  if (q.include) args.push('--type-add', `inc:${q.include}`, '-t', 'inc');
+  args.push('-e', q.pattern, '--', q.startRel === '' ? '.' : q.startRel);
+  const out: GrepMatch[] = [];
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn('rg', args, { cwd: ctx.rootAbs, stdio: ['ignore', 'pipe', 'pipe'], signal: ctx.signal });
+    let buf = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => {
+      buf += chunk;
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) !== -1) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        if (!line.startsWith('{"type":"match"')) continue;
+        const ev = JSON.parse(line) as RgEvent;
+        const d = ev.data;
+        if (!d || d.line_number === undefined) continue;
+        const p = d.path?.text ?? Buffer.from(d.path?.bytes ?? '', 'base64').toString('utf8');
+        const t = d.lines?.text ?? Buffer.from(d.lines?.bytes ?? '', 'base64').toString('utf8');
+        const rel = path.relative(ctx.rootAbs, path.resolve(ctx.rootAbs, p)).split(path.sep).join('/');
+        out.push({ path: rel, line: d.line_number, text: clip(stripEol(t)) });
+      }
+    });
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code === 0 || code === 1) resolve();
+      else if (out.length > 0) resolve();
+      else reject(new ToolError('invalid_arguments', `ripgrep failed: ${stderr.trim() || `exit ${code}`}`));
+    });
+  });
+  return out;
+}
+
+export interface GlobResult {
+  paths: string[];
+  total: number;
+}
+
+/** fast-glob from the workspace root, .git and deny globs skipped, .gitignore applied. Sorted. */
+export async function globFiles(ctx: SearchContext, pattern: string, startRel: string, gitignore: boolean): Promise<GlobResult> {
+  if (pattern.includes('\0')) throw new ToolError('invalid_arguments', 'The pattern contains a NUL byte.');
+  if (path.isAbsolute(pattern) || pattern.split('/').includes('..')) {
+    throw new ToolError('invalid_arguments', 'The glob pattern must be relative and must not contain "..".', {
+      suggestedAction: 'Use the `path` argument to choose the folder and a relative pattern such as "**/*.ts".',
+    });
+  }
+  const cwd = path.join(ctx.rootAbs, startRel);
+  const entries = await fg(pattern, {
+    cwd,
+    dot: true,
+    onlyFiles: false,
+    markDirectories: true,
+    followSymbolicLinks: false,
+    ignore: ['**/.git', '**/.git/**', '**/node_modules/.cache/**'],
+    suppressErrors: true,
+  });
+  const cache = new Map<string, IgnoreMatcher>();
+  const paths: string[] = [];
+  for (const e of entries) {
+    const isDir = e.endsWith('/');
+    const relInStart = isDir ? e.slice(0, -1) : e;
+    const rel = startRel === '' ? relInStart : `${startRel}/${relInStart}`;
+    if (ctx.isDenied(rel)) continue;
+    if (gitignore && (await isIgnoredPath(ctx.rootAbs, rel, isDir, cache))) continue;
+    paths.push(isDir ? rel + '/' : rel);
+  }
+  paths.sort();
+  return { paths, total: paths.length };
+}
+
+export interface ListEntry {
+  path: string;
+  type: 'file' | 'dir' | 'symlink' | 'other';
+}
+
+export async function listDirectory(ctx: SearchContext, startRel: string, recursive: boolean, gitignore: boolean): Promise<ListEntry[]> {
+  const out: ListEntry[] = [];
+  for await (const e of walk({ rootAbs: ctx.rootAbs, startRel, gitignore, skip: ctx.isDenied, recursive, signal: ctx.signal })) {
+    out.push({ path: e.rel, type: e.type });
+  }
+  return out;
+}
+
+/** Keeps items from the start while they fit the caps; returns how many were kept. */
+export function capItems<T>(items: T[], size: (t: T) => number, maxItems = MAX_SEARCH_RESULTS, maxBytes = MAX_OUTPUT_BYTES - 2048): number {
+  let bytes = 0;
+  let n = 0;
+  for (; n < items.length && n < maxItems; n++) {
+    bytes += size(items[n]);
+    if (bytes > maxBytes) break;
+  }
+  return n;
+}
