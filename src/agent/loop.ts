@@ -1,0 +1,455 @@
+/**
+ * The agent loop: an explicit state machine around the model client and the tool registry.
+ *
+ *   idle → streaming → executing_tools ⇄ pending_approval → streaming → … → idle
+ *
+ * One user message = one turn: stream the model's reply; if it asked for tools, run them (gated by the
+ * permission mode and the user's approvals) and stream again with the results; stop when the model answers
+ * without a tool call, after `stepLimit` model calls, on a provider error, or on `stop()`.
+ *
+ * Never imports the Neovim client: the host passes `requestApproval`, `makeContext` and `events`.
+ * Never throws at its callers: failures become `error` events and tool results the model can act on.
+ */
+import { randomUUID } from 'node:crypto';
+import type { ToolRegistry } from '../tools/registry';
+import type { ApprovalPreview, ToolContext, ToolDefinition, ToolResult } from '../tools/tool';
+import type { ToolErrorInfo } from '../tools/errors';
+import { OpenAIProvider, ProviderError, type AssembledToolCall, type ChatMessage, type ModelClient, type ProviderConfig, type Usage } from './provider';
+import { DEFAULT_MODE, blockedByModeMessage, permissionFor, type PermissionMode } from './permissions';
+import { assistantMessage, interruptedAssistantMessage, parseToolArguments, toolMessage, userMessage } from './messages';
+import { defaultSystemPrompt } from './prompt';
+
+export type { PermissionMode } from './permissions';
+
+export type AgentState = 'idle' | 'streaming' | 'executing_tools' | 'pending_approval';
+
+export interface ApprovalRequest {
+  /** Unique per request (not the tool call id). */
+  id: string;
+  toolCallId: string;
+  tool: string;
+  args: unknown;
+  preview?: ApprovalPreview;
+}
+
+export type ApprovalDecision = { decision: 'once' | 'always' | 'reject'; reason?: string };
+
+export interface AgentEvents {
+  state?(state: AgentState, previous: AgentState): void;
+  assistantStart?(): void;
+  text?(delta: string): void;
+  assistantEnd?(info: { interrupted: boolean }): void;
+  toolCall?(call: { id: string; name: string; args: unknown }): void;
+  toolResult?(r: { id: string; name: string; result: ToolResult }): void;
+  /** User-facing errors (provider errors, step limit, internal failures). */
+  error?(e: { kind: string; message: string }): void;
+  notice?(text: string): void;
+  /** A pending approval was withdrawn (stop()); the host should close its prompt. */
+  approvalCancelled?(req: { id: string }): void;
+  usage?(usage: Usage): void;
+  turnEnd?(): void;
+}
+
+/** Structurally compatible with the host's Logger. */
+export interface AgentLogger {
+  debug(msg: string, ...args: unknown[]): void;
+  info(msg: string, ...args: unknown[]): void;
+  warn(msg: string, ...args: unknown[]): void;
+  error(msg: string, ...args: unknown[]): void;
+}
+
+export interface AgentOptions {
+  provider: ProviderConfig | ModelClient;
+  registry: ToolRegistry;
+  makeContext: (signal: AbortSignal) => ToolContext;
+  mode?: PermissionMode;
+  /** Model calls per user message. Default 50. */
+  stepLimit?: number;
+  /** Messages waiting while busy. Default 3. */
+  maxQueue?: number;
+  /** Replaces the default system prompt. */
+  systemPrompt?: string;
+  requestApproval: (req: ApprovalRequest) => Promise<ApprovalDecision>;
+  events?: AgentEvents;
+  log?: AgentLogger;
+  /** Restrict which tools this agent offers and may call (subagents). Default: every registry tool. */
+  toolFilter?: (def: ToolDefinition) => boolean;
+}
+
+export type SendResult = { status: 'started' } | { status: 'queued'; position: number } | { status: 'rejected'; reason: string };
+
+export const DEFAULT_STEP_LIMIT = 50;
+export const DEFAULT_MAX_QUEUE = 3;
+
+/** One tool call of the current reply, as the loop tracks it. */
+interface PendingCall {
+  call: AssembledToolCall;
+  args: unknown;
+  parseError?: string;
+  def?: ToolDefinition;
+}
+
+export class Agent {
+  private readonly model: ModelClient;
+  private readonly registry: ToolRegistry;
+  private readonly opts: AgentOptions;
+  private readonly history: ChatMessage[] = [];
+  private readonly queue: string[] = [];
+  private readonly alwaysAllowed = new Set<string>();
+  private readonly idleWaiters: (() => void)[] = [];
+  private currentMode: PermissionMode;
+  private currentState: AgentState = 'idle';
+  private running = false;
+  private abort: AbortController | null = null;
+  private lastUsage: Usage | undefined;
+
+  constructor(opts: AgentOptions) {
+    this.opts = opts;
+    this.model = isModelClient(opts.provider) ? opts.provider : new OpenAIProvider(opts.provider);
+    this.registry = opts.registry;
+    this.currentMode = opts.mode ?? DEFAULT_MODE;
+  }
+
+  /* ---------------------------------------------------------------------------------------------
+   * Public API
+   * ------------------------------------------------------------------------------------------- */
+
+  get mode(): PermissionMode {
+    return this.currentMode;
+  }
+
+  get state(): AgentState {
+    return this.currentState;
+  }
+
+  /** The conversation in OpenAI format, without the system prompt (a copy). */
+  get messages(): ChatMessage[] {
+    return this.history.slice();
+  }
+
+  /** Messages waiting to be processed (a copy). */
+  get queued(): string[] {
+    return this.queue.slice();
+  }
+
+  /** Token usage reported with the last model reply. */
+  get usage(): Usage | undefined {
+    return this.lastUsage;
+  }
+
+  /** Tool names approved with "always" in this session. */
+  get alwaysAllowedTools(): string[] {
+    return [...this.alwaysAllowed];
+  }
+
+  setMode(mode: PermissionMode): void {
+    this.currentMode = mode;
+  }
+
+  /** Replace the conversation (e.g. a resumed session). Only while idle. */
+  loadMessages(messages: ChatMessage[]): void {
+    if (this.running) throw new Error('cannot load messages while the agent is busy');
+    this.history.splice(0, this.history.length, ...messages);
+  }
+
+  /** Starts a turn, or queues the message while busy (up to `maxQueue`, processed in order). */
+  send(text: string): SendResult {
+    if (!this.running) {
+      this.running = true;
+      void this.runLoop(text);
+      return { status: 'started' };
+    }
+    const max = this.opts.maxQueue ?? DEFAULT_MAX_QUEUE;
+    if (this.queue.length >= max) {
+      return { status: 'rejected', reason: `the agent is busy and ${max} messages are already queued` };
+    }
+    this.queue.push(text);
+    return { status: 'queued', position: this.queue.length };
+  }
+
+  /**
+   * Aborts the stream and running tools, withdraws a pending approval (as a rejection) and clears the
+   * queue. Text already received stays in the history, marked interrupted. The state returns to idle as
+   * soon as the turn unwinds (await `idle()`).
+   */
+  stop(): void {
+    this.queue.length = 0;
+    this.abort?.abort();
+  }
+
+  /** Resolves when idle with an empty queue. */
+  idle(): Promise<void> {
+    if (!this.running) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /* ---------------------------------------------------------------------------------------------
+   * Turn processing
+   * ------------------------------------------------------------------------------------------- */
+
+  private async runLoop(first: string): Promise<void> {
+    let next: string | undefined = first;
+    while (next !== undefined) {
+      try {
+        await this.runTurn(next);
+      } catch (err) {
+        // A bug in the loop or an event handler: report it, keep the agent usable.
+        const message = err instanceof Error ? err.message : String(err);
+        this.opts.log?.error('agent turn failed: %s', err instanceof Error ? (err.stack ?? message) : message);
+        this.emit('error', { kind: 'internal', message: `internal error: ${message}` });
+      }
+      this.abort = null;
+      this.setState('idle');
+      this.emit('turnEnd');
+      next = this.queue.shift();
+    }
+    this.running = false;
+    for (const w of this.idleWaiters.splice(0)) w();
+  }
+
+  private async runTurn(text: string): Promise<void> {
+    const controller = new AbortController();
+    this.abort = controller;
+    const signal = controller.signal;
+    this.history.push(userMessage(text));
+    const stepLimit = this.opts.stepLimit ?? DEFAULT_STEP_LIMIT;
+
+    for (let step = 1; ; step++) {
+      if (step > stepLimit) {
+        this.emit('error', {
+          kind: 'step_limit',
+          message: `stopped after ${stepLimit} steps without a final answer; send a message to let the agent continue`,
+        });
+        return;
+      }
+      const calls = await this.streamStep(signal);
+      if (calls === null || calls.length === 0 || signal.aborted) return;
+      await this.executeTools(calls, signal);
+      if (signal.aborted) return;
+    }
+  }
+
+  /** One model call. Returns the tool calls to run, [] for a final answer, null when the turn must end. */
+  private async streamStep(signal: AbortSignal): Promise<AssembledToolCall[] | null> {
+    this.setState('streaming');
+    this.emit('assistantStart');
+    let partial = '';
+    try {
+      const messages: ChatMessage[] = [{ role: 'system', content: this.systemPrompt() }, ...this.history];
+      const tools = this.registry.specs(this.opts.toolFilter).map(({ name, description, parameters }) => ({ name, description, parameters }));
+      for await (const ev of this.model.stream({ messages, tools, signal })) {
+        switch (ev.type) {
+          case 'text':
+            partial += ev.delta;
+            this.emit('text', ev.delta);
+            break;
+          case 'usage':
+            this.lastUsage = ev.usage;
+            this.emit('usage', ev.usage);
+            break;
+          case 'retry':
+            this.emit('notice', `${ev.error.message}; retrying in ${formatDelay(ev.delayMs)} (attempt ${ev.attempt})`);
+            break;
+          case 'tool_call_delta':
+            break;
+          case 'done':
+            this.history.push(assistantMessage(ev.text, ev.toolCalls));
+            this.emit('assistantEnd', { interrupted: false });
+            if (ev.finishReason === 'length' && ev.toolCalls.length === 0) {
+              this.emit('notice', 'the reply was cut at the max_tokens limit');
+            }
+            return ev.toolCalls;
+        }
+      }
+      // A client that ended without `done` (custom ModelClient): treat as interrupted.
+      throw new ProviderError('interrupted', 'the response stream ended before the model finished', { partialText: partial });
+    } catch (err) {
+      const e = err instanceof ProviderError ? err : new ProviderError('bad_response', err instanceof Error ? err.message : String(err));
+      const aborted = signal.aborted || e.kind === 'aborted';
+      // Partial text stays in the history, marked so the model knows its reply was cut.
+      if (partial.length > 0) this.history.push(interruptedAssistantMessage(partial));
+      this.emit('assistantEnd', { interrupted: true });
+      if (aborted) this.emit('notice', 'stopped');
+      else this.emit('error', { kind: e.kind, message: e.message });
+      return null;
+    }
+  }
+
+  /**
+   * Runs the calls of one reply. Consecutive calls that run without asking and have the `read` policy
+   * run concurrently; anything else (approval, edit, exec, interactive) runs alone, in order. Results
+   * are appended in the original order whatever the completion order.
+   */
+  private async executeTools(calls: AssembledToolCall[], signal: AbortSignal): Promise<void> {
+    this.setState('executing_tools');
+    const pending: PendingCall[] = calls.map((call) => {
+      const parsed = parseToolArguments(call.arguments);
+      return {
+        call,
+        args: parsed.ok ? parsed.args : call.arguments,
+        parseError: parsed.ok ? undefined : parsed.message,
+        def: this.registry.get(call.name),
+      };
+    });
+    const results: ToolResult[] = new Array<ToolResult>(pending.length);
+    let batch: Promise<void>[] = [];
+    const flush = async (): Promise<void> => {
+      await Promise.all(batch);
+      batch = [];
+    };
+
+    for (let i = 0; i < pending.length; i++) {
+      const p = pending[i];
+      const finish = (result: ToolResult): void => {
+        results[i] = result;
+        this.emit('toolResult', { id: p.call.id, name: p.call.name, result });
+      };
+      this.emit('toolCall', { id: p.call.id, name: p.call.name, args: p.args });
+      if (signal.aborted) {
+        finish(cancelledResult());
+        continue;
+      }
+      if (p.parseError !== undefined) {
+        finish(err({ kind: 'invalid_arguments', message: p.parseError, suggestedAction: 'Send the arguments as one valid JSON object matching the tool schema.' }));
+        continue;
+      }
+      const concurrent = p.def?.policy === 'read' && this.permission(p) === 'run';
+      if (concurrent) {
+        batch.push(this.runTool(p, signal).then(finish));
+        continue;
+      }
+      await flush();
+      finish(await this.gateAndRun(p, signal));
+    }
+    await flush();
+    for (let i = 0; i < pending.length; i++) this.history.push(toolMessage(pending[i].call.id, results[i]));
+  }
+
+  private permission(p: PendingCall): 'run' | 'ask' | 'block' {
+    if (!p.def) return 'run'; // the registry answers unknown_tool
+    const perm = permissionFor(this.currentMode, p.def.policy);
+    if (perm === 'ask' && this.alwaysAllowed.has(p.def.name)) return 'run';
+    return perm;
+  }
+
+  /** Mode check, approval (when needed), then the tool. */
+  private async gateAndRun(p: PendingCall, signal: AbortSignal): Promise<ToolResult> {
+    const def = p.def;
+    const perm = this.permission(p);
+    if (def && perm === 'block') {
+      return err({ kind: 'blocked_by_mode', message: blockedByModeMessage(def.name, def.policy) });
+    }
+    if (def && perm === 'ask') {
+      // Invalid arguments never reach the user: the registry reports them to the model.
+      const valid = def.parameters.safeParse(p.args ?? {});
+      if (!valid.success) return this.runTool(p, signal);
+      const decision = await this.askApproval(p, def, valid.data, signal);
+      if (decision === null) {
+        return err({ kind: 'rejected_by_user', message: 'The user stopped the agent before approving this call.' });
+      }
+      if (decision.decision === 'reject') {
+        const reason = decision.reason?.trim();
+        return err({
+          kind: 'rejected_by_user',
+          message: reason ? `The user rejected this ${def.name} call: ${reason}` : `The user rejected this ${def.name} call.`,
+          suggestedAction: 'Do not repeat the same call; adjust your approach or ask the user.',
+        });
+      }
+      if (decision.decision === 'always') this.alwaysAllowed.add(def.name);
+      this.setState('executing_tools');
+    }
+    return this.runTool(p, signal);
+  }
+
+  /** Waits for the user; null when stop() withdrew the request. */
+  private async askApproval(p: PendingCall, def: ToolDefinition, args: unknown, signal: AbortSignal): Promise<ApprovalDecision | null> {
+    const ctx = this.opts.makeContext(signal);
+    let preview: ApprovalPreview | undefined;
+    if (def.preview) {
+      try {
+        preview = await def.preview(args, ctx);
+      } catch (e) {
+        this.opts.log?.warn('preview for %s failed: %s', def.name, e instanceof Error ? e.message : String(e));
+      }
+    }
+    const req: ApprovalRequest = { id: randomUUID(), toolCallId: p.call.id, tool: def.name, args, ...(preview ? { preview } : {}) };
+    this.setState('pending_approval');
+    const aborted = abortPromise(signal);
+    try {
+      const decision = await Promise.race([this.opts.requestApproval(req), aborted.promise]);
+      if (decision === null) this.emit('approvalCancelled', { id: req.id });
+      return decision;
+    } catch (e) {
+      this.opts.log?.warn('requestApproval failed: %s', e instanceof Error ? e.message : String(e));
+      return { decision: 'reject', reason: 'the approval prompt failed' };
+    } finally {
+      aborted.dispose();
+    }
+  }
+
+  /** registry.call never throws; the race makes stop() effective even for tools ignoring the signal. */
+  private async runTool(p: PendingCall, signal: AbortSignal): Promise<ToolResult> {
+    if (signal.aborted) return cancelledResult();
+    const aborted = abortPromise(signal);
+    try {
+      const ctx = this.opts.makeContext(signal);
+      const result = await Promise.race([this.registry.call(p.call.name, p.args, ctx), aborted.promise]);
+      return result ?? cancelledResult();
+    } finally {
+      aborted.dispose();
+    }
+  }
+
+  /* ---------------------------------------------------------------------------------------------
+   * Helpers
+   * ------------------------------------------------------------------------------------------- */
+
+  private systemPrompt(): string {
+    return this.opts.systemPrompt ?? defaultSystemPrompt(this.currentMode);
+  }
+
+  private setState(next: AgentState): void {
+    const prev = this.currentState;
+    if (prev === next) return;
+    this.currentState = next;
+    this.emit('state', next, prev);
+  }
+
+  /** Event handlers are the host's code: a throwing handler is logged, never breaks the loop. */
+  private emit<K extends keyof AgentEvents>(name: K, ...args: Parameters<NonNullable<AgentEvents[K]>>): void {
+    const handler = this.opts.events?.[name] as ((...a: unknown[]) => void) | undefined;
+    if (!handler) return;
+    try {
+      handler(...args);
+    } catch (e) {
+      this.opts.log?.error('event handler %s threw: %s', name, e instanceof Error ? e.message : String(e));
+    }
+  }
+}
+
+function isModelClient(p: ProviderConfig | ModelClient): p is ModelClient {
+  return typeof (p as ModelClient).stream === 'function';
+}
+
+function err(info: ToolErrorInfo): ToolResult {
+  return { ok: false, error: info };
+}
+
+function cancelledResult(): ToolResult {
+  return err({ kind: 'cancelled', message: 'The user stopped the agent; this call did not complete.' });
+}
+
+/** A promise resolving to null on abort, and a disposer to drop the listener. */
+function abortPromise(signal: AbortSignal): { promise: Promise<null>; dispose(): void } {
+  let onAbort: () => void = () => undefined;
+  const promise = new Promise<null>((resolve) => {
+    onAbort = () => resolve(null);
+    if (signal.aborted) resolve(null);
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return { promise, dispose: () => signal.removeEventListener('abort', onAbort) };
+}
+
+function formatDelay(ms: number): string {
+  return ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${ms} ms`;
+}

@@ -1,0 +1,43 @@
+/**
+ * Permission modes: which tool policies run, ask or are blocked. Pure; the loop asks this and nothing else.
+ *
+ * | mode      | read | interactive | edit  | exec  |
+ * |-----------|------|-------------|-------|-------|
+ * | plan      | run  | run         | block | block |
+ * | create    | run  | run         | ask   | ask   |
+ * | auto-edit | run  | run         | run   | ask   |
+ * | chug      | run  | run         | run   | run   |
+ */
+import type { ToolPolicy } from '../tools/tool';
+
+export type PermissionMode = 'plan' | 'create' | 'auto-edit' | 'chug';
+export const PERMISSION_MODES: readonly PermissionMode[] = ['plan', 'create', 'auto-edit', 'chug'];
+export const DEFAULT_MODE: PermissionMode = 'create';
+
+export type Permission = 'run' | 'ask' | 'block';
+
+export function isPermissionMode(v: unknown): v is PermissionMode {
+  return typeof v === 'string' && (PERMISSION_MODES as readonly string[]).includes(v);
+}
+
+export function permissionFor(mode: PermissionMode, policy: ToolPolicy): Permission {
+  if (policy === 'read' || policy === 'interactive') return 'run';
+  switch (mode) {
+    case 'plan':
+      return 'block';
+    case 'create':
+      return 'ask';
+    case 'auto-edit':
+      return policy === 'edit' ? 'run' : 'ask';
+    case 'chug':
+      return 'run';
+  }
+}
+
+/** What the model reads when a call is blocked by plan mode. */
+export function blockedByModeMessage(tool: string, policy: ToolPolicy): string {
+  return (
+    `The ${tool} tool (${policy}) is blocked: the session is in plan mode, where only read-only tools run. ` +
+    'Do not retry it. Investigate with read-only tools and describe the changes you propose; the user can switch to another mode to apply them.'
+  );
+}
