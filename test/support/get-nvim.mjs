@@ -319,6 +319,24 @@ function writeManifest(entries) {
   fs.renameSync(tmp, MANIFEST);
 }
 
+/** Removes staging dirs left by an interrupted run (older than 10 minutes, so a concurrent run's are kept). */
+function removeStaleStaging() {
+  let names = [];
+  try {
+    names = fs.readdirSync(CACHE).filter((n) => n.startsWith('.tmp-'));
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const dir = path.join(CACHE, name);
+    try {
+      if (Date.now() - fs.statSync(dir).mtimeMs > 10 * 60_000) fs.rmSync(dir, { recursive: true, force: true });
+    } catch {
+      /* raced with its owner: fine */
+    }
+  }
+}
+
 async function main() {
   if (process.argv.includes('--force')) fs.rmSync(CACHE, { recursive: true, force: true });
   const onPath = probePathNvim();
@@ -336,6 +354,7 @@ async function main() {
   const failures = [];
   if (todo.length > 0) {
     const started = Date.now();
+    removeStaleStaging();
     const mirror = detectMirror();
     const arch = dpkgArch();
     const results = await Promise.allSettled(todo.map((t) => provide(t, mirror, arch)));
