@@ -98,25 +98,29 @@ export function parsePatch(text: string): PatchOp[] {
   let lo = 0;
   let hi = lines.length;
   const blank = (i: number): boolean => (lines[i] as string).trim() === '';
-  const trimBlank = (): void => {
+  // Leading whitespace-only lines are dropped; trailing ones only when truly empty, because a unified
+  // diff's last line may be a context line holding a single space.
+  const trimEmpty = (): void => {
     while (lo < hi && blank(lo)) lo++;
-    while (hi > lo && blank(hi - 1)) hi--;
+    while (hi > lo && (lines[hi - 1] === '' || lines[hi - 1] === '\r')) hi--;
   };
-  trimBlank();
+  const lastNonBlank = (): number => {
+    let i = hi - 1;
+    while (i > lo && blank(i)) i--;
+    return i;
+  };
+  trimEmpty();
   if (lo === hi) throw parseError(1, 'the patch is empty');
 
   // Unwrap one heredoc (`apply_patch <<'EOF'` … `EOF`) or Markdown fence (```diff … ```).
   const first = (lines[lo] as string).trim();
-  const lastLine = (lines[hi - 1] as string).trim();
+  const lastIndex = lastNonBlank();
+  const lastLine = (lines[lastIndex] as string).trim();
   const heredoc = /^(?:[\w./-]+\s+)?<<-?\s*(['"]?)([A-Za-z_]\w*)\1$/.exec(first);
-  if (hi - lo >= 2 && heredoc && lastLine === heredoc[2]) {
+  if (lastIndex > lo && ((heredoc && lastLine === heredoc[2]) || (/^```[\w+-]*$/.test(first) && lastLine === '```'))) {
     lo++;
-    hi--;
-    trimBlank();
-  } else if (hi - lo >= 2 && /^```[\w+-]*$/.test(first) && lastLine === '```') {
-    lo++;
-    hi--;
-    trimBlank();
+    hi = lastIndex;
+    trimEmpty();
   }
   if (lo === hi) throw parseError(lo + 1, 'the patch is empty');
 
@@ -171,7 +175,8 @@ function parseError(lineNo: number, message: string, path?: string): ToolError {
 // ---------------------------------------------------------------------------------------------
 
 function parseEnvelope(c: Cursor): PatchOp[] {
-  const last = c.end - 1;
+  let last = c.end - 1;
+  while (last > c.i && (c.lines[last] as string).trim() === '') last--;
   if ((c.lines[last] as string).trim() !== END_PATCH || last === c.i) {
     throw parseError(last + 1, `the last line of the patch must be '${END_PATCH}'`);
   }

@@ -1,0 +1,76 @@
+/**
+ * Property: for random files and random edits, a unified diff produced by the `diff` package,
+ * parsed by parsePatch and applied by planPatch, reproduces the new text exactly.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createTwoFilesPatch } from 'diff';
+import { parsePatch, planPatch, type FileState } from '../../src/workspace/patch';
+
+/** mulberry32: small, fast, seeded. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// Deliberately nasty lines: repeats, blanks, padding, and text that looks like patch syntax.
+const VOCABULARY = [
+  'a', 'b', 'c', 'a', 'b', '', '', '  indented', 'trailing  ', 'foo bar', '-- dash', '+plus', '--- a/x',
+  '+++ b/x', '@@ -1 +1 @@', '\\ backslash', ' lead', '*** End Patch', '*** Update File: y', 'naïve “quote”', '\t',
+];
+
+function randomLines(rand: () => number, max: number): string[] {
+  const n = Math.floor(rand() * (max + 1));
+  return Array.from({ length: n }, () => VOCABULARY[Math.floor(rand() * VOCABULARY.length)] as string);
+}
+
+function randomEdit(rand: () => number, lines: string[]): string[] {
+  const out = [...lines];
+  const edits = 1 + Math.floor(rand() * 4);
+  for (let e = 0; e < edits; e++) {
+    const at = Math.floor(rand() * (out.length + 1));
+    const r = rand();
+    if (r < 0.35 && out.length > 0) out.splice(Math.min(at, out.length - 1), 1 + Math.floor(rand() * 3));
+    else if (r < 0.7) out.splice(at, 0, ...randomLines(rand, 3));
+    else out.splice(at, Math.floor(rand() * 3), ...randomLines(rand, 3));
+  }
+  return out;
+}
+
+function join(lines: string[], eol: string, finalNewline: boolean): string {
+  if (lines.length === 0) return '';
+  return lines.join(eol) + (finalNewline ? eol : '');
+}
+
+test('unified diffs from the diff package round-trip through parsePatch + planPatch', () => {
+  const rand = prng(20240611);
+  let checked = 0;
+  for (let iter = 0; iter < 3000; iter++) {
+    const eol = rand() < 0.2 ? '\r\n' : '\n';
+    const oldLines = randomLines(rand, 14);
+    const newLines = randomEdit(rand, oldLines);
+    const oldText = join(oldLines, eol, rand() < 0.8);
+    const newText = join(newLines, eol, rand() < 0.8);
+    if (oldText === newText) continue;
+    const context = Math.floor(rand() * 5);
+    const patch = createTwoFilesPatch('a/f.txt', 'b/f.txt', oldText, newText, undefined, undefined, { context });
+    const read = (p: string): FileState => (p === 'f.txt' ? { kind: 'file', text: oldText } : { kind: 'missing' });
+    let got: string | undefined;
+    try {
+      const changes = planPatch(parsePatch(patch), read);
+      assert.equal(changes.length, 1);
+      got = changes[0]?.newText;
+    } catch (err) {
+      assert.fail(`iteration ${iter}: ${(err as Error).message}\n--- patch ---\n${JSON.stringify(patch)}\nold=${JSON.stringify(oldText)}`);
+    }
+    assert.equal(got, newText, `iteration ${iter}\n${JSON.stringify(patch)}\nold=${JSON.stringify(oldText)}`);
+    checked++;
+  }
+  assert.ok(checked > 2500, `only ${checked} cases were checked`);
+});
