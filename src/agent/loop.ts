@@ -319,7 +319,7 @@ export class Agent {
         continue;
       }
       await flush();
-      finish(await this.gateAndRun(p, signal));
+      finish(signal.aborted ? cancelledResult() : await this.gateAndRun(p, signal));
     }
     await flush();
     for (let i = 0; i < pending.length; i++) this.history.push(toolMessage(pending[i].call.id, results[i]));
