@@ -1,0 +1,187 @@
+--- Configuration: one annotated defaults table, merged with the user's and validated leaf by leaf.
+local M = {}
+local H = {}
+
+---@class caboose.Config
+---@field provider caboose.ProviderConfig Model endpoint (falls back to OPENAI_BASE_URL, OPENAI_API_KEY, CABOOSE_MODEL).
+---@field mode 'plan'|'create'|'auto-edit'|'chug' Permission mode at start.
+---@field step_limit integer Model calls per message before the agent stops.
+---@field max_queue integer Messages queued while the agent is busy.
+---@field unsaved_buffers 'edit_buffer'|'refuse' What the agent does with buffers holding unsaved changes.
+---@field deny_globs string[] Paths the agent may never touch.
+---@field trash_retention_days number How long deleted files stay restorable.
+---@field bash_timeout_ms integer Default timeout of the bash tool.
+---@field web_search table|nil `{ searxng_url = 'http://…' }` enables web_search.
+---@field system_prompt string|nil Replaces the built-in system prompt.
+---@field data_dir string SQLite database and trash (never inside the project).
+---@field host caboose.HostOptions How the Node host is started.
+---@field chat caboose.ChatOptions Chat window.
+---@field log caboose.LogOptions Host log file.
+
+---@class caboose.ProviderConfig
+---@field base_url string|nil
+---@field api_key string|nil
+---@field api_key_cmd string|string[]|nil Command printing the key (run by the host, never logged).
+---@field model string|nil
+---@field max_tokens integer|nil
+---@field context_window integer|nil
+---@field headers table<string,string>|nil Extra HTTP headers.
+---@field timeout_ms integer|nil
+---@field max_retries integer|nil Retries on 429/5xx/network errors (default 3).
+---@field retry_base_delay_ms integer|nil First backoff delay (default 500 ms, doubled each retry).
+
+---@class caboose.HostOptions
+---@field node string Node executable (20 or newer).
+---@field transport 'job'|'remote' 'job': started with jobstart (default); 'remote': the classic remote-plugin host.
+
+---@class caboose.ChatOptions
+---@field position 'right'|'left'|'bottom'|'top'
+---@field size integer Columns (left/right) or lines (top/bottom).
+
+---@class caboose.LogOptions
+---@field level 'debug'|'info'|'warn'|'error'|'off'
+---@field file string
+
+---@type caboose.Config
+local defaults = {
+  provider = {},
+  mode = 'create',
+  step_limit = 50,
+  max_queue = 3,
+  unsaved_buffers = 'edit_buffer',
+  deny_globs = { '.git/**' },
+  trash_retention_days = 30,
+  bash_timeout_ms = 120000,
+  web_search = nil,
+  system_prompt = nil,
+  data_dir = vim.fn.stdpath('data') .. '/caboose',
+  host = { node = 'node', transport = 'job' },
+  chat = { position = 'right', size = 80 },
+  log = { level = 'info', file = vim.fn.stdpath('log') .. '/caboose.log' },
+}
+
+M.defaults = vim.deepcopy(defaults)
+
+H.enum = function(values)
+  return function(v)
+    return vim.tbl_contains(values, v), 'one of ' .. table.concat(values, ', ')
+  end
+end
+
+H.positive = function(v)
+  return type(v) == 'number' and v > 0, 'a positive number'
+end
+
+H.string_list = function(v)
+  if type(v) ~= 'table' then
+    return false, 'a list of strings'
+  end
+  for _, s in ipairs(v) do
+    if type(s) ~= 'string' then
+      return false, 'a list of strings'
+    end
+  end
+  return true
+end
+
+H.opt_type = function(t)
+  return function(v)
+    return v == nil or type(v) == t, t .. ' or nil'
+  end
+end
+
+-- dotted key → checker(value) returning ok, expected
+H.checks = {
+  ['provider'] = H.opt_type('table'),
+  ['provider.base_url'] = H.opt_type('string'),
+  ['provider.api_key'] = H.opt_type('string'),
+  ['provider.api_key_cmd'] = function(v)
+    return v == nil or type(v) == 'string' or type(v) == 'table', 'a string or a list of strings'
+  end,
+  ['provider.model'] = H.opt_type('string'),
+  ['provider.max_tokens'] = H.opt_type('number'),
+  ['provider.context_window'] = H.opt_type('number'),
+  ['provider.headers'] = H.opt_type('table'),
+  ['provider.timeout_ms'] = H.opt_type('number'),
+  ['provider.max_retries'] = H.opt_type('number'),
+  ['provider.retry_base_delay_ms'] = H.opt_type('number'),
+  ['mode'] = H.enum({ 'plan', 'create', 'auto-edit', 'chug' }),
+  ['step_limit'] = H.positive,
+  ['max_queue'] = function(v)
+    return type(v) == 'number' and v >= 0, 'a number >= 0'
+  end,
+  ['unsaved_buffers'] = H.enum({ 'edit_buffer', 'refuse' }),
+  ['deny_globs'] = H.string_list,
+  ['trash_retention_days'] = H.positive,
+  ['bash_timeout_ms'] = H.positive,
+  ['web_search'] = H.opt_type('table'),
+  ['system_prompt'] = H.opt_type('string'),
+  ['data_dir'] = function(v)
+    return type(v) == 'string' and v ~= '', 'a non-empty string'
+  end,
+  ['host.node'] = function(v)
+    return type(v) == 'string' and v ~= '', 'a non-empty string'
+  end,
+  ['host.transport'] = H.enum({ 'job', 'remote' }),
+  ['chat.position'] = H.enum({ 'right', 'left', 'bottom', 'top' }),
+  ['chat.size'] = H.positive,
+  ['log.level'] = H.enum({ 'debug', 'info', 'warn', 'error', 'off' }),
+  ['log.file'] = function(v)
+    return type(v) == 'string' and v ~= '', 'a non-empty string'
+  end,
+}
+
+H.get = function(tbl, dotted)
+  local cur = tbl
+  for part in dotted:gmatch('[^.]+') do
+    if type(cur) ~= 'table' then
+      return nil
+    end
+    cur = cur[part]
+  end
+  return cur
+end
+
+--- Merges `opts` over the defaults and validates every known key. Errors name the dotted key.
+---@param opts table|nil
+---@return caboose.Config
+function M.build(opts)
+  if opts ~= nil and type(opts) ~= 'table' then
+    error('(caboose) setup(opts): opts must be a table', 0)
+  end
+  local cfg = vim.tbl_deep_extend('force', vim.deepcopy(defaults), opts or {})
+  local keys = vim.tbl_keys(H.checks)
+  table.sort(keys)
+  for _, key in ipairs(keys) do
+    local ok, expected = H.checks[key](H.get(cfg, key))
+    if not ok then
+      error(string.format('(caboose) `%s` should be %s, got %s', key, expected, vim.inspect(H.get(cfg, key))), 0)
+    end
+  end
+  return cfg
+end
+
+--- The part of the config the host owns (model, tools, approvals, store).
+---@param cfg caboose.Config
+function M.host_part(cfg)
+  local provider = vim.deepcopy(cfg.provider)
+  if provider.headers and vim.tbl_isempty(provider.headers) then
+    provider.headers = nil
+  end
+  -- An empty Lua table travels as an array; the host expects an object.
+  setmetatable(provider, getmetatable(vim.empty_dict()))
+  return {
+    provider = provider,
+    mode = cfg.mode,
+    step_limit = cfg.step_limit,
+    max_queue = cfg.max_queue,
+    unsaved_buffers = cfg.unsaved_buffers,
+    deny_globs = cfg.deny_globs,
+    trash_retention_days = cfg.trash_retention_days,
+    bash_timeout_ms = cfg.bash_timeout_ms,
+    web_search = cfg.web_search,
+    system_prompt = cfg.system_prompt,
+  }
+end
+
+return M

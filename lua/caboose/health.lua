@@ -1,0 +1,78 @@
+--- :checkhealth caboose
+local M = {}
+
+function M.check()
+  local h = vim.health
+  h.start('caboose: editor and runtime')
+  local v = vim.version()
+  local vs = string.format('%d.%d.%d', v.major, v.minor, v.patch)
+  if vim.fn.has('nvim-0.10') == 1 then
+    h.ok('Neovim ' .. vs)
+  else
+    h.error('Neovim ' .. vs .. ' is too old', { 'caboose needs Neovim 0.10 or newer' })
+  end
+
+  local ok_cfg, cfg = pcall(require('caboose').config)
+  if not ok_cfg then
+    h.error('invalid configuration: ' .. tostring(cfg))
+    return
+  end
+  h.ok('configuration is valid')
+
+  local node = cfg.host.node
+  if vim.fn.executable(node) ~= 1 then
+    h.error('node not found: ' .. node, { 'install Node.js 20+ or set host.node in setup()' })
+    return
+  end
+  local out = vim.trim(vim.fn.system({ node, '--version' }))
+  local major = tonumber(out:match('^v(%d+)'))
+  if major and major >= 20 then
+    h.ok('Node ' .. out)
+  else
+    h.error('Node ' .. out .. ' is too old', { 'caboose needs Node.js 20 or newer' })
+  end
+
+  h.start('caboose: host')
+  local rpc = require('caboose.rpc')
+  local started, err = require('caboose')._start_host()
+  if not started then
+    h.error('host does not start: ' .. tostring(err), { 'run the build step: npm ci (in the plugin folder)', 'see the log: ' .. cfg.log.file })
+    return
+  end
+  local t0 = vim.uv.hrtime()
+  local okp, ping = pcall(rpc.request, rpc.methods.ping, {})
+  if not okp then
+    h.error('host does not answer: ' .. tostring(ping))
+    return
+  end
+  h.ok(string.format('host %s answers (pid %s, %s, %.0f ms round trip)', ping.version, ping.pid, ping.node, (vim.uv.hrtime() - t0) / 1e6))
+
+  local okh, report = pcall(rpc.request, rpc.methods.health, {})
+  if not okh then
+    h.error('health check failed: ' .. tostring(report))
+    return
+  end
+  if report.sqlite and report.sqlite.ok then
+    h.ok('better-sqlite3 loads (SQLite ' .. tostring(report.sqlite.version) .. ')')
+  else
+    h.error('better-sqlite3 does not load: ' .. tostring(report.sqlite and report.sqlite.error), { 'rebuild it: npm rebuild better-sqlite3' })
+  end
+
+  h.start('caboose: model endpoint')
+  local ep = report.endpoint or {}
+  h.info('endpoint: ' .. tostring(ep.base_url) .. '  model: ' .. tostring(ep.model))
+  if report.key_present then
+    h.ok('API key present')
+  else
+    h.warn('no API key', { 'set provider.api_key / provider.api_key_cmd, or OPENAI_API_KEY (local servers may not need one)' })
+  end
+  if ep.reachable and ep.status and ep.status < 400 then
+    h.ok(string.format('endpoint reachable (GET /models → %d%s)', ep.status, ep.models and (', ' .. ep.models .. ' models') or ''))
+  elseif ep.reachable then
+    h.warn(string.format('endpoint answered GET /models with HTTP %s', tostring(ep.status)), { 'check the key and base_url' })
+  else
+    h.error('endpoint not reachable: ' .. tostring(ep.error), { 'check provider.base_url / OPENAI_BASE_URL' })
+  end
+end
+
+return M

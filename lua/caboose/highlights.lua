@@ -1,0 +1,33 @@
+--- Highlight groups, linked to standard ones by default and re-applied after a colorscheme change.
+local M = {}
+
+M.groups = {
+  CabooseApprovalBorder = 'FloatBorder',
+  CabooseApprovalTitle = 'FloatTitle',
+  CabooseDiffAdd = 'DiffAdd',
+  CabooseDiffDelete = 'DiffDelete',
+  CabooseError = 'DiagnosticError',
+  CabooseNotice = 'Comment',
+  CabooseToolCall = 'Special',
+}
+
+function M.apply()
+  for name, link in pairs(M.groups) do
+    vim.api.nvim_set_hl(0, name, { link = link, default = true })
+  end
+end
+
+local done = false
+function M.setup()
+  M.apply()
+  if done then
+    return
+  end
+  done = true
+  vim.api.nvim_create_autocmd('ColorScheme', {
+    group = vim.api.nvim_create_augroup('CabooseHighlights', { clear = true }),
+    callback = M.apply,
+  })
+end
+
+return M

@@ -1,0 +1,186 @@
+--- The only module that talks to the Node host: starts it on first use, sends requests,
+--- receives its events, and notices when it dies.
+local M = {}
+local H = {}
+
+--- RPC method names; test/e2e checks they match src/host/protocol.ts.
+M.methods = {
+  ping = 'host.ping',
+  init = 'host.init',
+  send = 'session.send',
+  stop = 'session.stop',
+  reset = 'session.new',
+  set_mode = 'mode.set',
+  approval_resolve = 'approval.resolve',
+  ask_resolve = 'ask.resolve',
+  health = 'health.check',
+  trash_list = 'trash.list',
+  trash_restore = 'trash.restore',
+}
+
+H.chan = nil ---@type integer|nil
+H.job = nil ---@type integer|nil
+H.stopping = false
+H.handlers = {} ---@type table<string, fun(payload: table)>
+
+H.plugin_root = function()
+  local src = debug.getinfo(1, 'S').source:sub(2)
+  return vim.fn.fnamemodify(src, ':p:h:h:h')
+end
+
+--- Event handlers registered by init.lua (name → fn(payload)).
+function M.set_handlers(handlers)
+  H.handlers = handlers
+end
+
+--- Called by the host through nvim_exec_lua for every event it emits.
+function M.on_event(name, payload)
+  local fn = H.handlers[name]
+  if not fn then
+    return
+  end
+  local ok, err = pcall(fn, payload or {})
+  if not ok then
+    vim.notify('(caboose) error handling ' .. name .. ': ' .. tostring(err), vim.log.levels.ERROR)
+  end
+end
+
+function M.is_running()
+  return H.chan ~= nil
+end
+
+--- The host's job id (nil when not started, or in 'remote' transport).
+function M.job_id()
+  return H.job
+end
+
+function M.host_pid()
+  if not H.job then
+    return nil
+  end
+  local ok, pid = pcall(vim.fn.jobpid, H.job)
+  return ok and pid or nil
+end
+
+H.on_exit = function(job, code)
+  if H.job ~= job then
+    return
+  end
+  local expected = H.stopping
+  H.chan, H.job, H.stopping = nil, nil, false
+  local fn = H.handlers['host_exit']
+  if fn then
+    pcall(fn, { code = code, expected = expected })
+  end
+end
+
+H.start_job = function(cfg)
+  local entry = H.plugin_root() .. '/rplugin/node/caboose'
+  if vim.fn.executable(cfg.host.node) ~= 1 then
+    error(string.format('(caboose) node executable not found: %s (set host.node in setup())', cfg.host.node), 0)
+  end
+  local stderr = {}
+  local job = vim.fn.jobstart({ cfg.host.node, entry }, {
+    rpc = true,
+    env = {
+      CABOOSE_LOG_FILE = cfg.log.file,
+      CABOOSE_LOG_LEVEL = cfg.log.level,
+    },
+    on_stderr = function(_, data)
+      for _, line in ipairs(data or {}) do
+        if line ~= '' and #stderr < 50 then
+          table.insert(stderr, line)
+        end
+      end
+    end,
+    on_exit = function(j, code)
+      H.last_stderr = table.concat(stderr, '\n')
+      H.on_exit(j, code)
+    end,
+  })
+  if job <= 0 then
+    error('(caboose) could not start the host: jobstart returned ' .. job, 0)
+  end
+  H.job, H.chan = job, job
+end
+
+H.init_params = function(cfg)
+  local v = vim.version()
+  return {
+    config = require('caboose.config').host_part(cfg),
+    cwd = vim.fn.getcwd(),
+    data_dir = cfg.data_dir,
+    log_file = cfg.log.file,
+    log_level = cfg.log.level,
+    nvim_version = string.format('%d.%d.%d', v.major, v.minor, v.patch),
+  }
+end
+
+--- Starts the host if needed and initialises it. Errors (with a clear message) when it cannot.
+---@param cfg caboose.Config
+function M.ensure(cfg)
+  if H.chan then
+    return
+  end
+  H.cfg = cfg
+  if cfg.host.transport == 'remote' then
+    if vim.fn.exists('*CabooseHostRequest') ~= 1 then
+      error('(caboose) host.transport = "remote" but the remote plugin is not registered; run :UpdateRemotePlugins', 0)
+    end
+    H.chan = 'remote'
+  else
+    H.start_job(cfg)
+  end
+  local ok, err = pcall(M.request, M.methods.init, H.init_params(cfg))
+  if not ok then
+    M.shutdown()
+    error(err, 0)
+  end
+end
+
+--- Sends a request and returns its result; raises '(caboose) …' on failure.
+function M.request(method, params)
+  if not H.chan then
+    error('(caboose) host is not running', 0)
+  end
+  params = params or vim.empty_dict()
+  if H.chan == 'remote' then
+    local reply = vim.fn.CabooseHostRequest(method, params)
+    if type(reply) ~= 'table' or not reply.ok then
+      error('(caboose) ' .. tostring(type(reply) == 'table' and reply.error or reply), 0)
+    end
+    return reply.result
+  end
+  local ok, res = pcall(vim.rpcrequest, H.chan, method, params)
+  if not ok then
+    local msg = tostring(res):gsub('^Vim:', '')
+    if not H.chan then
+      msg = 'the host exited' .. (H.last_stderr and H.last_stderr ~= '' and (': ' .. H.last_stderr) or '')
+    end
+    error('(caboose) ' .. msg, 0)
+  end
+  return res
+end
+
+--- Fire-and-forget notification.
+function M.notify(method, params)
+  if not H.chan then
+    return
+  end
+  params = params or vim.empty_dict()
+  if H.chan == 'remote' then
+    vim.fn.CabooseHostNotify(method, params)
+  else
+    vim.rpcnotify(H.chan, method, params)
+  end
+end
+
+function M.shutdown()
+  if H.job then
+    H.stopping = true
+    pcall(vim.fn.jobstop, H.job)
+  end
+  H.chan, H.job = nil, nil
+end
+
+return M

@@ -1,0 +1,56 @@
+import type { HostConfig } from './protocol';
+import { resolveProvider } from './provider-config';
+
+export interface HealthReport {
+  node: string;
+  host_pid: number;
+  sqlite: { ok: boolean; version?: string; error?: string };
+  endpoint: { base_url: string; model: string; reachable: boolean; status?: number; error?: string; models?: number };
+  key_present: boolean;
+}
+
+/** Facts for :checkhealth caboose. Never includes the key itself. */
+export async function checkHealth(config: HostConfig, _dataDir: string): Promise<HealthReport> {
+  const report: HealthReport = {
+    node: process.version,
+    host_pid: process.pid,
+    sqlite: { ok: false },
+    endpoint: { base_url: '', model: '', reachable: false },
+    key_present: false,
+  };
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const Database = require('better-sqlite3') as typeof import('better-sqlite3');
+    const db = new Database(':memory:');
+    const row = db.prepare('select sqlite_version() as v').get() as { v: string };
+    db.close();
+    report.sqlite = { ok: true, version: row.v };
+  } catch (err) {
+    report.sqlite = { ok: false, error: err instanceof Error ? err.message : String(err) };
+  }
+  let provider;
+  try {
+    provider = await resolveProvider(config);
+  } catch (err) {
+    report.endpoint.error = err instanceof Error ? err.message : String(err);
+    return report;
+  }
+  report.key_present = provider.apiKey.length > 0;
+  report.endpoint.base_url = provider.baseURL;
+  report.endpoint.model = provider.model;
+  try {
+    const headers: Record<string, string> = { ...(provider.headers ?? {}) };
+    if (provider.apiKey) headers.authorization = `Bearer ${provider.apiKey}`;
+    const res = await fetch(`${provider.baseURL}/models`, { headers, signal: AbortSignal.timeout(5000) });
+    report.endpoint.status = res.status;
+    report.endpoint.reachable = true;
+    if (res.ok) {
+      const body = (await res.json().catch(() => null)) as { data?: unknown[] } | null;
+      if (body && Array.isArray(body.data)) report.endpoint.models = body.data.length;
+    }
+  } catch (err) {
+    const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
+    report.endpoint.error = `${err instanceof Error ? err.message : String(err)}${cause}`;
+  }
+  return report;
+}

@@ -1,0 +1,98 @@
+import { createFileLogger, guardConsole, isLogLevel, type Logger } from './logger';
+import { LuaUi, type NvimNotifier } from './lua-ui';
+import { HostError, HostServer } from './server';
+
+function makeLogger(): Logger {
+  const level = process.env.CABOOSE_LOG_LEVEL;
+  const log = createFileLogger(process.env.CABOOSE_LOG_FILE || null, isLogLevel(level) ? level : 'info');
+  guardConsole(log);
+  return log;
+}
+
+/** Adapts our logger to the node-client's, so it does not build its own winston logger. */
+function clientLogger(log: Logger) {
+  return {
+    level: 'info',
+    debug: (m: string, ...a: unknown[]) => log.debug(m, ...a),
+    info: (m: string, ...a: unknown[]) => log.debug(m, ...a),
+    warn: (m: string, ...a: unknown[]) => log.warn(m, ...a),
+    error: (m: string, ...a: unknown[]) => log.error(m, ...a),
+  };
+}
+
+function errorMessage(err: unknown): string {
+  if (err instanceof HostError) return err.message;
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+}
+
+/** Started by the Lua side with jobstart({node, <plugin>/rplugin/node/caboose}, {rpc = true}). */
+export function runStdio(): void {
+  const log = makeLogger();
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { attach } = require('neovim/lib/attach/attach') as typeof import('neovim/lib/attach/attach');
+  const nvim = attach({
+    reader: process.stdin,
+    writer: process.stdout,
+    options: { logger: clientLogger(log) as never },
+  });
+  const server = new HostServer(new LuaUi(nvim as unknown as NvimNotifier, log), log);
+  nvim.on('request', (method: string, args: unknown[], resp: { send(v: unknown, isError?: boolean): void }) => {
+    server.handle(method, args?.[0]).then(
+      (result) => resp.send(result ?? null),
+      (err: unknown) => {
+        log.warn('request %s failed: %s', method, err instanceof Error ? err.stack : String(err));
+        resp.send(errorMessage(err), true);
+      },
+    );
+  });
+  nvim.on('notification', (method: string, args: unknown[]) => {
+    server.handle(method, args?.[0]).catch((err: unknown) => log.warn('notification %s failed: %s', method, errorMessage(err)));
+  });
+  const shutdown = (why: string) => {
+    log.info('host exiting: %s', why);
+    server.dispose();
+    process.exit(0);
+  };
+  nvim.on('disconnect', () => shutdown('disconnect'));
+  process.stdin.on('end', () => shutdown('stdin closed'));
+  process.on('uncaughtException', (err) => log.error('uncaught: %s', err.stack ?? String(err)));
+  process.on('unhandledRejection', (err) => log.error('unhandled rejection: %s', err instanceof Error ? err.stack : String(err)));
+  log.info('host started pid=%d node=%s', process.pid, process.version);
+}
+
+/** The slice of node-client's NvimPlugin the classic remote-plugin host hands us. */
+interface ClassicPlugin {
+  nvim: unknown;
+  setOptions(o: { dev?: boolean; alwaysInit?: boolean }): void;
+  registerFunction(name: string, fn: (args: unknown[]) => unknown, options?: { sync?: boolean }): void;
+}
+
+/**
+ * Loaded by Neovim's classic node remote-plugin host (:UpdateRemotePlugins). Defines no commands —
+ * plugin/caboose.lua owns those — only the two functions Lua's rpc layer calls in 'remote' transport.
+ */
+export function remotePlugin(plugin: ClassicPlugin): void {
+  const log = makeLogger();
+  plugin.setOptions({ dev: false });
+  const server = new HostServer(new LuaUi(plugin.nvim as NvimNotifier, log), log);
+  plugin.registerFunction(
+    'CabooseHostRequest',
+    async (args: unknown[]) => {
+      const [method, params] = args as [string, unknown];
+      try {
+        return { ok: true, result: (await server.handle(method, params)) ?? null };
+      } catch (err) {
+        return { ok: false, error: errorMessage(err) };
+      }
+    },
+    { sync: true },
+  );
+  plugin.registerFunction(
+    'CabooseHostNotify',
+    (args: unknown[]) => {
+      const [method, params] = args as [string, unknown];
+      server.handle(method, params).catch((err: unknown) => log.warn('notify %s failed: %s', method, errorMessage(err)));
+    },
+    { sync: false },
+  );
+}

@@ -1,0 +1,89 @@
+import { z } from 'zod';
+
+/** RPC method names (Lua → host). Lua's `lua/caboose/rpc.lua` uses the same strings; a test checks both sides. */
+export const METHODS = {
+  ping: 'host.ping',
+  init: 'host.init',
+  send: 'session.send',
+  stop: 'session.stop',
+  reset: 'session.new',
+  setMode: 'mode.set',
+  approvalResolve: 'approval.resolve',
+  askResolve: 'ask.resolve',
+  health: 'health.check',
+  trashList: 'trash.list',
+  trashRestore: 'trash.restore',
+} as const;
+
+/** Host → Lua event names, delivered as `require('caboose.rpc').on_event(name, payload)`. */
+export const EVENTS = {
+  state: 'state',
+  userMessage: 'user_message',
+  assistantStart: 'assistant_start',
+  assistantDelta: 'assistant_delta',
+  assistantEnd: 'assistant_end',
+  toolCall: 'tool_call',
+  toolResult: 'tool_result',
+  approvalRequest: 'approval_request',
+  approvalClosed: 'approval_closed',
+  ask: 'ask',
+  todos: 'todos',
+  error: 'error',
+  notice: 'notice',
+} as const;
+
+export const PERMISSION_MODES = ['plan', 'create', 'auto-edit', 'chug'] as const;
+
+const optStr = z.string().optional().nullable();
+
+export const ProviderConfigSchema = z
+  .object({
+    base_url: optStr,
+    api_key: optStr,
+    api_key_cmd: z.union([z.string(), z.array(z.string())]).optional().nullable(),
+    model: optStr,
+    max_tokens: z.number().int().positive().optional().nullable(),
+    context_window: z.number().int().positive().optional().nullable(),
+    headers: z.record(z.string(), z.string()).optional().nullable(),
+    timeout_ms: z.number().int().positive().optional().nullable(),
+    max_retries: z.number().int().min(0).optional().nullable(),
+    retry_base_delay_ms: z.number().int().min(0).optional().nullable(),
+  })
+  .partial();
+
+export const HostConfigSchema = z
+  .object({
+    provider: ProviderConfigSchema.optional(),
+    mode: z.enum(PERMISSION_MODES).optional(),
+    step_limit: z.number().int().positive().optional(),
+    max_queue: z.number().int().min(0).optional(),
+    unsaved_buffers: z.enum(['edit_buffer', 'refuse']).optional(),
+    deny_globs: z.array(z.string()).optional(),
+    trash_retention_days: z.number().positive().optional(),
+    bash_timeout_ms: z.number().int().positive().optional(),
+    web_search: z.object({ searxng_url: z.string() }).optional().nullable(),
+    system_prompt: z.string().optional().nullable(),
+  })
+  .partial();
+
+export type HostConfig = z.infer<typeof HostConfigSchema>;
+
+export const InitParams = z.object({
+  config: HostConfigSchema.default({}),
+  cwd: z.string().min(1),
+  data_dir: z.string().min(1),
+  log_file: z.string().optional().nullable(),
+  log_level: z.enum(['debug', 'info', 'warn', 'error', 'off']).optional(),
+  nvim_version: z.string().optional(),
+});
+
+export const SendParams = z.object({ text: z.string().min(1) });
+export const SetModeParams = z.object({ mode: z.enum(PERMISSION_MODES) });
+export const ApprovalResolveParams = z.object({
+  id: z.string(),
+  decision: z.enum(['once', 'always', 'reject']),
+  reason: z.string().optional().nullable(),
+});
+export const AskResolveParams = z.object({ id: z.string(), answer: z.string().nullable().optional() });
+export const TrashRestoreParams = z.object({ trash_id: z.string(), target_path: z.string().optional().nullable() });
+export const Empty = z.object({}).passthrough();

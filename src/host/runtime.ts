@@ -1,0 +1,102 @@
+import * as path from 'node:path';
+import { Agent } from '../agent/loop';
+import { ToolRegistry } from '../tools/registry';
+import { createExecTools } from '../tools/exec-tools';
+import { TodoList } from '../tools/todo-list';
+import { openWorkspace } from '../index';
+import type { ResolvedProvider } from './provider-config';
+import type { HostConfig } from './protocol';
+import { EVENTS } from './protocol';
+import type { ChatSession } from './session';
+import type { LuaUi } from './lua-ui';
+import type { Logger } from './logger';
+import { summarizeToolCall, summarizeToolResult } from './summaries';
+
+export interface SessionRuntime {
+  session: ChatSession;
+  send(text: string): { status: string; position?: number };
+  listTrash(): unknown;
+  restore(trashId: string, targetPath?: string): Promise<unknown>;
+  dispose(): void;
+}
+
+export interface RuntimeOptions {
+  config: HostConfig;
+  cwd: string;
+  dataDir: string;
+  provider: ResolvedProvider;
+  session: ChatSession;
+  ui: LuaUi;
+  log: Logger;
+}
+
+/** Builds the workspace, the tool set and the agent for one chat session. */
+export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRuntime> {
+  const { config, session, ui, log } = o;
+  const ws = openWorkspace({
+    root: o.cwd,
+    dataDir: path.resolve(o.dataDir),
+    sessionId: session.id,
+    denyGlobs: config.deny_globs,
+    trashRetentionDays: config.trash_retention_days,
+  });
+  const todos = new TodoList();
+  todos.onChange((items) => ui.emit(EVENTS.todos, { items }));
+  const registry = new ToolRegistry([
+    ...ws.registry.list(),
+    ...createExecTools({
+      todos,
+      webSearch: config.web_search ? { searxngUrl: config.web_search.searxng_url } : null,
+      bashTimeoutMs: config.bash_timeout_ms,
+    }),
+  ]);
+  const agent = new Agent({
+    provider: o.provider,
+    registry,
+    mode: config.mode ?? 'create',
+    stepLimit: config.step_limit ?? 50,
+    maxQueue: config.max_queue ?? 3,
+    systemPrompt: config.system_prompt ?? undefined,
+    makeContext: (signal) => ({
+      signal,
+      workspace: ws.workspace,
+      sessionId: session.id,
+      ask: session.ask,
+      log: (level, msg, meta) => log[level]('%s %j', msg, meta ?? {}),
+    }),
+    requestApproval: session.requestApproval,
+    events: {
+      state: (state, previous) => session.emitState(state, previous),
+      assistantStart: () => ui.emit(EVENTS.assistantStart, {}),
+      text: (delta) => ui.emit(EVENTS.assistantDelta, { text: delta }),
+      assistantEnd: (info) => ui.emit(EVENTS.assistantEnd, { interrupted: info.interrupted }),
+      toolCall: (c) => ui.emit(EVENTS.toolCall, { id: c.id, name: c.name, summary: summarizeToolCall(c.name, c.args) }),
+      toolResult: (r) => ui.emit(EVENTS.toolResult, { id: r.id, name: r.name, ok: r.result.ok, summary: summarizeToolResult(r.result) }),
+      error: (e) => ui.emit(EVENTS.error, { kind: e.kind, message: e.message }),
+      notice: (text) => ui.emit(EVENTS.notice, { text }),
+      approvalCancelled: (req) => session.cancelApproval(req.id),
+    },
+    log: {
+      debug: (m: string, ...a: unknown[]) => log.debug(m, ...a),
+      info: (m: string, ...a: unknown[]) => log.info(m, ...a),
+      warn: (m: string, ...a: unknown[]) => log.warn(m, ...a),
+      error: (m: string, ...a: unknown[]) => log.error(m, ...a),
+    },
+  });
+  session.bind(agent);
+  return {
+    session,
+    send(text) {
+      ui.emit(EVENTS.userMessage, { text });
+      const r = agent.send(text);
+      if (r.status === 'rejected') ui.emit(EVENTS.error, { kind: 'queue_full', message: 'The agent is busy and 3 messages are already queued; wait or :CabooseStop.' });
+      return r;
+    },
+    listTrash: () => ws.workspace.trash.list(),
+    restore: (trashId, targetPath) => ws.call('restore_file', { trashId, targetPath }),
+    dispose() {
+      session.stop();
+      ws.close();
+    },
+  };
+}

@@ -1,0 +1,150 @@
+import type { z } from 'zod';
+import {
+  ApprovalResolveParams,
+  AskResolveParams,
+  EVENTS,
+  InitParams,
+  METHODS,
+  SendParams,
+  SetModeParams,
+  TrashRestoreParams,
+  type HostConfig,
+} from './protocol';
+import type { Logger } from './logger';
+import type { LuaUi } from './lua-ui';
+import { ChatSession } from './session';
+import { resolveProvider } from './provider-config';
+import { checkHealth } from './health';
+import { createSessionRuntime, type SessionRuntime } from './runtime';
+
+export const HOST_VERSION = '0.1.0';
+
+/** An error whose message is meant for the user (sent back as the RPC error). */
+export class HostError extends Error {}
+
+interface InitState {
+  config: HostConfig;
+  cwd: string;
+  dataDir: string;
+  nvimVersion?: string;
+}
+
+/**
+ * Routes Lua's requests to the session. One server per Neovim instance.
+ * Heavy modules (agent, tools, SQLite) load on the first message, not at start-up.
+ */
+export class HostServer {
+  private init: InitState | null = null;
+  private runtime: SessionRuntime | null = null;
+  private starting: Promise<SessionRuntime> | null = null;
+
+  constructor(
+    private readonly ui: LuaUi,
+    private readonly log: Logger,
+  ) {}
+
+  async handle(method: string, rawParams: unknown): Promise<unknown> {
+    // Lua encodes an empty table as an empty array.
+    const params = Array.isArray(rawParams) && rawParams.length === 0 ? {} : (rawParams ?? {});
+    this.log.debug('request %s', method);
+    switch (method) {
+      case METHODS.ping:
+        return { version: HOST_VERSION, pid: process.pid, node: process.version };
+      case METHODS.init:
+        return this.onInit(parse(InitParams, params, method));
+      case METHODS.send: {
+        const { text } = parse(SendParams, params, method);
+        const rt = await this.ensureRuntime();
+        return rt.send(text);
+      }
+      case METHODS.stop:
+        this.runtime?.session.stop();
+        return { ok: true };
+      case METHODS.reset: {
+        const old = this.runtime;
+        this.runtime = null;
+        this.starting = null;
+        if (old) old.dispose();
+        const rt = await this.ensureRuntime();
+        return { session: rt.session.id };
+      }
+      case METHODS.setMode: {
+        const { mode } = parse(SetModeParams, params, method);
+        const rt = await this.ensureRuntime();
+        rt.session.setMode(mode);
+        return { mode };
+      }
+      case METHODS.approvalResolve: {
+        const p = parse(ApprovalResolveParams, params, method);
+        const found = this.runtime?.session.resolveApproval(p.id, { decision: p.decision, reason: p.reason ?? undefined }) ?? false;
+        return { ok: found };
+      }
+      case METHODS.askResolve: {
+        const p = parse(AskResolveParams, params, method);
+        return { ok: this.runtime?.session.resolveAsk(p.id, p.answer ?? null) ?? false };
+      }
+      case METHODS.health: {
+        const init = this.requireInit();
+        return checkHealth(init.config, init.dataDir);
+      }
+      case METHODS.trashList: {
+        const rt = await this.ensureRuntime();
+        return rt.listTrash();
+      }
+      case METHODS.trashRestore: {
+        const p = parse(TrashRestoreParams, params, method);
+        const rt = await this.ensureRuntime();
+        return rt.restore(p.trash_id, p.target_path ?? undefined);
+      }
+      default:
+        throw new HostError(`unknown method ${method}`);
+    }
+  }
+
+  dispose(): void {
+    this.runtime?.dispose();
+    this.runtime = null;
+  }
+
+  private onInit(p: z.infer<typeof InitParams>) {
+    if (p.log_file) this.log.setFile(p.log_file);
+    if (p.log_level) this.log.setLevel(p.log_level);
+    this.init = { config: p.config, cwd: p.cwd, dataDir: p.data_dir, nvimVersion: p.nvim_version };
+    this.log.info('init cwd=%s data=%s nvim=%s', p.cwd, p.data_dir, p.nvim_version ?? '?');
+    return { version: HOST_VERSION, pid: process.pid };
+  }
+
+  private requireInit(): InitState {
+    if (!this.init) throw new HostError('host not initialised (host.init was not called)');
+    return this.init;
+  }
+
+  private ensureRuntime(): Promise<SessionRuntime> {
+    if (this.runtime) return Promise.resolve(this.runtime);
+    if (!this.starting) {
+      const init = this.requireInit();
+      this.starting = (async () => {
+        const provider = await resolveProvider(init.config);
+        const session = new ChatSession(this.ui, this.log);
+        const rt = await createSessionRuntime({ ...init, provider, session, ui: this.ui, log: this.log });
+        this.runtime = rt;
+        return rt;
+      })();
+      this.starting.catch(() => {
+        this.starting = null;
+      });
+    }
+    return this.starting;
+  }
+}
+
+function parse<S extends z.ZodType>(schema: S, params: unknown, method: string): z.infer<S> {
+  const r = schema.safeParse(params);
+  if (!r.success) {
+    const detail = r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+    throw new HostError(`invalid params for ${method}: ${detail}`);
+  }
+  return r.data;
+}
+
+export { EVENTS };

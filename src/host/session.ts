@@ -1,0 +1,87 @@
+import { randomUUID } from 'node:crypto';
+import type { Agent, AgentState, ApprovalDecision, ApprovalRequest, PermissionMode } from '../agent/loop';
+import type { ToolContext } from '../tools/tool';
+import { EVENTS } from './protocol';
+import type { LuaUi } from './lua-ui';
+import type { Logger } from './logger';
+
+interface Pending<T> {
+  resolve(value: T): void;
+}
+
+/**
+ * One chat session: the agent plus the UI round trips it waits on (approvals, ask_user).
+ * Everything the agent reports is forwarded to Lua as events; Lua only displays.
+ */
+export class ChatSession {
+  readonly id = randomUUID();
+  private readonly approvals = new Map<string, Pending<ApprovalDecision>>();
+  private readonly asks = new Map<string, Pending<string | null>>();
+  agent!: Agent;
+
+  constructor(
+    private readonly ui: LuaUi,
+    private readonly log: Logger,
+  ) {}
+
+  bind(agent: Agent): void {
+    this.agent = agent;
+  }
+
+  emitState(state: AgentState, previous: AgentState): void {
+    this.ui.emit(EVENTS.state, { state, previous, mode: this.agent?.mode, session: this.id });
+  }
+
+  requestApproval = (req: ApprovalRequest): Promise<ApprovalDecision> =>
+    new Promise((resolve) => {
+      this.approvals.set(req.id, { resolve });
+      this.ui.emit(EVENTS.approvalRequest, {
+        id: req.id,
+        tool: req.tool,
+        args: req.args as Record<string, unknown>,
+        preview: req.preview as unknown as Record<string, unknown>,
+        mode: this.agent.mode,
+      });
+    });
+
+  resolveApproval(id: string, decision: ApprovalDecision): boolean {
+    const p = this.approvals.get(id);
+    if (!p) return false;
+    this.approvals.delete(id);
+    this.ui.emit(EVENTS.approvalClosed, { id, decision: decision.decision });
+    p.resolve(decision);
+    return true;
+  }
+
+  /** The agent withdrew a request (stop): close the float without answering. */
+  cancelApproval(id: string): void {
+    if (this.approvals.delete(id)) this.ui.emit(EVENTS.approvalClosed, { id, decision: 'cancelled' });
+  }
+
+  ask: NonNullable<ToolContext['ask']> = (req) =>
+    new Promise((resolve) => {
+      const id = randomUUID();
+      this.asks.set(id, { resolve });
+      this.ui.emit(EVENTS.ask, { id, question: req.question, choices: req.choices });
+    });
+
+  resolveAsk(id: string, answer: string | null): boolean {
+    const p = this.asks.get(id);
+    if (!p) return false;
+    this.asks.delete(id);
+    p.resolve(answer);
+    return true;
+  }
+
+  /** Stop: abort the agent and answer every outstanding UI round trip so nothing hangs. */
+  stop(): void {
+    for (const id of [...this.approvals.keys()]) this.resolveApproval(id, { decision: 'reject', reason: 'stopped by the user' });
+    for (const id of [...this.asks.keys()]) this.resolveAsk(id, null);
+    this.agent?.stop();
+  }
+
+  setMode(mode: PermissionMode): void {
+    this.agent.setMode(mode);
+    this.emitState(this.agent.state, this.agent.state);
+  }
+}

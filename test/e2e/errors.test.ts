@@ -1,0 +1,75 @@
+import { describe, it, before, after, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from '../support/fake-openai';
+import { forEachNvim, startNvim, type TestNvim } from '../support/nvim';
+
+async function closedPort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as net.AddressInfo).port;
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
+}
+
+const SETUP = (extra = '') => `require('caboose').setup({ provider = { max_retries = 0, retry_base_delay_ms = 1 ${extra} } })`;
+
+interface Case {
+  name: string;
+  reply?: FakeReply;
+  unreachable?: boolean;
+  expect: RegExp;
+}
+
+const CASES: Case[] = [
+  { name: 'unreachable endpoint', unreachable: true, expect: /cannot reach http:\/\/127\.0\.0\.1:\d+\/v1/ },
+  { name: '401', reply: { status: 401, body: { error: { message: 'bad key' } } }, expect: /authentication failed \(401\)/ },
+  { name: '404 model', reply: { status: 404, body: { error: { message: 'The model does-not-exist does not exist' } } }, expect: /not found/ },
+  { name: '500', reply: { status: 500 }, expect: /server error 500/ },
+  { name: 'stream cut midway', reply: { text: 'half of an answer that never ends', chunks: ['half ', 'of an answer ', 'that never ends'], cutAfterChunks: 2 }, expect: /interrupted/ },
+];
+
+forEachNvim((bin) => {
+  describe(`errors the user can act on (Neovim ${bin.version})`, () => {
+    let fake: FakeOpenAI;
+    let t: TestNvim | undefined;
+    before(async () => {
+      fake = await startFakeOpenAI();
+    });
+    after(async () => fake.close());
+    afterEach(async () => {
+      await t?.close();
+      t = undefined;
+    });
+
+    for (const c of CASES) {
+      it(`${c.name}: message in the chat and vim.notify, conversation intact, back to idle`, async () => {
+        const base = c.unreachable ? `http://127.0.0.1:${await closedPort()}/v1` : fake.url;
+        t = await startNvim({ nvim: bin, env: { OPENAI_BASE_URL: base, CABOOSE_MODEL: 'does-not-exist' }, initLua: SETUP() });
+        if (c.reply) fake.script(c.reply);
+        await t.cmd('Caboose first question');
+        const chat = await t.waitFor(async () => {
+          const text = (await t!.chatLines()).join('\n');
+          return /\*\*Error:\*\*/.test(text) ? text : null;
+        }, 'an error in the chat');
+        assert.match(chat, c.expect);
+        assert.match(chat, /## You\n\nfirst question/, 'the user message stays');
+        if (c.name === 'stream cut midway') assert.match(chat, /half of an answer/, 'partial text kept');
+        const notes = await t.notifications();
+        assert.ok(notes.some((n) => c.expect.test(n.msg) && n.level === 4), `vim.notify error: ${JSON.stringify(notes)}`);
+        await t.waitFor(async () => (await t!.lua<{ state: string }>("return require('caboose').state()")).state === 'idle', 'idle');
+
+        if (!c.unreachable) {
+          // The conversation is intact: the next message carries the first one.
+          fake.script({ text: 'recovered' });
+          const n = fake.requests.length;
+          await t.cmd('Caboose second question');
+          const req = await fake.waitForRequest(n + 1);
+          const users = (req.body?.messages ?? []).filter((m) => m.role === 'user').map((m) => m.content);
+          assert.deepEqual(users, ['first question', 'second question']);
+          await t.waitFor(async () => (await t!.chatLines()).join('\n').includes('recovered'), 'recovered');
+        }
+      });
+    }
+  });
+});
