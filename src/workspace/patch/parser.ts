@@ -522,7 +522,7 @@ function parseHunk(c: Cursor, block: FileBlock): Hunk {
     hunk.oldStart = Number(m[1]);
     oldLeft = m[2] === undefined ? 1 : Number(m[2]);
     newLeft = m[4] === undefined ? 1 : Number(m[4]);
-  } else if (!/^@@(\s+@@)?(\s.*)?$/.test(header.trimEnd())) {
+  } else if (/^@@+\s*[-+]/.test(header) || !/^@@(\s.*)?$/.test(header.trimEnd())) {
     throw parseError(c.lineNo, `invalid hunk header '${header}' (expected '@@ -a,b +c,d @@')`, pathOf(block));
   }
   const counted = m !== null;
