@@ -14,12 +14,22 @@ const BLOCK_ELEMENTS = new Set([
   'tfoot', 'th', 'thead', 'tr', 'ul', 'title', 'caption', 'option',
 ]);
 
+/** HTML 4 Latin-1 entity names for U+00A0..U+00FF, in code point order. */
+const LATIN1_NAMES = (
+  'nbsp iexcl cent pound curren yen brvbar sect uml copy ordf laquo not shy reg macr deg plusmn sup2 sup3 ' +
+  'acute micro para middot cedil sup1 ordm raquo frac14 frac12 frac34 iquest Agrave Aacute Acirc Atilde Auml ' +
+  'Aring AElig Ccedil Egrave Eacute Ecirc Euml Igrave Iacute Icirc Iuml ETH Ntilde Ograve Oacute Ocirc Otilde ' +
+  'Ouml times Oslash Ugrave Uacute Ucirc Uuml Yacute THORN szlig agrave aacute acirc atilde auml aring aelig ' +
+  'ccedil egrave eacute ecirc euml igrave iacute icirc iuml eth ntilde ograve oacute ocirc otilde ouml divide ' +
+  'oslash ugrave uacute ucirc uuml yacute thorn yuml'
+).split(' ');
+
 const NAMED_ENTITIES: Record<string, string> = {
+  ...Object.fromEntries(LATIN1_NAMES.map((name, i) => [name, String.fromCodePoint(0xa0 + i)])),
   amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ', ndash: '–', mdash: '—', hellip: '…',
-  lsquo: '‘', rsquo: '’', ldquo: '“', rdquo: '”', laquo: '«', raquo: '»', middot: '·', bull: '•',
-  copy: '©', reg: '®', trade: '™', deg: '°', times: '×', divide: '÷', euro: '€', pound: '£', yen: '¥',
-  cent: '¢', sect: '§', para: '¶', shy: '', zwj: '', zwnj: '', larr: '←', rarr: '→', uarr: '↑', darr: '↓',
-  le: '≤', ge: '≥', ne: '≠', plusmn: '±', frac12: '½', frac14: '¼', frac34: '¾', iexcl: '¡', iquest: '¿',
+  lsquo: '‘', rsquo: '’', ldquo: '“', rdquo: '”', bull: '•', trade: '™', euro: '€', shy: '', zwj: '', zwnj: '',
+  larr: '←', rarr: '→', uarr: '↑', darr: '↓', le: '≤', ge: '≥', ne: '≠', minus: '−', thinsp: ' ', ensp: ' ',
+  emsp: ' ',
 };
 
 /** Decodes named (common subset), decimal and hex character references; unknown ones are left as is. */
@@ -80,7 +90,7 @@ export function htmlToText(html: string, baseUrl?: string): string {
   s = s.replace(/<\/?([a-zA-Z][a-zA-Z0-9-]*)\b[^>]*>/g, (tag, name: string) => {
     const n = name.toLowerCase();
     if (n === 'br') return '\n';
-    if (n === 'li' && !tag.startsWith('</')) return '\n- ';
+    if (n === 'li') return tag.startsWith('</') ? '' : '\n- ';
     if (/^h[1-6]$/.test(n) && !tag.startsWith('</')) return '\n\n' + '#'.repeat(Number(n[1])) + ' ';
     if (n === 'td' || n === 'th') return tag.startsWith('</') ? ' \t ' : ' ';
     if (n === 'p' || n === 'tr' || n === 'table' || n === 'hr') return '\n\n';
