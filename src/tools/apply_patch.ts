@@ -1,0 +1,210 @@
+import { z } from 'zod';
+import { ToolError } from './errors';
+import type { ToolDefinition } from './tool';
+import { assertFresh, fileWorkspace, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
+import { sha256Hex, type FileChange, type FileView } from '../workspace/file-access';
+import { isBinary } from '../workspace/encoding';
+import { finalContents, parsePatch, planPatch, type FileState, type PlannedChange } from '../workspace/patch';
+import { fileDiff } from '../workspace/text-diff';
+import type { ResolvedPath } from '../workspace/paths';
+import { capDiff, type CappedDiff } from '../workspace/tool-support';
+
+const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+
+export const applyPatchParameters = z.object({
+  patch: z
+    .string()
+    .min(1)
+    .describe(
+      'The patch: either the envelope "*** Begin Patch" … "*** End Patch" with "*** Add File: p", "*** Delete File: p", ' +
+        '"*** Update File: p" (optionally "*** Move to: q") sections, or a plain unified diff (git diff / diff -u).',
+    ),
+  expectedSha256ByPath: z
+    .record(z.string(), z.string())
+    .optional()
+    .describe(
+      'Map of workspace-relative path → sha256 you last read. A changed file fails the whole patch with stale_file. ' +
+        '"" asserts the path must not exist (use it for added files). Paths not in the map are not checked.',
+    ),
+});
+
+export interface ApplyPatchFile {
+  path: string;
+  action: 'add' | 'update' | 'delete' | 'move';
+  moveTo?: string;
+  /** New sha256 (absent for deletions). */
+  sha256?: string;
+  /** Deleted files go to the trash; restore_file takes this id. */
+  trashId?: string;
+}
+
+export type ApplyPatchData = { files: ApplyPatchFile[] } & CappedDiff;
+
+interface Known {
+  r: ResolvedPath;
+  view: FileView;
+}
+
+/** Reads every file the patch needs (async, buffer-aware), then plans synchronously from that snapshot. */
+async function planWithSnapshot(ws: FileWorkspace, ops: ReturnType<typeof parsePatch>): Promise<{ planned: PlannedChange[]; known: Map<string, Known> }> {
+  const known = new Map<string, Known>();
+  const byAbs = new Map<string, Known>();
+  const load = async (p: string): Promise<Known> => {
+    const r = ws.resolve(p);
+    let k = byAbs.get(r.abs);
+    if (!k) {
+      k = { r, view: await ws.files.view(r.abs) };
+      byAbs.set(r.abs, k);
+    }
+    known.set(p, k);
+    return k;
+  };
+  for (const op of ops) {
+    await load(op.path);
+    if (op.type === 'update' && op.moveTo !== undefined) await load(op.moveTo);
+  }
+  const read = (p: string): FileState => {
+    const k = known.get(p) ?? byAbs.get(ws.resolve(p).abs);
+    if (!k) throw new ToolError('internal_error', `apply_patch: ${p} was not loaded`);
+    const v = k.view;
+    if (v.kind === 'missing') return { kind: 'missing' };
+    if (v.kind === 'directory') return { kind: 'directory' };
+    if (v.kind !== 'file' || !v.bytes) throw new ToolError('permission_denied', `"${k.r.rel}" is not a regular file.`, { path: k.r.rel });
+    const hasBom = v.bytes.subarray(0, 3).equals(BOM);
+    return { kind: 'file', text: (hasBom ? v.bytes.subarray(3) : v.bytes).toString('utf8') };
+  };
+  return { planned: planPatch(ops, read), known };
+}
+
+async function plan(ws: FileWorkspace, args: z.infer<typeof applyPatchParameters>, d: AuditDraft): Promise<WritePlan<ApplyPatchData>> {
+  const ops = parsePatch(args.patch);
+  const { planned, known } = await planWithSnapshot(ws, ops);
+  const kOf = (p: string): Known => known.get(p)!;
+
+  // Binary or oversized files can only be deleted or moved untouched, never edited.
+  for (const c of planned) {
+    if (c.type !== 'update') continue;
+    const v = kOf(c.path).view;
+    if (v.bytes && isBinary(v.bytes)) throw new ToolError('binary_file', `"${kOf(c.path).r.rel}" is a binary file.`, { path: kOf(c.path).r.rel });
+    if (v.size > ws.files.maxFileBytes) throw new ToolError('file_too_large', `"${kOf(c.path).r.rel}" is too large to patch.`, { path: kOf(c.path).r.rel });
+  }
+
+  // The stale gate, against the content read inside the write lock.
+  for (const [p, sha] of Object.entries(args.expectedSha256ByPath ?? {})) {
+    const r = ws.resolve(p);
+    const k = [...known.values()].find((x) => x.r.abs === r.abs) ?? { r, view: await ws.files.view(r.abs) };
+    d.path = r.rel;
+    assertFresh(k.view, sha, r.rel);
+  }
+  d.path = null;
+
+  const deleted = new Set(planned.filter((c) => c.type === 'delete').map((c) => kOf(c.path).r.abs));
+  const changes: FileChange[] = [];
+  const files: ApplyPatchFile[] = [];
+  const audit: WritePlan<ApplyPatchData>['audit'] = [];
+  const stashes: { id: string; rel: string; view: FileView }[] = [];
+  const finals = finalContents(planned);
+  const diffs: string[] = [];
+  const newSha = new Map<string, string>();
+
+  for (const [p, text] of finals) {
+    const { r, view } = kOf(p);
+    const hadBom = !!view.bytes && view.bytes.subarray(0, 3).equals(BOM);
+    if (text === null) {
+      if (view.kind === 'missing') continue; // added then deleted within the patch
+      changes.push({ type: 'delete', abs: r.abs });
+      if (deleted.has(r.abs)) stashes.push({ id: ws.trash.newId(), rel: r.rel, view });
+      continue;
+    }
+    const body = Buffer.from(text, 'utf8');
+    const bytes = hadBom ? Buffer.concat([BOM, body]) : body;
+    newSha.set(r.rel, sha256Hex(bytes));
+    if (view.bytes && bytes.equals(view.bytes)) continue;
+    changes.push({ type: 'write', abs: r.abs, bytes, mode: view.mode ?? undefined, createOnly: view.kind === 'missing' });
+  }
+  // Writes before deletes: a move lands at its new path before the old one goes.
+  changes.sort((a, b) => (a.type === b.type ? 0 : a.type === 'write' ? -1 : 1));
+
+  for (const c of planned) {
+    const from = kOf(c.path);
+    if (c.type === 'add') {
+      const diff = fileDiff(null, from.r.rel, '', c.newText ?? '');
+      diffs.push(diff);
+      files.push({ path: from.r.rel, action: 'add', sha256: newSha.get(from.r.rel) });
+      audit.push({ operation: 'patch:add', path: from.r.rel, toPath: null, beforeSha256: null, afterSha256: newSha.get(from.r.rel) ?? null, diff });
+    } else if (c.type === 'delete') {
+      const stash = stashes.find((s) => s.rel === from.r.rel);
+      const diff = fileDiff(from.r.rel, null, c.oldText ?? '', '');
+      diffs.push(diff);
+      files.push({ path: from.r.rel, action: 'delete', ...(stash ? { trashId: stash.id } : {}) });
+      audit.push({ operation: 'patch:delete', path: from.r.rel, toPath: null, beforeSha256: from.view.sha256, afterSha256: null, diff });
+    } else {
+      const to = c.moveTo !== undefined ? kOf(c.moveTo) : from;
+      const diff = fileDiff(from.r.rel, to.r.rel, c.oldText ?? '', c.newText ?? '');
+      diffs.push(diff);
+      const moved = c.moveTo !== undefined;
+      files.push({ path: from.r.rel, action: moved ? 'move' : 'update', ...(moved ? { moveTo: to.r.rel } : {}), sha256: newSha.get(to.r.rel) });
+      audit.push({
+        operation: moved ? 'patch:move' : 'patch:update',
+        path: from.r.rel,
+        toPath: moved ? to.r.rel : null,
+        beforeSha256: from.view.sha256,
+        afterSha256: newSha.get(to.r.rel) ?? null,
+        diff,
+      });
+    }
+  }
+  const diff = diffs.join('');
+  d.diff = diff;
+  return {
+    changes,
+    diff,
+    result: { files, ...capDiff(diff, 'the patched files') },
+    audit,
+    beforeCommit: async () => {
+      for (const s of stashes) await ws.trash.stash(s.id, s.view.bytes!);
+    },
+    onFailure: async () => {
+      for (const s of stashes) await ws.trash.discard(s.id);
+    },
+    afterCommit: async () => {
+      const now = new Date().toISOString();
+      for (const s of stashes) {
+        ws.trash.record({
+          id: s.id,
+          originalPath: s.rel,
+          sha256: s.view.sha256!,
+          size: s.view.size,
+          mode: s.view.mode ?? 0o644,
+          deletedAt: now,
+          sessionId: ws.sessionId,
+        });
+      }
+      if (stashes.length) await ws.trash.purge();
+    },
+  };
+}
+
+const empty = (): AuditDraft => ({ path: null, toPath: null, beforeSha256: null, afterSha256: null, diff: null });
+
+export const applyPatchTool: ToolDefinition<typeof applyPatchParameters, ApplyPatchData> = {
+  name: 'apply_patch',
+  description:
+    'Apply a multi-file patch atomically: every file is prepared and checked in memory first, then all are written ' +
+    'together; any failure leaves every file as it was. Accepts the "*** Begin Patch" envelope (Add File / Delete File ' +
+    '/ Update File with @@ chunks of " " context, "-" removed and "+" added lines, optional Move to) and plain unified ' +
+    'diffs. Add File never overwrites (already_exists); deleted files go to the trash. Stale-file protocol: put the ' +
+    'sha256 from read_file of each file you change in expectedSha256ByPath ("" for files that must not exist yet); ' +
+    'a mismatch fails with stale_file — re-read the files and rebuild the patch.',
+  parameters: applyPatchParameters,
+  policy: 'edit',
+  execute: (args, ctx) => {
+    const ws = fileWorkspace(ctx.workspace);
+    return ws.runWrite('apply_patch', 'patch', empty(), (d) => plan(ws, args, d));
+  },
+  async preview(args, ctx) {
+    const p = await plan(fileWorkspace(ctx.workspace), args, empty());
+    const paths = p.result.files.map((f) => f.moveTo ?? f.path);
+    return { kind: 'diff', path: paths.length === 1 ? paths[0] : `${paths.length} files`, diff: p.diff };
+  },
+};

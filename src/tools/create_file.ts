@@ -1,0 +1,57 @@
+import { z } from 'zod';
+import { ToolError, STALE_FILE_ACTION } from './errors';
+import type { ToolDefinition } from './tool';
+import { fileWorkspace, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
+import { sha256Hex } from '../workspace/file-access';
+import { fileDiff } from '../workspace/text-diff';
+import { capDiff, pathField, type CappedDiff } from '../workspace/tool-support';
+
+export const createFileParameters = z.object({
+  path: pathField('Path of the new file'),
+  content: z.string().describe('The complete content of the new file.'),
+});
+
+export type CreateFileData = { path: string; sha256: string; created: true } & CappedDiff;
+
+async function plan(ws: FileWorkspace, args: z.infer<typeof createFileParameters>, d: AuditDraft): Promise<WritePlan<CreateFileData>> {
+  const r = ws.resolve(args.path);
+  d.path = r.rel;
+  const v = await ws.files.view(r.abs);
+  if (v.kind === 'directory') throw new ToolError('is_directory', `"${r.rel}" is a directory.`, { path: r.rel });
+  if (v.kind !== 'missing') {
+    throw new ToolError('already_exists', `"${r.rel}" already exists.`, {
+      path: r.rel,
+      suggestedAction: `Read it with read_file, then use edit_file or write_file with its sha256. ${STALE_FILE_ACTION}`,
+    });
+  }
+  const bytes = Buffer.from(args.content, 'utf8');
+  const sha = sha256Hex(bytes);
+  const diff = fileDiff(null, r.rel, '', args.content);
+  Object.assign(d, { afterSha256: sha, diff });
+  return {
+    changes: [{ type: 'write', abs: r.abs, bytes, createOnly: true }],
+    diff,
+    result: { path: r.rel, sha256: sha, created: true, ...capDiff(diff, r.rel) },
+    audit: [{ ...d, operation: 'create' }],
+  };
+}
+
+const empty = (): AuditDraft => ({ path: null, toPath: null, beforeSha256: null, afterSha256: null, diff: null });
+
+export const createFileTool: ToolDefinition<typeof createFileParameters, CreateFileData> = {
+  name: 'create_file',
+  description:
+    'Create a NEW file with the given content; missing parent folders are created. Fails with already_exists if the ' +
+    'path exists (then read it and use edit_file/write_file). Returns the new sha256 (use it as expectedSha256 for ' +
+    'later edits) and a diff.',
+  parameters: createFileParameters,
+  policy: 'edit',
+  execute: (args, ctx) => {
+    const ws = fileWorkspace(ctx.workspace);
+    return ws.runWrite('create_file', 'create', empty(), (d) => plan(ws, args, d));
+  },
+  async preview(args, ctx) {
+    const p = await plan(fileWorkspace(ctx.workspace), args, empty());
+    return { kind: 'diff', path: p.result.path, diff: p.diff };
+  },
+};

@@ -1,0 +1,78 @@
+import { z } from 'zod';
+import { ToolError } from './errors';
+import type { ToolDefinition } from './tool';
+import { assertFresh, fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
+import { pathField } from '../workspace/tool-support';
+
+export const deleteFileParameters = z.object({
+  path: pathField(),
+  expectedSha256: z
+    .string()
+    .optional()
+    .describe('Optional sha256 of the file as you last read it; when given and the file changed since, the call fails with stale_file.'),
+});
+
+export interface DeleteFileData {
+  path: string;
+  trashId: string;
+  sha256: string;
+  diff: string;
+}
+
+async function plan(ws: FileWorkspace, args: z.infer<typeof deleteFileParameters>, d: AuditDraft): Promise<WritePlan<DeleteFileData>> {
+  const r = ws.resolve(args.path);
+  d.path = r.rel;
+  const v = await ws.files.view(r.abs);
+  if (v.kind === 'missing') throw notFound(r.rel);
+  if (v.kind === 'directory') {
+    throw new ToolError('is_directory', `"${r.rel}" is a directory; delete_file removes single files.`, { path: r.rel });
+  }
+  if (v.kind !== 'file' || !v.bytes || !v.sha256) throw new ToolError('permission_denied', `"${r.rel}" is not a regular file.`, { path: r.rel });
+  d.beforeSha256 = v.sha256;
+  assertFresh(v, args.expectedSha256, r.rel);
+  const trashId = ws.trash.newId();
+  const bytes = v.bytes;
+  const sha = v.sha256;
+  const diff = `Delete ${r.rel} (${bytes.length} bytes, sha256 ${sha.slice(0, 12)}…) — recoverable with restore_file trashId=${trashId}`;
+  d.diff = diff;
+  return {
+    changes: [{ type: 'delete', abs: r.abs }],
+    diff,
+    result: { path: r.rel, trashId, sha256: sha, diff },
+    audit: [{ ...d, operation: 'delete' }],
+    beforeCommit: () => ws.trash.stash(trashId, bytes),
+    onFailure: () => ws.trash.discard(trashId),
+    afterCommit: async () => {
+      ws.trash.record({
+        id: trashId,
+        originalPath: r.rel,
+        sha256: sha,
+        size: bytes.length,
+        mode: v.mode ?? 0o644,
+        deletedAt: new Date().toISOString(),
+        sessionId: ws.sessionId,
+      });
+      await ws.trash.purge();
+    },
+  };
+}
+
+const empty = (): AuditDraft => ({ path: null, toPath: null, beforeSha256: null, afterSha256: null, diff: null });
+
+export const deleteFileTool: ToolDefinition<typeof deleteFileParameters, DeleteFileData> = {
+  name: 'delete_file',
+  description:
+    'Delete a file by moving it to the workspace trash; returns a trashId that restore_file accepts. Pass ' +
+    'expectedSha256 (from read_file) to make sure you delete the version you saw: if the file changed, the call ' +
+    'fails with stale_file — re-read it and decide again. Folders are refused (is_directory).',
+  parameters: deleteFileParameters,
+  policy: 'edit',
+  execute: (args, ctx) => {
+    const ws = fileWorkspace(ctx.workspace);
+    return ws.runWrite('delete_file', 'delete', empty(), (d) => plan(ws, args, d));
+  },
+  async preview(args, ctx) {
+    const p = await plan(fileWorkspace(ctx.workspace), args, empty());
+    return { kind: 'text', text: p.diff };
+  },
+};

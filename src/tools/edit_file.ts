@@ -1,0 +1,72 @@
+import { z } from 'zod';
+import { ToolError } from './errors';
+import type { ToolDefinition } from './tool';
+import { assertFresh, fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
+import { sha256Hex, toTextView } from '../workspace/file-access';
+import { encodeText, keepFinalNewline, normalizeEol } from '../workspace/encoding';
+import { applyEdits } from '../workspace/edits';
+import { fileDiff } from '../workspace/text-diff';
+import { STALE_PROTOCOL, capDiff, expectedShaField, pathField, type CappedDiff } from '../workspace/tool-support';
+
+export const editFileParameters = z.object({
+  path: pathField(),
+  expectedSha256: expectedShaField(),
+  edits: z
+    .array(
+      z.object({
+        oldText: z.string().describe('Exact text to replace, as it appears in the file (whitespace included); must match exactly once.'),
+        newText: z.string().describe('Replacement text.'),
+        replaceAll: z.boolean().optional().describe('Replace every occurrence of oldText instead of requiring exactly one.'),
+      }),
+    )
+    .min(1)
+    .describe('Edits, each matched against the ORIGINAL file (not against the result of earlier edits). All apply or none.'),
+});
+
+export type EditFileData = { path: string; sha256: string; previousSha256: string; replacements: number } & CappedDiff;
+
+async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>, d: AuditDraft): Promise<WritePlan<EditFileData>> {
+  const r = ws.resolve(args.path);
+  d.path = r.rel;
+  const v = await ws.files.view(r.abs);
+  if (v.kind === 'missing') throw notFound(r.rel);
+  if (v.kind === 'directory') throw new ToolError('is_directory', `"${r.rel}" is a directory.`, { path: r.rel });
+  d.beforeSha256 = v.sha256;
+  assertFresh(v, args.expectedSha256, r.rel);
+  const tv = toTextView(v, r.rel, ws.files.maxFileBytes);
+  const enc = tv.encoding;
+  const edits = args.edits.map((e) => ({ ...e, oldText: normalizeEol(e.oldText, enc), newText: normalizeEol(e.newText, enc) }));
+  const text = keepFinalNewline(applyEdits(tv.text, edits, r.rel), enc.finalNewline);
+  const bytes = encodeText(text, enc);
+  const sha = sha256Hex(bytes);
+  const diff = fileDiff(r.rel, r.rel, tv.text, text);
+  Object.assign(d, { afterSha256: sha, diff });
+  return {
+    changes: bytes.equals(tv.bytes) ? [] : [{ type: 'write', abs: r.abs, bytes, mode: tv.mode }],
+    diff,
+    result: { path: r.rel, sha256: sha, previousSha256: tv.sha256, replacements: edits.length, ...capDiff(diff, r.rel) },
+    audit: [{ ...d, operation: 'edit' }],
+  };
+}
+
+const empty = (): AuditDraft => ({ path: null, toPath: null, beforeSha256: null, afterSha256: null, diff: null });
+
+export const editFileTool: ToolDefinition<typeof editFileParameters, EditFileData> = {
+  name: 'edit_file',
+  description:
+    'Change a file by exact-string replacement: each edit replaces oldText (which must occur exactly once in the ' +
+    'original file, unless replaceAll) with newText. All edits apply or none: old_text_not_found (with the closest ' +
+    'lines as a hint), multiple_matches (with the count) and overlapping_edits leave the file untouched. ' +
+    STALE_PROTOCOL +
+    ' CRLF, BOM, the final newline and permissions are preserved. Returns the new sha256 (use it for the next edit) and a unified diff.',
+  parameters: editFileParameters,
+  policy: 'edit',
+  execute: (args, ctx) => {
+    const ws = fileWorkspace(ctx.workspace);
+    return ws.runWrite('edit_file', 'edit', empty(), (d) => plan(ws, args, d));
+  },
+  async preview(args, ctx) {
+    const p = await plan(fileWorkspace(ctx.workspace), args, empty());
+    return { kind: 'diff', path: p.result.path, diff: p.diff };
+  },
+};

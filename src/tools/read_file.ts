@@ -1,0 +1,84 @@
+import { z } from 'zod';
+import { ToolError } from './errors';
+import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, capText } from './output';
+import type { ToolDefinition } from './tool';
+import { fileWorkspace } from '../workspace/workspace';
+import { pathField } from '../workspace/tool-support';
+
+export const readFileParameters = z.object({
+  path: pathField(),
+  startLine: z.number().int().min(1).optional().describe('First line to return (1-based, inclusive). Default 1.'),
+  endLine: z.number().int().min(1).optional().describe('Last line to return (1-based, inclusive). Default: the last line.'),
+  maxBytes: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe(`Most bytes of content to return (at most ${MAX_OUTPUT_BYTES}). Whole lines are kept.`),
+});
+
+export interface ReadFileData {
+  path: string;
+  content: string;
+  /** sha256 of the FULL file bytes, even when the content is a slice: use it as expectedSha256. */
+  sha256: string;
+  totalLines: number;
+  startLine: number;
+  endLine: number;
+  truncated: boolean;
+  notice?: string;
+  size: number;
+  encoding: { bom: boolean; eol: 'lf' | 'crlf'; finalNewline: boolean };
+}
+
+export const readFileTool: ToolDefinition<typeof readFileParameters, ReadFileData> = {
+  name: 'read_file',
+  description:
+    'Read a text file, optionally a range of lines (1-based, inclusive). Returns the content, totalLines, the range ' +
+    `returned and sha256 — the hash of the whole file on disk even for a partial read. Keep sha256: write_file, edit_file, ` +
+    `delete_file, move_file and apply_patch need it as expectedSha256 to prove you saw the current file. Output is capped ` +
+    `at ${MAX_OUTPUT_LINES} lines / 50 KB; when truncated, read on with startLine. CRLF files are shown with \\n line ` +
+    'breaks (edits keep the CRLF). Binary files fail with binary_file.',
+  parameters: readFileParameters,
+  policy: 'read',
+  async execute(args, ctx) {
+    const ws = fileWorkspace(ctx.workspace);
+    const r = ws.resolve(args.path);
+    const v = await ws.files.viewText(r.abs, r.rel);
+    const lines = v.text.split('\n');
+    if (lines[lines.length - 1] === '') lines.pop();
+    const totalLines = lines.length;
+    const start = args.startLine ?? 1;
+    const end = Math.min(args.endLine ?? totalLines, totalLines);
+    if (args.endLine !== undefined && args.endLine < start) {
+      throw new ToolError('invalid_arguments', `endLine (${args.endLine}) is before startLine (${start}).`, { path: r.rel });
+    }
+    if (totalLines > 0 && start > totalLines) {
+      throw new ToolError('invalid_arguments', `startLine ${start} is past the end: "${r.rel}" has ${totalLines} lines.`, {
+        path: r.rel,
+        suggestedAction: `Use a startLine between 1 and ${totalLines}.`,
+      });
+    }
+    const slice = totalLines === 0 ? '' : lines.slice(start - 1, end).join('\n') + (end < totalLines || v.encoding.finalNewline ? '\n' : '');
+    const maxBytes = Math.min(args.maxBytes ?? MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES);
+    const c = capText(slice, MAX_OUTPUT_LINES, maxBytes);
+    const base = {
+      path: r.rel,
+      sha256: v.sha256,
+      totalLines,
+      startLine: totalLines === 0 ? 0 : start,
+      size: v.size,
+      encoding: v.encoding,
+    };
+    if (!c.truncated) {
+      return { ...base, content: slice, endLine: totalLines === 0 ? 0 : end, truncated: false };
+    }
+    const lastFull = start + c.keptLines - 1;
+    const next = c.keptLines === 0 ? start + 1 : lastFull + 1;
+    const partial = c.keptLines === 0;
+    const notice =
+      `[output truncated: showing lines ${start}-${partial ? `${start} (cut at ${maxBytes} bytes)` : lastFull} of ${totalLines}; ` +
+      `${c.omittedBytes} bytes omitted; call read_file with startLine=${next} to read more]`;
+    return { ...base, content: c.text, endLine: partial ? start : lastFull, truncated: true, notice };
+  },
+};

@@ -1,0 +1,60 @@
+import { z } from 'zod';
+import { ToolError } from './errors';
+import type { ToolDefinition } from './tool';
+import { assertFresh, fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
+import { sha256Hex, toTextView } from '../workspace/file-access';
+import { decodeText, encodeText, isBinary, normalizeEol } from '../workspace/encoding';
+import { fileDiff } from '../workspace/text-diff';
+import { STALE_PROTOCOL, capDiff, expectedShaField, pathField, type CappedDiff } from '../workspace/tool-support';
+
+export const writeFileParameters = z.object({
+  path: pathField('Path of an existing file'),
+  content: z.string().describe('The complete new content of the file.'),
+  expectedSha256: expectedShaField(),
+});
+
+export type WriteFileData = { path: string; sha256: string; previousSha256: string } & CappedDiff;
+
+async function plan(ws: FileWorkspace, args: z.infer<typeof writeFileParameters>, d: AuditDraft): Promise<WritePlan<WriteFileData>> {
+  const r = ws.resolve(args.path);
+  d.path = r.rel;
+  const v = await ws.files.view(r.abs);
+  if (v.kind === 'missing') throw notFound(r.rel, 'write_file only replaces existing files; use create_file for a new one.');
+  if (v.kind === 'directory') throw new ToolError('is_directory', `"${r.rel}" is a directory.`, { path: r.rel });
+  d.beforeSha256 = v.sha256;
+  assertFresh(v, args.expectedSha256, r.rel);
+  // Keep the file's BOM and CRLF line breaks (a binary file being replaced keeps nothing).
+  const old = v.bytes && !isBinary(v.bytes) ? toTextView(v, r.rel) : null;
+  const enc = old?.encoding ?? decodeText(Buffer.alloc(0)).encoding;
+  const text = normalizeEol(args.content, enc);
+  const bytes = encodeText(text, enc);
+  const sha = sha256Hex(bytes);
+  const diff = fileDiff(r.rel, r.rel, old?.text ?? '', text);
+  Object.assign(d, { afterSha256: sha, diff });
+  return {
+    changes: bytes.equals(v.bytes!) ? [] : [{ type: 'write', abs: r.abs, bytes, mode: v.mode ?? undefined }],
+    diff,
+    result: { path: r.rel, sha256: sha, previousSha256: v.sha256!, ...capDiff(diff, r.rel) },
+    audit: [{ ...d, operation: 'write' }],
+  };
+}
+
+const empty = (): AuditDraft => ({ path: null, toPath: null, beforeSha256: null, afterSha256: null, diff: null });
+
+export const writeFileTool: ToolDefinition<typeof writeFileParameters, WriteFileData> = {
+  name: 'write_file',
+  description:
+    'Replace the whole content of an EXISTING file (use create_file for new files, edit_file for small changes). ' +
+    STALE_PROTOCOL +
+    ' The file keeps its permissions, BOM and CRLF line breaks. The write is atomic. Returns the new sha256 and a diff.',
+  parameters: writeFileParameters,
+  policy: 'edit',
+  execute: (args, ctx) => {
+    const ws = fileWorkspace(ctx.workspace);
+    return ws.runWrite('write_file', 'write', empty(), (d) => plan(ws, args, d));
+  },
+  async preview(args, ctx) {
+    const p = await plan(fileWorkspace(ctx.workspace), args, empty());
+    return { kind: 'diff', path: p.result.path, diff: p.diff };
+  },
+};

@@ -1,0 +1,61 @@
+import { ToolRegistry } from '../tools/registry';
+import type { ToolContext, ToolDefinition, ToolResult, ToolSpec } from '../tools/tool';
+import { FILE_TOOLS, FILE_WRITE_TOOL_NAMES } from '../tools/file-tools';
+import { FileWorkspace, type WorkspaceOptions } from './workspace';
+
+/**
+ * The file tools' registry. Besides the shared validation, it audits write attempts refused for invalid
+ * arguments (they never reach the tool), and `list()` gives the definitions to merge into another registry.
+ */
+export class FileToolRegistry extends ToolRegistry {
+  constructor(private readonly ws: FileWorkspace) {
+    super([...FILE_TOOLS]);
+  }
+
+  list(): ToolDefinition[] {
+    return this.names().map((n) => this.get(n)!);
+  }
+
+  override async call(name: string, args: unknown, ctx: ToolContext): Promise<ToolResult> {
+    const result = await super.call(name, args, ctx);
+    if (!result.ok && result.error.kind === 'invalid_arguments' && FILE_WRITE_TOOL_NAMES.has(name) && !result.error.path) {
+      const a = (args ?? {}) as Record<string, unknown>;
+      const p = typeof a.path === 'string' ? a.path : typeof a.from === 'string' ? a.from : null;
+      this.ws.recordAudit(name, 'invalid', { path: p, toPath: typeof a.to === 'string' ? a.to : null, beforeSha256: null, afterSha256: null, diff: null }, false, 'invalid_arguments');
+    }
+    return result;
+  }
+}
+
+export type OpenWorkspaceOptions = WorkspaceOptions;
+
+export interface OpenedWorkspace {
+  /** Name, description, JSON schema and policy of each file tool (what the model is sent). */
+  tools: ToolSpec[];
+  /** Validates and runs a tool; `{ ok: true, data }` or `{ ok: false, error }`, never throws. */
+  call(name: string, args: unknown, opts?: { signal?: AbortSignal }): Promise<ToolResult>;
+  close(): void;
+  workspace: FileWorkspace;
+  registry: FileToolRegistry;
+}
+
+/** Opens the workspace file layer: `<dataDir>/caboose.sqlite` (audit, trash) and the file tools. */
+export function openWorkspace(opts: OpenWorkspaceOptions): OpenedWorkspace {
+  const workspace = new FileWorkspace(opts);
+  const registry = new FileToolRegistry(workspace);
+  void workspace.trash.purge().catch(() => undefined);
+  return {
+    tools: registry.specs(),
+    workspace,
+    registry,
+    call(name, args, callOpts = {}) {
+      const ctx: ToolContext = {
+        signal: callOpts.signal ?? new AbortController().signal,
+        workspace,
+        sessionId: workspace.sessionId,
+      };
+      return registry.call(name, args, ctx);
+    },
+    close: () => workspace.close(),
+  };
+}

@@ -1,0 +1,48 @@
+import { z } from 'zod';
+import { capText, truncationNotice } from '../tools/output';
+
+/** Shared zod fields and output shaping for the file tools. */
+
+export const pathField = (what = 'File path') =>
+  z
+    .string()
+    .min(1)
+    .describe(`${what}, relative to the workspace root (absolute paths must stay inside the workspace).`);
+
+export const expectedShaField = () =>
+  z
+    .string()
+    .describe(
+      'sha256 (hex) of the file as you last read it (data.sha256 from read_file or from your previous write). ' +
+        'If the file changed since, the call fails with stale_file: re-read and retry.',
+    );
+
+export const includeIgnoredField = () =>
+  z.boolean().optional().describe('Also include files ignored by .gitignore (default false). .git is always skipped.');
+
+export const STALE_PROTOCOL =
+  'Stale-file protocol: pass the sha256 returned by read_file (or by your last write to this file) as expectedSha256; ' +
+  'if the file changed since, the call fails with stale_file and you must re-read the file and redo the change.';
+
+export interface CappedDiff {
+  diff: string;
+  diffTruncated: boolean;
+  notice?: string;
+}
+
+/** A diff in a tool result, capped like every tool output. */
+export function capDiff(diff: string, rel: string): CappedDiff {
+  const c = capText(diff);
+  if (!c.truncated) return { diff, diffTruncated: false };
+  return {
+    diff: c.text,
+    diffTruncated: true,
+    notice: truncationNotice(c, `the change was applied in full; read_file "${rel}" to see the result`),
+  };
+}
+
+/** Count-and-bytes cap for lists, with the notice the model reads. */
+export function listNotice(kept: number, total: number, how: string): string | undefined {
+  if (kept >= total) return undefined;
+  return `[output truncated: ${total - kept} of ${total} results omitted; ${how}]`;
+}
