@@ -49,6 +49,8 @@ test('eof tries the end of the file first, then falls back to a normal search', 
   assert.equal(seekSequence(lines, ['x'])?.index, 0);
   assert.equal(seekSequence(lines, ['x'], { eof: true })?.index, 2);
   assert.equal(seekSequence(lines, ['y'], { eof: true })?.index, 1);
+  // a lenient match at the end beats an exact one elsewhere
+  assert.deepEqual(seekSequence(['x', 'y', ' x '], ['x'], { eof: true }), { index: 2, stage: 'trim' });
 });
 
 test('hint picks the closest match, earlier one on a tie', () => {

@@ -67,7 +67,7 @@ const NORMALIZERS: Record<SeekStage, (line: string) => string> = {
 /**
  * Finds where `pattern` occurs in `lines`, trying each stage in turn.
  * - An empty pattern matches at `start` (or at the end with `eof`).
- * - With `eof`, the end-anchored position is tried first in every stage, then the normal search.
+ * - With `eof`, the end-anchored position is tried first (all stages), then the normal search.
  * Returns undefined when no stage matches.
  */
 export function seekSequence(
@@ -82,7 +82,7 @@ export function seekSequence(
   const last = lines.length - pattern.length;
   if (last < start) return undefined;
 
-  for (const stage of SEEK_STAGES) {
+  const matcher = (stage: SeekStage): ((i: number) => boolean) => {
     const norm = NORMALIZERS[stage];
     const wanted = pattern.map(norm);
     const cache = new Map<number, string>();
@@ -94,13 +94,19 @@ export function seekSequence(
       }
       return v;
     };
-    const matchesAt = (i: number): boolean => {
+    return (i) => {
       for (let j = 0; j < wanted.length; j++) if (lineAt(i + j) !== wanted[j]) return false;
       return true;
     };
+  };
 
-    if (options.eof && matchesAt(last)) return { index: last, stage };
+  // End-anchored: the last possible position, at any stage, beats a match elsewhere.
+  if (options.eof) {
+    for (const stage of SEEK_STAGES) if (matcher(stage)(last)) return { index: last, stage };
+  }
 
+  for (const stage of SEEK_STAGES) {
+    const matchesAt = matcher(stage);
     if (options.hint === undefined) {
       for (let i = start; i <= last; i++) if (matchesAt(i)) return { index: i, stage };
     } else {
