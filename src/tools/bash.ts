@@ -294,8 +294,12 @@ export function createBashTool(opts: BashToolOptions = {}): ToolDefinition<typeo
           cleanup();
           reject(new ToolError('internal_error', `Could not run the command: ${err.message}`));
         });
-        // The shell is done; anything it left in the background goes with its group.
-        child.on('exit', () => kill());
+        // The shell is done: the timeout no longer applies, and anything it left in the background goes
+        // with its group (SIGKILL after the grace period ends even processes that ignore SIGTERM).
+        child.on('exit', () => {
+          clearTimeout(timer);
+          kill();
+        });
         child.on('close', (code, signal) => {
           if (settled) return;
           cleanup();
