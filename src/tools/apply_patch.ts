@@ -63,6 +63,8 @@ async function planWithSnapshot(ws: FileWorkspace, ops: ReturnType<typeof parseP
     await load(op.path);
     if (op.type === 'update' && op.moveTo !== undefined) await load(op.moveTo);
   }
+  // Binary or oversized files can be deleted or moved by a patch, never edited.
+  const updated = new Set(ops.filter((op) => op.type === 'update').map((op) => op.path));
   const read = (p: string): FileState => {
     const k = known.get(p) ?? byAbs.get(ws.resolve(p).abs);
     if (!k) throw new ToolError('internal_error', `apply_patch: ${p} was not loaded`);
@@ -70,6 +72,10 @@ async function planWithSnapshot(ws: FileWorkspace, ops: ReturnType<typeof parseP
     if (v.kind === 'missing') return { kind: 'missing' };
     if (v.kind === 'directory') return { kind: 'directory' };
     if (v.kind !== 'file' || !v.bytes) throw new ToolError('permission_denied', `"${k.r.rel}" is not a regular file.`, { path: k.r.rel });
+    if (updated.has(p) && isBinary(v.bytes)) throw new ToolError('binary_file', `"${k.r.rel}" is a binary file.`, { path: k.r.rel });
+    if (updated.has(p) && v.size > ws.files.maxFileBytes) {
+      throw new ToolError('file_too_large', `"${k.r.rel}" is too large to patch (limit ${ws.files.maxFileBytes} bytes).`, { path: k.r.rel });
+    }
     const hasBom = v.bytes.subarray(0, 3).equals(BOM);
     return { kind: 'file', text: (hasBom ? v.bytes.subarray(3) : v.bytes).toString('utf8') };
   };
@@ -80,14 +86,6 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof applyPatchParameters
   const ops = parsePatch(args.patch);
   const { planned, known } = await planWithSnapshot(ws, ops);
   const kOf = (p: string): Known => known.get(p)!;
-
-  // Binary or oversized files can only be deleted or moved untouched, never edited.
-  for (const c of planned) {
-    if (c.type !== 'update') continue;
-    const v = kOf(c.path).view;
-    if (v.bytes && isBinary(v.bytes)) throw new ToolError('binary_file', `"${kOf(c.path).r.rel}" is a binary file.`, { path: kOf(c.path).r.rel });
-    if (v.size > ws.files.maxFileBytes) throw new ToolError('file_too_large', `"${kOf(c.path).r.rel}" is too large to patch.`, { path: kOf(c.path).r.rel });
-  }
 
   // The stale gate, against the content read inside the write lock.
   for (const [p, sha] of Object.entries(args.expectedSha256ByPath ?? {})) {
