@@ -203,6 +203,15 @@ describe('bash: timeouts, cancellation, process groups', () => {
     assert.ok(await waitFor(() => !alive(bg)), `background sleep ${bg} survived`);
   });
 
+  test('a background process ignoring SIGTERM is SIGKILLed and the run is not reported as timed out', async () => {
+    const r = await run({ command: "(trap '' TERM; sleep 30) & echo $!", timeoutMs: 60_000 });
+    assert.equal(r.exitCode, 0);
+    assert.equal(r.timedOut, false);
+    assert.ok(r.durationMs < 5000);
+    const bg = Number(r.output.trim());
+    assert.ok(await waitFor(() => !alive(bg)), `background process ${bg} survived`);
+  });
+
   test('detached background processes are killed at the end too', async () => {
     const r = await run({ command: 'sleep 30 >/dev/null 2>&1 & echo $!' });
     const bg = Number(r.output.trim());
