@@ -93,6 +93,8 @@ export async function grep(ctx: SearchContext, q: GrepQuery): Promise<GrepResult
 async function grepJs(ctx: SearchContext, q: GrepQuery, re: RegExp): Promise<GrepMatch[]> {
   const includeRe = q.include ? globToRegExp(q.include) : null;
   const out: GrepMatch[] = [];
+  // Whole-file pre-check: with the m flag, ^ and $ also match at line breaks, so it finds every file with a line match.
+  const quick = new RegExp(re.source, re.flags.includes('m') ? re.flags : re.flags + 'm');
   const st = await fsp.stat(path.join(ctx.rootAbs, q.startRel));
   const files: string[] = [];
   if (st.isFile()) files.push(q.startRel);
@@ -113,7 +115,7 @@ async function grepJs(ctx: SearchContext, q: GrepQuery, re: RegExp): Promise<Gre
     }
     if (bytes.includes(0)) continue;
     const text = bytes.toString('utf8');
-    if (!re.test(text)) continue;
+    if (!quick.test(text)) continue;
     const lines = text.split('\n');
     if (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
     for (let i = 0; i < lines.length; i++) {
