@@ -84,17 +84,16 @@ async function planWithSnapshot(ws: FileWorkspace, ops: ReturnType<typeof parseP
 
 async function plan(ws: FileWorkspace, args: z.infer<typeof applyPatchParameters>, d: AuditDraft): Promise<WritePlan<ApplyPatchData>> {
   const ops = parsePatch(args.patch);
+  // The stale gate first, against the content read inside the write lock.
+  for (const [p, sha] of Object.entries(args.expectedSha256ByPath ?? {})) {
+    const r = ws.resolve(p);
+    d.path = r.rel;
+    assertFresh(await ws.files.view(r.abs), sha, r.rel);
+  }
+  d.path = null;
   const { planned, known } = await planWithSnapshot(ws, ops);
   const kOf = (p: string): Known => known.get(p)!;
 
-  // The stale gate, against the content read inside the write lock.
-  for (const [p, sha] of Object.entries(args.expectedSha256ByPath ?? {})) {
-    const r = ws.resolve(p);
-    const k = [...known.values()].find((x) => x.r.abs === r.abs) ?? { r, view: await ws.files.view(r.abs) };
-    d.path = r.rel;
-    assertFresh(k.view, sha, r.rel);
-  }
-  d.path = null;
 
   const deleted = new Set(planned.filter((c) => c.type === 'delete').map((c) => kOf(c.path).r.abs));
   const changes: FileChange[] = [];
