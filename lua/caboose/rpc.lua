@@ -124,7 +124,8 @@ function M.ensure(cfg)
   end
   H.cfg = cfg
   if cfg.host.transport == 'remote' then
-    if vim.fn.exists('*CabooseHostRequest') ~= 1 then
+    -- The manifest defines the functions lazily (FuncUndefined), so look for either.
+    if vim.fn.exists('*CabooseHostRequest') ~= 1 and vim.fn.exists('#FuncUndefined#CabooseHostRequest') ~= 1 then
       error('(caboose) host.transport = "remote" but the remote plugin is not registered; run :UpdateRemotePlugins', 0)
     end
     H.chan = 'remote'

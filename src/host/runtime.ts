@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { Agent } from '../agent/loop';
-import { ToolRegistry } from '../tools/registry';
+import { createSubagentTool } from '../agent/subagent';
 import { createExecTools } from '../tools/exec-tools';
 import { TodoList } from '../tools/todo-list';
 import { openWorkspace } from '../index';
@@ -42,14 +42,16 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   });
   const todos = new TodoList();
   todos.onChange((items) => ui.emit(EVENTS.todos, { items }));
-  const registry = new ToolRegistry([
-    ...ws.registry.list(),
-    ...createExecTools({
-      todos,
-      webSearch: config.web_search ? { searxngUrl: config.web_search.searxng_url } : null,
-      bashTimeoutMs: config.bash_timeout_ms,
-    }),
-  ]);
+  // The file tools' registry audits refused write attempts; the other tools join it.
+  const registry = ws.registry;
+  for (const def of createExecTools({
+    todos,
+    webSearch: config.web_search ? { searxngUrl: config.web_search.searxng_url } : null,
+    bashTimeoutMs: config.bash_timeout_ms,
+  })) {
+    registry.add(def);
+  }
+  registry.add(createSubagentTool({ provider: o.provider, registry, log }));
   const agent = new Agent({
     provider: o.provider,
     registry,

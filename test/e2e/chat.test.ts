@@ -47,6 +47,7 @@ forEachNvim((bin) => {
       }, 'host process');
       const hostPid = await t.lua<number>("return require('caboose.rpc').host_pid()");
       assert.ok(kids.includes(hostPid), 'the host is a child of Neovim');
+      await t.waitFor(async () => (await t.chatLines()).join('\n').includes('hello'), 'reply');
     });
 
     it(':Caboose streams the reply into the chat, with partial states and state events', async () => {

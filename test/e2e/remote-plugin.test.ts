@@ -42,7 +42,7 @@ forEachNvim((bin) => {
       });
       try {
         assert.equal(await t.lua("return vim.fn.exists(':Caboose')"), 2);
-        assert.equal(await t.lua("return vim.fn.exists('*CabooseHostRequest')"), 1);
+        assert.equal(await t.lua("return vim.fn.exists('#FuncUndefined#CabooseHostRequest')"), 1, 'registered from the manifest');
         fake.script({ text: 'via the classic host' });
         const n = fake.requests.length;
         await t.cmd('Caboose hello classic');

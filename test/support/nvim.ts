@@ -162,11 +162,12 @@ export function forEachNvim(fn: (bin: NvimBinary) => void): void {
   for (const bin of nvimBinaries()) fn(bin);
 }
 
-/** Is a process alive? */
+/** Is a process alive? A zombie (exited, not yet reaped: PID 1 here does not reap) counts as dead. */
 export function alive(pid: number): boolean {
   try {
-    process.kill(pid, 0);
-    return true;
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state !== 'Z' && state !== 'X';
   } catch {
     return false;
   }
