@@ -4,6 +4,7 @@ import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, capText } from './output';
 import type { ToolDefinition } from './tool';
 import { fileWorkspace } from '../workspace/workspace';
 import { pathField } from '../workspace/tool-support';
+import { sliceLines } from '../workspace/encoding';
 
 export const readFileParameters = z.object({
   path: pathField(),
@@ -44,22 +45,21 @@ export const readFileTool: ToolDefinition<typeof readFileParameters, ReadFileDat
   async execute(args, ctx) {
     const ws = fileWorkspace(ctx.workspace);
     const r = ws.resolve(args.path);
-    const v = await ws.files.viewText(r.abs, r.rel);
-    const lines = v.text.split('\n');
-    if (lines[lines.length - 1] === '') lines.pop();
-    const totalLines = lines.length;
+    const v = await ws.files.viewChecked(r.abs, r.rel);
     const start = args.startLine ?? 1;
-    const end = Math.min(args.endLine ?? totalLines, totalLines);
     if (args.endLine !== undefined && args.endLine < start) {
       throw new ToolError('invalid_arguments', `endLine (${args.endLine}) is before startLine (${start}).`, { path: r.rel });
     }
+    // Never decode more than the 2,000 lines the output can hold.
+    const sl = sliceLines(v.bytes, start, Math.min(args.endLine ?? Infinity, start + MAX_OUTPUT_LINES - 1));
+    const { totalLines, text: slice } = sl;
+    const end = sl.endLine;
     if (totalLines > 0 && start > totalLines) {
       throw new ToolError('invalid_arguments', `startLine ${start} is past the end: "${r.rel}" has ${totalLines} lines.`, {
         path: r.rel,
         suggestedAction: `Use a startLine between 1 and ${totalLines}.`,
       });
     }
-    const slice = totalLines === 0 ? '' : lines.slice(start - 1, end).join('\n') + (end < totalLines || v.encoding.finalNewline ? '\n' : '');
     const maxBytes = Math.min(args.maxBytes ?? MAX_OUTPUT_BYTES, MAX_OUTPUT_BYTES);
     const c = capText(slice, MAX_OUTPUT_LINES, maxBytes);
     const base = {
@@ -68,17 +68,19 @@ export const readFileTool: ToolDefinition<typeof readFileParameters, ReadFileDat
       totalLines,
       startLine: totalLines === 0 ? 0 : start,
       size: v.size,
-      encoding: v.encoding,
+      encoding: sl.encoding,
     };
-    if (!c.truncated) {
+    const wantedEnd = Math.min(args.endLine ?? totalLines, totalLines);
+    if (!c.truncated && end >= wantedEnd) {
       return { ...base, content: slice, endLine: totalLines === 0 ? 0 : end, truncated: false };
     }
-    const lastFull = start + c.keptLines - 1;
-    const next = c.keptLines === 0 ? start + 1 : lastFull + 1;
-    const partial = c.keptLines === 0;
+    const partial = c.truncated && c.keptLines === 0;
+    const lastFull = c.truncated ? start + c.keptLines - 1 : end;
+    const next = partial ? start + 1 : lastFull + 1;
+    const omittedLines = wantedEnd - (partial ? start : lastFull);
     const notice =
       `[output truncated: showing lines ${start}-${partial ? `${start} (cut at ${maxBytes} bytes)` : lastFull} of ${totalLines}; ` +
-      `${c.omittedBytes} bytes omitted; call read_file with startLine=${next} to read more]`;
-    return { ...base, content: c.text, endLine: partial ? start : lastFull, truncated: true, notice };
+      `${omittedLines} more line(s) omitted; call read_file with startLine=${next} to read more]`;
+    return { ...base, content: c.truncated ? c.text : slice, endLine: partial ? start : lastFull, truncated: true, notice };
   },
 };

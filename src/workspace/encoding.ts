@@ -63,3 +63,43 @@ function countSub(s: string, sub: string): number {
   for (let i = s.indexOf(sub); i !== -1; i = s.indexOf(sub, i + sub.length)) n++;
   return n;
 }
+
+export interface LineSlice {
+  totalLines: number;
+  /** Clamped range actually returned (0/0 for an empty file). */
+  startLine: number;
+  endLine: number;
+  /** Decoded like decodeText: no BOM, `\n` breaks for CRLF files; ends with `\n` unless it is the unterminated last line. */
+  text: string;
+  encoding: TextEncodingInfo;
+}
+
+/**
+ * Lines `startLine..endLine` (1-based, inclusive) of a UTF-8 file, decoding only that range.
+ * One native scan for line breaks, so large files are not split into strings (read_file's fast path).
+ */
+export function sliceLines(bytes: Buffer, startLine: number, endLine = Infinity): LineSlice {
+  const bom = bytes.length >= 3 && bytes.subarray(0, 3).equals(BOM);
+  const body = bom ? bytes.subarray(3) : bytes;
+  let lf = 0;
+  let crlf = 0;
+  let startOff = startLine <= 1 ? 0 : -1;
+  let endOff = -1;
+  for (let i = body.indexOf(10); i !== -1; i = body.indexOf(10, i + 1)) {
+    lf++;
+    if (i > 0 && body[i - 1] === 13) crlf++;
+    if (lf === startLine - 1) startOff = i + 1;
+    if (lf === endLine) endOff = i + 1;
+  }
+  const finalNewline = body.length === 0 || body[body.length - 1] === 10;
+  const totalLines = body.length === 0 ? 0 : lf + (finalNewline ? 0 : 1);
+  const eol: 'lf' | 'crlf' = lf > 0 && crlf === lf ? 'crlf' : 'lf';
+  const encoding: TextEncodingInfo = { bom, eol, finalNewline };
+  if (totalLines === 0 || startOff === -1 || startLine > totalLines) {
+    return { totalLines, startLine: totalLines === 0 ? 0 : startLine, endLine: totalLines === 0 ? 0 : startLine - 1, text: '', encoding };
+  }
+  const end = Math.min(endLine, totalLines);
+  let text = body.subarray(startOff, endOff === -1 ? body.length : endOff).toString('utf8');
+  if (eol === 'crlf') text = text.split('\r\n').join('\n');
+  return { totalLines, startLine, endLine: end, text, encoding };
+}

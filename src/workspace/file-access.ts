@@ -137,6 +137,14 @@ export class FileAccess {
     return toTextView(v, rel, this.maxFileBytes);
   }
 
+  /** A text file's bytes, checked (not_found, is_directory, file_too_large, binary_file) but not decoded. */
+  async viewChecked(abs: string, rel: string): Promise<FileView & { kind: 'file'; bytes: Buffer; sha256: string; mode: number }> {
+    await this.assertReadable(abs, rel);
+    const v = await this.view(abs);
+    assertTextFile(v, rel, this.maxFileBytes);
+    return v as FileView & { kind: 'file'; bytes: Buffer; sha256: string; mode: number };
+  }
+
   /**
    * Writes and deletes several files all-or-nothing: every new content goes to a temp file in the
    * target's folder (fsynced) first; then the temps are renamed into place. A failure before the renames
@@ -194,6 +202,12 @@ export class FileAccess {
 }
 
 export function toTextView(v: FileView, rel: string, maxFileBytes = Infinity): TextView {
+  assertTextFile(v, rel, maxFileBytes);
+  const { text, encoding } = decodeText(v.bytes!);
+  return { ...(v as FileView & { kind: 'file'; bytes: Buffer; sha256: string; mode: number }), text, encoding };
+}
+
+function assertTextFile(v: FileView, rel: string, maxFileBytes: number): void {
   if (v.kind === 'missing') {
     throw new ToolError('not_found', `"${rel}" does not exist.`, { path: rel, suggestedAction: 'Check the path with list_directory or glob.' });
   }
@@ -212,8 +226,6 @@ export function toTextView(v: FileView, rel: string, maxFileBytes = Infinity): T
   if (isBinary(v.bytes)) {
     throw new ToolError('binary_file', `"${rel}" is a binary file.`, { path: rel, suggestedAction: 'Only text files can be read or edited.' });
   }
-  const { text, encoding } = decodeText(v.bytes);
-  return { ...(v as FileView & { kind: 'file'; bytes: Buffer; sha256: string; mode: number }), text, encoding };
 }
 
 async function statOrNull(p: string): Promise<fs.Stats | null> {
