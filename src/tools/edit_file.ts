@@ -23,7 +23,7 @@ export const editFileParameters = z.object({
     .describe('Edits, each matched against the ORIGINAL file (not against the result of earlier edits). All apply or none.'),
 });
 
-export type EditFileData = { path: string; sha256: string; previousSha256: string; replacements: number } & CappedDiff;
+export type EditFileData = { path: string; sha256: string; previousSha256: string; edits: number } & CappedDiff;
 
 async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>, d: AuditDraft): Promise<WritePlan<EditFileData>> {
   const r = ws.resolve(args.path);
@@ -44,7 +44,7 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
   return {
     changes: bytes.equals(tv.bytes) ? [] : [{ type: 'write', abs: r.abs, bytes, mode: tv.mode }],
     diff,
-    result: { path: r.rel, sha256: sha, previousSha256: tv.sha256, replacements: edits.length, ...capDiff(diff, r.rel) },
+    result: { path: r.rel, sha256: sha, previousSha256: tv.sha256, edits: edits.length, ...capDiff(diff, r.rel) },
     audit: [{ ...d, operation: 'edit' }],
   };
 }
