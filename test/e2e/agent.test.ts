@@ -1,4 +1,4 @@
-import { describe, it, before, after, afterEach } from 'node:test';
+import { describe, it, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -15,14 +15,14 @@ forEachNvim((bin) => {
   describe(`agent turns in Neovim ${bin.version}`, () => {
     let fake: FakeOpenAI;
     let t: TestNvim | undefined;
-    before(async () => {
+    // A fresh fake per test: replies a test scripted but never consumed (a stopped turn) cannot leak.
+    beforeEach(async () => {
       fake = await startFakeOpenAI();
     });
-    after(async () => fake.close());
     afterEach(async () => {
       await t?.close();
       t = undefined;
-      fake.script(); // nothing left over
+      await fake.close();
     });
 
     const start = async (mode = 'create', extra = '') => {
@@ -155,9 +155,9 @@ forEachNvim((bin) => {
       fake.script({ toolCalls: [{ name: 'create_file', arguments: { path: 'm.txt', content: 'm' } }] }, { text: 'made' });
       await t!.cmd('Caboose make m');
       await waitFloat();
-      await t!.cmd('wincmd p');
-      await t!.nvim.input('q'); // nothing happens to the approval
-      await t!.cmd("lua vim.cmd('enew')");
+      await t!.cmd('wincmd p'); // move away: the float stays, nothing is answered
+      await t!.cmd('enew');
+      assert.notEqual(await t!.lua('return vim.bo.filetype'), 'caboose_approval');
       assert.equal((await state()).state, 'pending_approval');
       assert.equal(await t!.lua("return require('caboose.ui.approval').focus()"), true);
       assert.equal(await t!.lua("return vim.bo.filetype"), 'caboose_approval');
@@ -222,10 +222,14 @@ forEachNvim((bin) => {
     it('<C-c> in the chat stops a stream; the step limit stops a runaway loop', async () => {
       await start('chug', ", step_limit = 3");
       fake.script({ hang: true });
+      const n = fake.requests.length;
       await t!.cmd('Caboose hang');
+      await fake.waitForRequest(n + 1);
       await waitState('streaming');
-      await t!.lua("vim.api.nvim_set_current_win(vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1])");
-      await t!.nvim.input('<C-c>');
+      // Typed <C-c> doubles as Neovim's interrupt, so run the chat buffer's mapping itself.
+      await t!.lua(`
+        vim.api.nvim_set_current_win(vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1])
+        vim.fn.maparg('<C-c>', 'n', false, true).callback()`);
       await waitState('idle');
       const loop = { toolCalls: [{ name: 'list_directory', arguments: { path: '.' } }] };
       fake.script(loop, loop, loop, loop, loop);

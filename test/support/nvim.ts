@@ -122,7 +122,8 @@ export async function startNvim(opts: StartOptions): Promise<TestNvim> {
           last = err;
         }
         if (Date.now() > deadline) {
-          throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last: ${String(last)})`);
+          const chat = await t.chatLines().catch(() => [] as string[]);
+          throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last: ${String(last)})\n--- chat tail ---\n${chat.slice(-15).join('\n')}`);
         }
         await new Promise((r) => setTimeout(r, 20));
       }

@@ -121,6 +121,7 @@ end
 function M.focus()
   if H.current() then
     H.render()
+    vim.api.nvim_set_current_win(H.win)
     return true
   end
   return false
