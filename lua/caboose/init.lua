@@ -259,6 +259,13 @@ function M.restore()
   require('caboose.ui.restore').pick()
 end
 
+--- Run one tool directly, as the user (no model, no approval). Returns `{ ok, data }` or `{ ok = false, error }`.
+---@param name string e.g. 'read_file'
+---@param args table
+function M.tool_call(name, args)
+  return H.request(require('caboose.rpc').methods.tool_call, { name = name, args = args or vim.empty_dict() })
+end
+
 --- Internal: used by the UI modules.
 M._request = function(method, params)
   return H.request(method, params)

@@ -16,6 +16,7 @@ M.methods = {
   health = 'health.check',
   trash_list = 'trash.list',
   trash_restore = 'trash.restore',
+  tool_call = 'tool.call',
 }
 
 H.chan = nil ---@type integer|nil

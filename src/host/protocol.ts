@@ -13,6 +13,7 @@ export const METHODS = {
   health: 'health.check',
   trashList: 'trash.list',
   trashRestore: 'trash.restore',
+  toolCall: 'tool.call',
 } as const;
 
 /** Host → Lua event names, delivered as `require('caboose.rpc').on_event(name, payload)`. */
@@ -86,4 +87,5 @@ export const ApprovalResolveParams = z.object({
 });
 export const AskResolveParams = z.object({ id: z.string(), answer: z.string().nullable().optional() });
 export const TrashRestoreParams = z.object({ trash_id: z.string(), target_path: z.string().optional().nullable() });
+export const ToolCallParams = z.object({ name: z.string().min(1), args: z.unknown().optional() });
 export const Empty = z.object({}).passthrough();

@@ -17,6 +17,8 @@ export interface SessionRuntime {
   send(text: string): { status: string; position?: number };
   listTrash(): unknown;
   restore(trashId: string, targetPath?: string): Promise<unknown>;
+  /** Runs one tool as the user (no approval); the result is the tool's `{ ok, data | error }`. */
+  callTool(name: string, args: unknown): Promise<unknown>;
   dispose(): void;
 }
 
@@ -96,6 +98,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     },
     listTrash: () => ws.workspace.trash.list(),
     restore: (trashId, targetPath) => ws.call('restore_file', { trashId, targetPath }),
+    callTool: (name, args) => ws.call(name, args),
     dispose() {
       session.stop();
       ws.close();

@@ -8,6 +8,7 @@ import {
   SendParams,
   SetModeParams,
   TrashRestoreParams,
+  ToolCallParams,
   type HostConfig,
 } from './protocol';
 import type { Logger } from './logger';
@@ -95,6 +96,12 @@ export class HostServer {
         const p = parse(TrashRestoreParams, params, method);
         const rt = await this.ensureRuntime();
         return rt.restore(p.trash_id, p.target_path ?? undefined);
+      }
+      case METHODS.toolCall: {
+        // The user (or a test) runs a tool directly: no model, no approval.
+        const p = parse(ToolCallParams, params, method);
+        const rt = await this.ensureRuntime();
+        return rt.callTool(p.name, p.args ?? {});
       }
       default:
         throw new HostError(`unknown method ${method}`);
