@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { ToolError } from '../tools/errors';
 import type { ToolRegistry } from '../tools/registry';
 import type { ToolDefinition } from '../tools/tool';
+import { isOffered } from '../tools/offered';
 import { Agent, type AgentLogger } from './loop';
 import type { ModelClient, ProviderConfig } from './provider';
 
@@ -52,7 +53,7 @@ export function createSubagentTool(opts: SubagentToolOptions): ToolDefinition<ty
       const child = new Agent({
         provider: opts.provider,
         registry: opts.registry,
-        toolFilter: (d) => d.policy === 'read' && !isSubagentTool(d),
+        toolFilter: (d) => d.policy === 'read' && !isSubagentTool(d) && isOffered(d),
         mode: 'plan',
         stepLimit: opts.stepLimit ?? 15,
         maxQueue: 0,

@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import { Agent } from '../agent/loop';
 import { createSubagentTool } from '../agent/subagent';
+import { isOffered } from '../tools/offered';
 import { createExecTools } from '../tools/exec-tools';
 import { TodoList } from '../tools/todo-list';
 import { openWorkspace } from '../index';
@@ -53,7 +54,8 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   })) {
     registry.add(def);
   }
-  registry.add(createSubagentTool({ provider: o.provider, registry, log }));
+  registry.add(createSubagentTool({ name: 'explore', provider: o.provider, registry, log }));
+  registry.add(createSubagentTool({ name: 'agent', provider: o.provider, registry, log }));
   const agent = new Agent({
     provider: o.provider,
     registry,
@@ -61,6 +63,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     stepLimit: config.step_limit ?? 50,
     maxQueue: config.max_queue ?? 3,
     systemPrompt: config.system_prompt ?? undefined,
+    toolFilter: isOffered,
     makeContext: (signal) => ({
       signal,
       workspace: ws.workspace,
