@@ -9,6 +9,7 @@ M.groups = {
   CabooseError = 'DiagnosticError',
   CabooseNotice = 'Comment',
   CabooseToolCall = 'Special',
+  CabooseMode = 'Visual',
 }
 
 function M.apply()

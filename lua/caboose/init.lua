@@ -46,6 +46,7 @@ H.set_state = function(new, fields)
   for k, v in pairs(fields or {}) do
     H.state[k] = v
   end
+  H.chat().set_status(new, H.state.mode)
   if previous ~= new or (fields and fields.mode) then
     vim.api.nvim_exec_autocmds('User', {
       pattern = 'CabooseStateChanged',
@@ -158,6 +159,7 @@ function M.send(text)
 end
 
 function M.open_chat()
+  H.chat().set_status(H.state.state, H.state.mode or H.cfg().mode)
   return H.chat().open(H.cfg())
 end
 

@@ -126,6 +126,7 @@ forEachNvim((bin) => {
 
       await t!.cmd('CabooseMode auto-edit');
       assert.equal((await state()).mode, 'auto-edit');
+      assert.match(await t!.lua<string>("return require('caboose.ui.chat').status_text()"), /auto-edit/, 'the mode is visible in the chat winbar');
       const modeEvents = (await t!.stateEvents()).filter((e) => (e as unknown as State).mode === 'auto-edit');
       assert.ok(modeEvents.length > 0, 'mode change fires CabooseStateChanged');
       fake.script(

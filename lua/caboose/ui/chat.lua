@@ -84,8 +84,33 @@ function M.open(cfg)
   if vim.api.nvim_win_is_valid(prev) then
     vim.api.nvim_set_current_win(prev)
   end
+  H.apply_status(win)
   H.scroll_to_end()
   return win
+end
+
+H.status = { state = 'idle', mode = nil }
+
+H.apply_status = function(win)
+  local s = H.status
+  local text = string.format(' Caboose %%#CabooseMode# %s %%* %s', s.mode or '?', s.state == 'idle' and '' or ('· ' .. s.state:gsub('_', ' ')))
+  pcall(function()
+    vim.wo[win].winbar = text
+  end)
+end
+
+--- Shows the mode and state in the chat windows' winbar.
+function M.set_status(state, mode)
+  H.status = { state = state or H.status.state, mode = mode or H.status.mode }
+  for _, win in ipairs(H.wins()) do
+    H.apply_status(win)
+  end
+end
+
+--- The winbar text of the first chat window (for tests and statuslines).
+function M.status_text()
+  local win = H.wins()[1]
+  return win and vim.wo[win].winbar or nil
 end
 
 function M.close()
