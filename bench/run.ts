@@ -1,7 +1,10 @@
 /** `npm run bench`: runs every benchmark in sequence and prints its table. */
 import { formatBenchTable, runFileBenchmarks } from './files';
+import { formatStartupTable, runStartupBenchmark } from './startup';
 
 async function main(): Promise<void> {
+  process.stdout.write('## Host start-up (bench/startup.ts)\n\n');
+  process.stdout.write(formatStartupTable(runStartupBenchmark()) + '\n\n');
   process.stdout.write('## File layer (bench/files.ts)\n\n');
   process.stdout.write(formatBenchTable(await runFileBenchmarks()) + '\n');
 }

@@ -1,3 +1,4 @@
+import Module from 'node:module';
 import { createFileLogger, guardConsole, isLogLevel, type Logger } from './logger';
 import { LuaUi, type NvimNotifier } from './lua-ui';
 import { HostError, HostServer } from './server';
@@ -25,9 +26,24 @@ function errorMessage(err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
 }
 
+/**
+ * node-client's logger module loads winston (~40 ms) at require time, only to build a default logger we
+ * never use (we pass our own). Seeding the module cache with a stand-in keeps it out of start-up.
+ */
+function skipClientDefaultLogger(log: Logger): void {
+  const id = require.resolve('neovim/lib/utils/logger');
+  if (require.cache[id]) return;
+  const stub = new Module(id);
+  stub.filename = id;
+  stub.loaded = true;
+  stub.exports = { getLogger: () => clientLogger(log) };
+  require.cache[id] = stub;
+}
+
 /** Started by the Lua side with jobstart({node, <plugin>/rplugin/node/caboose}, {rpc = true}). */
 export function runStdio(): void {
   const log = makeLogger();
+  skipClientDefaultLogger(log);
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { attach } = require('neovim/lib/attach/attach') as typeof import('neovim/lib/attach/attach');
   const nvim = attach({

@@ -1,37 +1,6 @@
 import { z } from 'zod';
 
-/** RPC method names (Lua → host). Lua's `lua/caboose/rpc.lua` uses the same strings; a test checks both sides. */
-export const METHODS = {
-  ping: 'host.ping',
-  init: 'host.init',
-  send: 'session.send',
-  stop: 'session.stop',
-  reset: 'session.new',
-  setMode: 'mode.set',
-  approvalResolve: 'approval.resolve',
-  askResolve: 'ask.resolve',
-  health: 'health.check',
-  trashList: 'trash.list',
-  trashRestore: 'trash.restore',
-  toolCall: 'tool.call',
-} as const;
-
-/** Host → Lua event names, delivered as `require('caboose.rpc').on_event(name, payload)`. */
-export const EVENTS = {
-  state: 'state',
-  userMessage: 'user_message',
-  assistantStart: 'assistant_start',
-  assistantDelta: 'assistant_delta',
-  assistantEnd: 'assistant_end',
-  toolCall: 'tool_call',
-  toolResult: 'tool_result',
-  approvalRequest: 'approval_request',
-  approvalClosed: 'approval_closed',
-  ask: 'ask',
-  todos: 'todos',
-  error: 'error',
-  notice: 'notice',
-} as const;
+export { METHODS, EVENTS } from './protocol-names';
 
 export const PERMISSION_MODES = ['plan', 'create', 'auto-edit', 'chug'] as const;
 

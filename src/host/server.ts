@@ -1,22 +1,14 @@
 import type { z } from 'zod';
-import {
-  ApprovalResolveParams,
-  AskResolveParams,
-  EVENTS,
-  InitParams,
-  METHODS,
-  SendParams,
-  SetModeParams,
-  TrashRestoreParams,
-  ToolCallParams,
-  type HostConfig,
-} from './protocol';
+import type { HostConfig } from './protocol';
+import { METHODS } from './protocol-names';
 import type { Logger } from './logger';
 import type { LuaUi } from './lua-ui';
-import { ChatSession } from './session';
-import { resolveProvider } from './provider-config';
-import { checkHealth } from './health';
-import { createSessionRuntime, type SessionRuntime } from './runtime';
+import type { SessionRuntime } from './runtime';
+
+// Start-up time matters (the user's first command waits for it): zod, the agent, the tools and SQLite
+// load on the first request that needs them, not when the host starts.
+/* eslint-disable @typescript-eslint/no-require-imports */
+const protocol = () => require('./protocol') as typeof import('./protocol');
 
 export const HOST_VERSION = '0.1.0';
 
@@ -52,9 +44,9 @@ export class HostServer {
       case METHODS.ping:
         return { version: HOST_VERSION, pid: process.pid, node: process.version };
       case METHODS.init:
-        return this.onInit(parse(InitParams, params, method));
+        return this.onInit(parse(protocol().InitParams, params, method));
       case METHODS.send: {
-        const { text } = parse(SendParams, params, method);
+        const { text } = parse(protocol().SendParams, params, method);
         const rt = await this.ensureRuntime();
         return rt.send(text);
       }
@@ -70,22 +62,23 @@ export class HostServer {
         return { session: rt.session.id };
       }
       case METHODS.setMode: {
-        const { mode } = parse(SetModeParams, params, method);
+        const { mode } = parse(protocol().SetModeParams, params, method);
         const rt = await this.ensureRuntime();
         rt.session.setMode(mode);
         return { mode };
       }
       case METHODS.approvalResolve: {
-        const p = parse(ApprovalResolveParams, params, method);
+        const p = parse(protocol().ApprovalResolveParams, params, method);
         const found = this.runtime?.session.resolveApproval(p.id, { decision: p.decision, reason: p.reason ?? undefined }) ?? false;
         return { ok: found };
       }
       case METHODS.askResolve: {
-        const p = parse(AskResolveParams, params, method);
+        const p = parse(protocol().AskResolveParams, params, method);
         return { ok: this.runtime?.session.resolveAsk(p.id, p.answer ?? null) ?? false };
       }
       case METHODS.health: {
         const init = this.requireInit();
+        const { checkHealth } = require('./health') as typeof import('./health');
         return checkHealth(init.config, init.dataDir);
       }
       case METHODS.trashList: {
@@ -93,13 +86,13 @@ export class HostServer {
         return rt.listTrash();
       }
       case METHODS.trashRestore: {
-        const p = parse(TrashRestoreParams, params, method);
+        const p = parse(protocol().TrashRestoreParams, params, method);
         const rt = await this.ensureRuntime();
         return rt.restore(p.trash_id, p.target_path ?? undefined);
       }
       case METHODS.toolCall: {
         // The user (or a test) runs a tool directly: no model, no approval.
-        const p = parse(ToolCallParams, params, method);
+        const p = parse(protocol().ToolCallParams, params, method);
         const rt = await this.ensureRuntime();
         return rt.callTool(p.name, p.args ?? {});
       }
@@ -113,7 +106,7 @@ export class HostServer {
     this.runtime = null;
   }
 
-  private onInit(p: z.infer<typeof InitParams>) {
+  private onInit(p: z.infer<ReturnType<typeof protocol>['InitParams']>) {
     if (p.log_file) this.log.setFile(p.log_file);
     if (p.log_level) this.log.setLevel(p.log_level);
     this.init = { config: p.config, cwd: p.cwd, dataDir: p.data_dir, nvimVersion: p.nvim_version };
@@ -131,6 +124,9 @@ export class HostServer {
     if (!this.starting) {
       const init = this.requireInit();
       this.starting = (async () => {
+        const { resolveProvider } = require('./provider-config') as typeof import('./provider-config');
+        const { ChatSession } = require('./session') as typeof import('./session');
+        const { createSessionRuntime } = require('./runtime') as typeof import('./runtime');
         const provider = await resolveProvider(init.config);
         const session = new ChatSession(this.ui, this.log);
         const rt = await createSessionRuntime({ ...init, provider, session, ui: this.ui, log: this.log });
@@ -154,4 +150,3 @@ function parse<S extends z.ZodType>(schema: S, params: unknown, method: string):
   return r.data;
 }
 
-export { EVENTS };

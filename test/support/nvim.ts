@@ -107,7 +107,7 @@ export async function startNvim(opts: StartOptions): Promise<TestNvim> {
     cwd,
     home,
     dataDir: path.join(home, 'data', 'nvim', 'caboose'),
-    logFile: path.join(home, 'state', 'nvim', 'log', 'caboose.log'),
+    logFile: path.join(home, 'state', 'nvim', 'caboose.log'),
     lua,
     cmd: (c) => nvim.command(c),
     async waitFor(probe, what, timeoutMs = 10_000) {
