@@ -39,3 +39,9 @@ end, { desc = 'Caboose: restore a file the agent deleted (from the trash)' })
 vim.api.nvim_create_user_command('CabooseChat', function()
   caboose().open_chat()
 end, { desc = 'Caboose: open the chat window' })
+
+vim.api.nvim_create_user_command('CabooseApproval', function()
+  if not require('caboose.ui.approval').focus() then
+    vim.notify('(caboose) no approval is pending', vim.log.levels.INFO)
+  end
+end, { desc = 'Caboose: show the pending approval' })

@@ -59,6 +59,7 @@ forEachNvim((bin) => {
       const lines = await waitFloat();
       const text = lines.join('\n');
       assert.match(text, /Tool: edit_file/);
+      assert.match(text, /Args: .*path=a\.txt/);
       assert.match(text, /-two\n\+TWO/, 'the float shows a unified diff');
       assert.equal((await state()).state, 'pending_approval');
       assert.equal(fs.readFileSync(path.join(t!.cwd, 'a.txt'), 'utf8'), 'one\ntwo\n', 'nothing written before approval');
@@ -160,7 +161,7 @@ forEachNvim((bin) => {
       await t!.cmd('enew');
       assert.notEqual(await t!.lua('return vim.bo.filetype'), 'caboose_approval');
       assert.equal((await state()).state, 'pending_approval');
-      assert.equal(await t!.lua("return require('caboose.ui.approval').focus()"), true);
+      await t!.cmd('CabooseApproval');
       assert.equal(await t!.lua("return vim.bo.filetype"), 'caboose_approval');
       await t!.nvim.input('o');
       await t!.waitFor(async () => (await t!.chatLines()).join('\n').includes('made'), 'answer');

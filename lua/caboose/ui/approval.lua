@@ -1,6 +1,6 @@
 --- Approval float: shows the tool, its arguments and a preview (diff or command); never modal.
 --- Keys in the float: <CR>/o approve once (default), a always allow this tool, r reject (asks a reason),
---- q/<Esc> hide (answer later with :CabooseApprove or require('caboose').approval_respond()).
+--- q/<Esc> hide (come back with :CabooseApproval, or answer with require('caboose').approval_respond()).
 local M = {}
 local H = {}
 
@@ -12,6 +12,26 @@ H.current = function()
   return H.pending[1]
 end
 
+--- One line of arguments; long strings (file contents, patches) are elided since the preview shows them.
+H.args_line = function(args)
+  if type(args) ~= 'table' then
+    return tostring(args)
+  end
+  local parts = {}
+  local keys = vim.tbl_keys(args)
+  table.sort(keys)
+  for _, k in ipairs(keys) do
+    local v = args[k]
+    local s = type(v) == 'string' and v or vim.json.encode(v)
+    s = s:gsub('\n', '\\n')
+    if #s > 60 then
+      s = s:sub(1, 57) .. '…'
+    end
+    table.insert(parts, k .. '=' .. s)
+  end
+  return table.concat(parts, '  ')
+end
+
 H.lines_for = function(req)
   local lines = {}
   local add = function(s)
@@ -20,6 +40,7 @@ H.lines_for = function(req)
     end
   end
   add(string.format('Tool: %s   (mode: %s)', req.tool or '?', req.mode or '?'))
+  add('Args: ' .. H.args_line(req.args))
   local p = req.preview
   if type(p) == 'table' and p.kind == 'command' then
     add('cwd: ' .. (p.cwd or ''))
