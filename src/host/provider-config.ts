@@ -1,20 +1,12 @@
 import { execFile } from 'node:child_process';
 import type { HostConfig } from './protocol';
+import type { ProviderConfig } from '../agent/provider';
 
 export const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 export const DEFAULT_MODEL = 'gpt-4o-mini';
 
-export interface ResolvedProvider {
-  baseURL: string;
-  apiKey: string;
-  model: string;
-  maxTokens?: number;
-  contextWindow?: number;
-  headers?: Record<string, string>;
-  timeoutMs?: number;
-  maxRetries?: number;
-  retryBaseDelayMs?: number;
-}
+/** What the model client needs; setup options and the environment resolved. */
+export type ResolvedProvider = ProviderConfig;
 
 function runKeyCommand(cmd: string | string[], env: NodeJS.ProcessEnv): Promise<string> {
   const [file, args] = Array.isArray(cmd) ? [cmd[0], cmd.slice(1)] : ['sh', ['-c', cmd]];

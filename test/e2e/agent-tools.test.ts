@@ -1,9 +1,9 @@
-import { describe, it, beforeEach, afterEach } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai';
-import { forEachNvim, startNvim, type TestNvim } from '../support/nvim';
+import { forEachNvim } from '../support/nvim';
+import { useE2E } from '../support/e2e';
 import { firstToolResult } from '../support/chat-requests';
 
 const SEED_TOOLS = [
@@ -14,71 +14,58 @@ const SEED_TOOLS = [
 
 forEachNvim((bin) => {
   describe(`tool set, ask_user and todos (Neovim ${bin.version})`, () => {
-    let fake: FakeOpenAI;
-    let t: TestNvim | undefined;
-    beforeEach(async () => {
-      fake = await startFakeOpenAI();
-    });
-    afterEach(async () => {
-      await t?.close();
-      t = undefined;
-      await fake.close();
-    });
+    const e = useE2E(bin);
 
-    const start = async (extra = '') => {
-      t = await startNvim({
-        nvim: bin,
-        env: { OPENAI_BASE_URL: fake.url },
+    const start = (extra = '') =>
+      e.start({
         initLua: `require('caboose').setup({ mode = 'create' ${extra} })
           _G.ui_calls = {}
           vim.ui.input = function(opts, cb) table.insert(_G.ui_calls, { kind = 'input', prompt = opts.prompt }) cb('blue') end
           vim.ui.select = function(items, opts, cb) table.insert(_G.ui_calls, { kind = 'select', prompt = opts.prompt, items = items }) cb(items[2], 2) end`,
       });
-      return t;
-    };
 
     it('offers every seed tool except the overlapping twins; web_search only when configured; hidden tools still answer', async () => {
       await start();
-      fs.writeFileSync(path.join(t!.cwd, 'f.txt'), 'needle\n');
-      fake.script({ toolCalls: [{ name: 'search_files', arguments: { mode: 'text', query: 'needle' } }] }, { text: 'found' });
-      const n = fake.chatRequests.length;
-      await t!.cmd('Caboose find needle');
-      await t!.waitFor(async () => (await t!.chatLines()).join('\n').includes('found'), 'answer');
-      const offered = (fake.chatRequests[n].body?.tools ?? []).map((x) => x.function.name).sort();
+      fs.writeFileSync(path.join(e.t.cwd, 'f.txt'), 'needle\n');
+      e.fake.script({ toolCalls: [{ name: 'search_files', arguments: { mode: 'text', query: 'needle' } }] }, { text: 'found' });
+      const n = e.fake.chatRequests.length;
+      await e.t.cmd('Caboose find needle');
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('found'), 'answer');
+      const offered = (e.fake.chatRequests[n].body?.tools ?? []).map((x) => x.function.name).sort();
       const expected = SEED_TOOLS.filter((x) => !['search_files', 'agent', 'web_search'].includes(x)).sort();
       assert.deepEqual(offered, expected);
-      for (const tool of fake.chatRequests[n].body?.tools ?? []) {
+      for (const tool of e.fake.chatRequests[n].body?.tools ?? []) {
         assert.equal(tool.type, 'function');
         assert.equal((tool.function.parameters as { type: string }).type, 'object', `${tool.function.name} has a JSON schema`);
       }
-      const res = firstToolResult(fake.chatRequests[n + 1]);
+      const res = firstToolResult(e.fake.chatRequests[n + 1]);
       assert.equal(res.ok, true, 'search_files is callable by name');
       assert.match(JSON.stringify(res.data), /f\.txt/);
     });
 
     it('web_search is offered when a SearXNG URL is configured', async () => {
       await start(", web_search = { searxng_url = 'http://127.0.0.1:9' }");
-      fake.script({ text: 'hi' });
-      const n = fake.chatRequests.length;
-      await t!.cmd('Caboose hi');
-      await fake.waitForRequest(n + 1);
-      const offered = (fake.chatRequests[n].body?.tools ?? []).map((x) => x.function.name);
+      e.fake.script({ text: 'hi' });
+      const n = e.fake.chatRequests.length;
+      await e.t.cmd('Caboose hi');
+      await e.fake.waitForRequest(n + 1);
+      const offered = (e.fake.chatRequests[n].body?.tools ?? []).map((x) => x.function.name);
       assert.ok(offered.includes('web_search'));
     });
 
     it('ask_user asks with vim.ui.input / vim.ui.select and returns the answer to the model', async () => {
       await start();
-      fake.script(
+      e.fake.script(
         { toolCalls: [{ name: 'ask_user', arguments: { question: 'Favourite colour?' } }] },
         { toolCalls: [{ name: 'ask_user', arguments: { question: 'Which file?', choices: ['a.ts', 'b.ts', 'c.ts'] } }] },
         { text: 'thanks' },
       );
-      const n = fake.chatRequests.length;
-      await t!.cmd('Caboose ask me');
-      await t!.waitFor(async () => (await t!.chatLines()).join('\n').includes('thanks'), 'answer');
-      assert.deepEqual(firstToolResult(fake.chatRequests[n + 1]).data, { answer: 'blue' });
-      assert.equal(firstToolResult(fake.chatRequests[n + 2]).data!.answer, 'b.ts');
-      const calls = await t!.lua<{ kind: string; prompt: string; items?: string[] }[]>('return _G.ui_calls');
+      const n = e.fake.chatRequests.length;
+      await e.t.cmd('Caboose ask me');
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('thanks'), 'answer');
+      assert.deepEqual(firstToolResult(e.fake.chatRequests[n + 1]).data, { answer: 'blue' });
+      assert.equal(firstToolResult(e.fake.chatRequests[n + 2]).data!.answer, 'b.ts');
+      const calls = await e.t.lua<{ kind: string; prompt: string; items?: string[] }[]>('return _G.ui_calls');
       assert.equal(calls[0].kind, 'input');
       assert.match(calls[0].prompt, /Favourite colour\?/);
       assert.equal(calls[1].kind, 'select');
@@ -87,17 +74,17 @@ forEachNvim((bin) => {
 
     it('todo_write shows the task list in the chat; todo_read returns it', async () => {
       await start();
-      fake.script(
+      e.fake.script(
         { toolCalls: [{ name: 'todo_write', arguments: { todos: [{ content: 'write tests', status: 'in_progress' }, { content: 'ship', status: 'pending' }] } }] },
         { toolCalls: [{ name: 'todo_read', arguments: {} }] },
         { text: 'planned' },
       );
-      const n = fake.chatRequests.length;
-      await t!.cmd('Caboose plan it');
-      await t!.waitFor(async () => (await t!.chatLines()).join('\n').includes('planned'), 'answer');
-      const chat = (await t!.chatLines()).join('\n');
+      const n = e.fake.chatRequests.length;
+      await e.t.cmd('Caboose plan it');
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('planned'), 'answer');
+      const chat = (await e.t.chatLines()).join('\n');
       assert.match(chat, /- \[~\] write tests\n- \[ \] ship/);
-      const read = firstToolResult(fake.chatRequests[n + 2]);
+      const read = firstToolResult(e.fake.chatRequests[n + 2]);
       assert.match(JSON.stringify(read.data), /write tests/);
     });
   });

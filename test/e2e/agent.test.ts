@@ -1,9 +1,9 @@
-import { describe, it, beforeEach, afterEach } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai';
-import { alive, forEachNvim, startNvim, type TestNvim } from '../support/nvim';
+import { alive, forEachNvim } from '../support/nvim';
+import { useE2E } from '../support/e2e';
 import { firstToolResult, lastToolResults } from '../support/chat-requests';
 
 const FAST = (mode = 'create', extra = '') =>
@@ -13,26 +13,13 @@ type State = { state: string; mode: string };
 
 forEachNvim((bin) => {
   describe(`agent turns in Neovim ${bin.version}`, () => {
-    let fake: FakeOpenAI;
-    let t: TestNvim | undefined;
-    // A fresh fake per test: replies a test scripted but never consumed (a stopped turn) cannot leak.
-    beforeEach(async () => {
-      fake = await startFakeOpenAI();
-    });
-    afterEach(async () => {
-      await t?.close();
-      t = undefined;
-      await fake.close();
-    });
+    const e = useE2E(bin);
 
-    const start = async (mode = 'create', extra = '') => {
-      t = await startNvim({ nvim: bin, env: { OPENAI_BASE_URL: fake.url }, initLua: FAST(mode, extra) });
-      return t;
-    };
-    const state = () => t!.lua<State>("return require('caboose').state()");
-    const waitState = (s: string) => t!.waitFor(async () => (await state()).state === s, `state ${s}`);
+    const start = (mode = 'create', extra = '') => e.start({ initLua: FAST(mode, extra) });
+    const state = () => e.t.lua<State>("return require('caboose').state()");
+    const waitState = (s: string) => e.t.waitFor(async () => (await state()).state === s, `state ${s}`);
     const approvalFloat = () =>
-      t!.lua<string[] | null>(`
+      e.t.lua<string[] | null>(`
         for _, w in ipairs(vim.api.nvim_list_wins()) do
           local b = vim.api.nvim_win_get_buf(w)
           if vim.api.nvim_win_get_config(w).relative ~= '' and vim.bo[b].filetype == 'caboose_approval' then
@@ -40,13 +27,13 @@ forEachNvim((bin) => {
           end
         end
         return nil`);
-    const waitFloat = () => t!.waitFor(approvalFloat, 'approval float');
+    const waitFloat = () => e.t.waitFor(approvalFloat, 'approval float');
 
     it('read → edit (approved in the float with <CR>) → bash (approved) → final answer', async () => {
       await start('create');
-      fs.writeFileSync(path.join(t!.cwd, 'a.txt'), 'one\ntwo\n');
-      const n = fake.requests.length;
-      fake.script(
+      fs.writeFileSync(path.join(e.t.cwd, 'a.txt'), 'one\ntwo\n');
+      const n = e.fake.requests.length;
+      e.fake.script(
         { toolCalls: [{ name: 'read_file', arguments: { path: 'a.txt' } }] },
         (req) => {
           const read = firstToolResult(req);
@@ -55,123 +42,123 @@ forEachNvim((bin) => {
         { toolCalls: [{ name: 'bash', arguments: { command: 'cat a.txt; echo done-bash' } }] },
         { text: 'All done.' },
       );
-      await t!.cmd('Caboose change two to TWO');
+      await e.t.cmd('Caboose change two to TWO');
       const lines = await waitFloat();
       const text = lines.join('\n');
       assert.match(text, /Tool: edit_file/);
       assert.match(text, /Args: .*path=a\.txt/);
       assert.match(text, /-two\n\+TWO/, 'the float shows a unified diff');
       assert.equal((await state()).state, 'pending_approval');
-      assert.equal(fs.readFileSync(path.join(t!.cwd, 'a.txt'), 'utf8'), 'one\ntwo\n', 'nothing written before approval');
-      await t!.nvim.input('<CR>'); // the default choice is "once"
-      const bashFloat = await t!.waitFor(async () => {
+      assert.equal(fs.readFileSync(path.join(e.t.cwd, 'a.txt'), 'utf8'), 'one\ntwo\n', 'nothing written before approval');
+      await e.t.nvim.input('<CR>'); // the default choice is "once"
+      const bashFloat = await e.t.waitFor(async () => {
         const l = await approvalFloat();
         return l && l.join('\n').includes('Tool: bash') ? l : null;
       }, 'bash approval');
       assert.match(bashFloat.join('\n'), /\$ cat a\.txt; echo done-bash/);
-      assert.match(bashFloat.join('\n'), new RegExp(`cwd: ${t!.cwd.replace(/[/.]/g, '\\$&')}`));
-      await t!.lua("require('caboose').approval_respond('once')");
-      await t!.waitFor(async () => (await t!.chatLines()).join('\n').includes('All done.'), 'final answer');
+      assert.match(bashFloat.join('\n'), new RegExp(`cwd: ${e.t.cwd.replace(/[/.]/g, '\\$&')}`));
+      await e.t.lua("require('caboose').approval_respond('once')");
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('All done.'), 'final answer');
       await waitState('idle');
-      assert.equal(fs.readFileSync(path.join(t!.cwd, 'a.txt'), 'utf8'), 'one\nTWO\n');
-      const bashReq = fake.requests.slice(n).filter((r) => r.path === '/v1/chat/completions')[3];
+      assert.equal(fs.readFileSync(path.join(e.t.cwd, 'a.txt'), 'utf8'), 'one\nTWO\n');
+      const bashReq = e.fake.requests.slice(n).filter((r) => r.path === '/v1/chat/completions')[3];
       const bashResult = firstToolResult(bashReq);
       assert.equal(bashResult.ok, true);
       assert.equal(bashResult.data!.exitCode, 0);
       assert.match(String(bashResult.data!.output), /one\nTWO\ndone-bash/);
-      const events = (await t!.stateEvents()).map((e) => e.state);
+      const events = (await e.t.stateEvents()).map((e) => e.state);
       for (const s of ['streaming', 'pending_approval', 'executing_tools', 'idle']) assert.ok(events.includes(s), `saw ${s}`);
-      const chat = (await t!.chatLines()).join('\n');
+      const chat = (await e.t.chatLines()).join('\n');
       assert.match(chat, /read_file a\.txt/);
       assert.match(chat, /edit_file a\.txt/);
     });
 
     it('always allows the tool for the session; reject sends the reason to the model', async () => {
       await start('create');
-      fake.script(
+      e.fake.script(
         { toolCalls: [{ name: 'bash', arguments: { command: 'echo first' } }] },
         { toolCalls: [{ name: 'bash', arguments: { command: 'echo second' } }] },
         { toolCalls: [{ name: 'create_file', arguments: { path: 'x.txt', content: 'x' } }] },
         { text: 'ok then' },
       );
-      const n = fake.chatRequests.length;
-      await t!.cmd('Caboose go');
+      const n = e.fake.chatRequests.length;
+      await e.t.cmd('Caboose go');
       await waitFloat();
-      await t!.lua("require('caboose').approval_respond('always')");
+      await e.t.lua("require('caboose').approval_respond('always')");
       // The second bash runs without asking; the create_file asks.
-      const cf = await t!.waitFor(async () => {
+      const cf = await e.t.waitFor(async () => {
         const l = await approvalFloat();
         return l && l.join('\n').includes('create_file') ? l : null;
       }, 'create_file approval');
       assert.ok(cf);
-      await t!.lua("require('caboose').approval_respond('reject', 'not that file')");
-      await t!.waitFor(async () => (await t!.chatLines()).join('\n').includes('ok then'), 'final');
-      const reqs = fake.chatRequests.slice(n);
+      await e.t.lua("require('caboose').approval_respond('reject', 'not that file')");
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('ok then'), 'final');
+      const reqs = e.fake.chatRequests.slice(n);
       assert.equal(firstToolResult(reqs[2]).data!.output, 'second\n');
       const rejected = firstToolResult(reqs[3]);
       assert.equal(rejected.ok, false);
       assert.equal(rejected.error!.kind, 'rejected_by_user');
       assert.match(rejected.error!.message, /not that file/);
-      assert.equal(fs.existsSync(path.join(t!.cwd, 'x.txt')), false);
+      assert.equal(fs.existsSync(path.join(e.t.cwd, 'x.txt')), false);
     });
 
     it('plan mode blocks writes; auto-edit runs edits and asks for bash; chug runs everything', async () => {
       await start('plan');
-      fake.script({ toolCalls: [{ name: 'create_file', arguments: { path: 'p.txt', content: 'p' } }] }, { text: 'planned' });
-      let n = fake.chatRequests.length;
-      await t!.cmd('Caboose make p');
-      await t!.waitFor(async () => (await t!.chatLines()).join('\n').includes('planned'), 'plan answer');
-      const blocked = firstToolResult(fake.chatRequests[n + 1]);
+      e.fake.script({ toolCalls: [{ name: 'create_file', arguments: { path: 'p.txt', content: 'p' } }] }, { text: 'planned' });
+      let n = e.fake.chatRequests.length;
+      await e.t.cmd('Caboose make p');
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('planned'), 'plan answer');
+      const blocked = firstToolResult(e.fake.chatRequests[n + 1]);
       assert.equal(blocked.error!.kind, 'blocked_by_mode');
-      assert.equal(fs.existsSync(path.join(t!.cwd, 'p.txt')), false);
+      assert.equal(fs.existsSync(path.join(e.t.cwd, 'p.txt')), false);
 
-      await t!.cmd('CabooseMode auto-edit');
+      await e.t.cmd('CabooseMode auto-edit');
       assert.equal((await state()).mode, 'auto-edit');
-      assert.match(await t!.lua<string>("return require('caboose.ui.chat').status_text()"), /auto-edit/, 'the mode is visible in the chat winbar');
-      const modeEvents = (await t!.stateEvents()).filter((e) => (e as unknown as State).mode === 'auto-edit');
+      assert.match(await e.t.lua<string>("return require('caboose.ui.chat').status_text()"), /auto-edit/, 'the mode is visible in the chat winbar');
+      const modeEvents = (await e.t.stateEvents()).filter((e) => (e as unknown as State).mode === 'auto-edit');
       assert.ok(modeEvents.length > 0, 'mode change fires CabooseStateChanged');
-      fake.script(
+      e.fake.script(
         { toolCalls: [{ name: 'create_file', arguments: { path: 'q.txt', content: 'q' } }] },
         { toolCalls: [{ name: 'bash', arguments: { command: 'echo hi' } }] },
         { text: 'auto done' },
       );
-      n = fake.chatRequests.length;
-      await t!.cmd('Caboose make q');
+      n = e.fake.chatRequests.length;
+      await e.t.cmd('Caboose make q');
       await waitFloat(); // bash asks
-      assert.equal(fs.readFileSync(path.join(t!.cwd, 'q.txt'), 'utf8'), 'q', 'edit ran without approval');
+      assert.equal(fs.readFileSync(path.join(e.t.cwd, 'q.txt'), 'utf8'), 'q', 'edit ran without approval');
       assert.match((await approvalFloat())!.join('\n'), /Tool: bash/);
-      await t!.lua("require('caboose').approval_respond('once')");
-      await t!.waitFor(async () => (await t!.chatLines()).join('\n').includes('auto done'), 'auto answer');
+      await e.t.lua("require('caboose').approval_respond('once')");
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('auto done'), 'auto answer');
 
-      await t!.lua("require('caboose').set_mode('chug')");
-      fake.script({ toolCalls: [{ name: 'bash', arguments: { command: 'echo chug > r.txt' } }] }, { text: 'chugged' });
-      await t!.cmd('Caboose chug');
-      await t!.waitFor(async () => (await t!.chatLines()).join('\n').includes('chugged'), 'chug answer');
-      assert.equal(fs.readFileSync(path.join(t!.cwd, 'r.txt'), 'utf8'), 'chug\n');
-      const completion = await t!.lua<string[]>("return vim.fn.getcompletion('CabooseMode ', 'cmdline')");
+      await e.t.lua("require('caboose').set_mode('chug')");
+      e.fake.script({ toolCalls: [{ name: 'bash', arguments: { command: 'echo chug > r.txt' } }] }, { text: 'chugged' });
+      await e.t.cmd('Caboose chug');
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('chugged'), 'chug answer');
+      assert.equal(fs.readFileSync(path.join(e.t.cwd, 'r.txt'), 'utf8'), 'chug\n');
+      const completion = await e.t.lua<string[]>("return vim.fn.getcompletion('CabooseMode ', 'cmdline')");
       assert.deepEqual(completion, ['plan', 'create', 'auto-edit', 'chug']);
     });
 
     it('the float is not modal: move away, come back, answer', async () => {
       await start('create');
-      fake.script({ toolCalls: [{ name: 'create_file', arguments: { path: 'm.txt', content: 'm' } }] }, { text: 'made' });
-      await t!.cmd('Caboose make m');
+      e.fake.script({ toolCalls: [{ name: 'create_file', arguments: { path: 'm.txt', content: 'm' } }] }, { text: 'made' });
+      await e.t.cmd('Caboose make m');
       await waitFloat();
-      await t!.cmd('wincmd p'); // move away: the float stays, nothing is answered
-      await t!.cmd('enew');
-      assert.notEqual(await t!.lua('return vim.bo.filetype'), 'caboose_approval');
+      await e.t.cmd('wincmd p'); // move away: the float stays, nothing is answered
+      await e.t.cmd('enew');
+      assert.notEqual(await e.t.lua('return vim.bo.filetype'), 'caboose_approval');
       assert.equal((await state()).state, 'pending_approval');
-      await t!.cmd('CabooseApproval');
-      assert.equal(await t!.lua("return vim.bo.filetype"), 'caboose_approval');
-      await t!.nvim.input('o');
-      await t!.waitFor(async () => (await t!.chatLines()).join('\n').includes('made'), 'answer');
-      assert.equal(fs.readFileSync(path.join(t!.cwd, 'm.txt'), 'utf8'), 'm');
+      await e.t.cmd('CabooseApproval');
+      assert.equal(await e.t.lua("return vim.bo.filetype"), 'caboose_approval');
+      await e.t.nvim.input('o');
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('made'), 'answer');
+      assert.equal(fs.readFileSync(path.join(e.t.cwd, 'm.txt'), 'utf8'), 'm');
     });
 
     it('parallel tool calls, malformed arguments and an unknown tool go back to the model in order', async () => {
       await start('create');
-      fs.writeFileSync(path.join(t!.cwd, 'b.txt'), 'bee\n');
-      fake.script(
+      fs.writeFileSync(path.join(e.t.cwd, 'b.txt'), 'bee\n');
+      e.fake.script(
         {
           toolCalls: [
             { id: 'c1', name: 'read_file', arguments: { path: 'b.txt' } },
@@ -183,60 +170,60 @@ forEachNvim((bin) => {
         },
         { text: 'handled' },
       );
-      const n = fake.chatRequests.length;
-      await t!.cmd('Caboose many');
-      await t!.waitFor(async () => (await t!.chatLines()).join('\n').includes('handled'), 'answer');
-      const results = lastToolResults(fake.chatRequests[n + 1]);
+      const n = e.fake.chatRequests.length;
+      await e.t.cmd('Caboose many');
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('handled'), 'answer');
+      const results = lastToolResults(e.fake.chatRequests[n + 1]);
       assert.deepEqual([...results.keys()], ['c1', 'c2', 'c3', 'c4', 'c5']);
       assert.equal(results.get('c1')!.ok, true);
       assert.equal(results.get('c2')!.error!.kind, 'invalid_arguments');
       assert.equal(results.get('c3')!.error!.kind, 'unknown_tool');
       assert.equal(results.get('c4')!.error!.kind, 'invalid_arguments');
       assert.equal(results.get('c5')!.ok, true);
-      assert.equal(alive(await t!.lua<number>("return require('caboose.rpc').host_pid()")), true, 'host still alive');
+      assert.equal(alive(await e.t.lua<number>("return require('caboose.rpc').host_pid()")), true, 'host still alive');
     });
 
     it('a 429 then success', async () => {
       await start('create');
-      fake.script({ status: 429, headers: { 'retry-after': '0' } }, { text: 'after retry' });
-      await t!.cmd('Caboose retry please');
-      await t!.waitFor(async () => (await t!.chatLines()).join('\n').includes('after retry'), 'answer');
-      assert.doesNotMatch((await t!.chatLines()).join('\n'), /Error/);
+      e.fake.script({ status: 429, headers: { 'retry-after': '0' } }, { text: 'after retry' });
+      await e.t.cmd('Caboose retry please');
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('after retry'), 'answer');
+      assert.doesNotMatch((await e.t.chatLines()).join('\n'), /Error/);
     });
 
     it(':CabooseStop during `bash sleep 30` kills the process group and returns to idle', async () => {
       await start('chug');
-      fake.script({ toolCalls: [{ name: 'bash', arguments: { command: 'echo $$ > pids; (sleep 30 & echo $! >> pids; wait) & echo $! >> pids; sleep 30' } }] }, { text: 'never' });
-      await t!.cmd('Caboose sleep');
-      const pidFile = path.join(t!.cwd, 'pids');
-      const pids = await t!.waitFor(async () => {
+      e.fake.script({ toolCalls: [{ name: 'bash', arguments: { command: 'echo $$ > pids; (sleep 30 & echo $! >> pids; wait) & echo $! >> pids; sleep 30' } }] }, { text: 'never' });
+      await e.t.cmd('Caboose sleep');
+      const pidFile = path.join(e.t.cwd, 'pids');
+      const pids = await e.t.waitFor(async () => {
         const txt = fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8').trim().split('\n') : [];
         return txt.length >= 3 ? txt.map(Number) : null;
       }, 'bash started');
       assert.equal((await state()).state, 'executing_tools');
-      await t!.cmd('CabooseStop');
+      await e.t.cmd('CabooseStop');
       await waitState('idle');
-      await t!.waitFor(async () => pids.every((p) => !alive(p)), 'all children gone', 5000);
-      const chat = (await t!.chatLines()).join('\n');
+      await e.t.waitFor(async () => pids.every((p) => !alive(p)), 'all children gone', 5000);
+      const chat = (await e.t.chatLines()).join('\n');
       assert.match(chat, /stopped/i);
     });
 
     it('<C-c> in the chat stops a stream; the step limit stops a runaway loop', async () => {
       await start('chug', ", step_limit = 3");
-      fake.script({ hang: true });
-      const n = fake.requests.length;
-      await t!.cmd('Caboose hang');
-      await fake.waitForRequest(n + 1);
+      e.fake.script({ hang: true });
+      const n = e.fake.requests.length;
+      await e.t.cmd('Caboose hang');
+      await e.fake.waitForRequest(n + 1);
       await waitState('streaming');
       // Typed <C-c> doubles as Neovim's interrupt, so run the chat buffer's mapping itself.
-      await t!.lua(`
+      await e.t.lua(`
         vim.api.nvim_set_current_win(vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1])
         vim.fn.maparg('<C-c>', 'n', false, true).callback()`);
       await waitState('idle');
       const loop = { toolCalls: [{ name: 'list_directory', arguments: { path: '.' } }] };
-      fake.script(loop, loop, loop, loop, loop);
-      await t!.cmd('Caboose loop forever');
-      await t!.waitFor(async () => /stopped after 3 steps/.test((await t!.chatLines()).join('\n')), 'step limit message');
+      e.fake.script(loop, loop, loop, loop, loop);
+      await e.t.cmd('Caboose loop forever');
+      await e.t.waitFor(async () => /stopped after 3 steps/.test((await e.t.chatLines()).join('\n')), 'step limit message');
       await waitState('idle');
     });
 
@@ -244,17 +231,17 @@ forEachNvim((bin) => {
       await start('create');
       let release!: () => void;
       const gate = new Promise<void>((r) => (release = r));
-      fake.script({ text: 'first reply', chunks: ['first ', 'reply'], gate }, { text: 'r2' }, { text: 'r3' }, { text: 'r4' });
-      const n = fake.chatRequests.length;
-      await t!.cmd('Caboose m1');
+      e.fake.script({ text: 'first reply', chunks: ['first ', 'reply'], gate }, { text: 'r2' }, { text: 'r3' }, { text: 'r4' });
+      const n = e.fake.chatRequests.length;
+      await e.t.cmd('Caboose m1');
       await waitState('streaming');
-      for (const m of ['m2', 'm3', 'm4', 'm5']) await t!.cmd(`Caboose ${m}`);
-      const chat = (await t!.chatLines()).join('\n');
+      for (const m of ['m2', 'm3', 'm4', 'm5']) await e.t.cmd(`Caboose ${m}`);
+      const chat = (await e.t.chatLines()).join('\n');
       assert.match(chat, /3 messages are already queued/);
       release();
-      await t!.waitFor(async () => (await t!.chatLines()).join('\n').includes('r4'), 'all replies');
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('r4'), 'all replies');
       await waitState('idle');
-      const lastUsers = fake.chatRequests.slice(n).map((r) => r.body!.messages!.filter((m) => m.role === 'user').at(-1)!.content);
+      const lastUsers = e.fake.chatRequests.slice(n).map((r) => r.body!.messages!.filter((m) => m.role === 'user').at(-1)!.content);
       assert.deepEqual(lastUsers, ['m1', 'm2', 'm3', 'm4']);
     });
   });

@@ -1,9 +1,9 @@
-import { describe, it, beforeEach, afterEach } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai';
-import { forEachNvim, startNvim, type TestNvim } from '../support/nvim';
+import { forEachNvim } from '../support/nvim';
+import { useE2E } from '../support/e2e';
 
 const STUB_UI = `
   _G.ui_calls = {}
@@ -15,96 +15,84 @@ const STUB_UI = `
 
 forEachNvim((bin) => {
   describe(`user commands (Neovim ${bin.version})`, () => {
-    let fake: FakeOpenAI;
-    let t: TestNvim | undefined;
-    beforeEach(async () => {
-      fake = await startFakeOpenAI();
-    });
-    afterEach(async () => {
-      await t?.close();
-      t = undefined;
-      await fake.close();
-    });
-    const start = async () => {
-      t = await startNvim({ nvim: bin, env: { OPENAI_BASE_URL: fake.url }, initLua: `require('caboose').setup({ mode = 'chug' })${STUB_UI}` });
-      return t;
-    };
-    const lastUser = (i: number) => fake.chatRequests[i].body!.messages!.filter((m) => m.role === 'user').at(-1)!.content as string;
+    const e = useE2E(bin);
+    const start = () => e.start({ initLua: `require('caboose').setup({ mode = 'chug' })${STUB_UI}` });
+    const lastUser = (i: number) => e.fake.chatRequests[i].body!.messages!.filter((m) => m.role === 'user').at(-1)!.content as string;
 
     it(':[range]Caboose sends the selected lines with file and line numbers', async () => {
       await start();
-      fs.writeFileSync(path.join(t!.cwd, 'm.lua'), 'local a = 1\nlocal b = 2\nlocal c = 3\n');
-      await t!.cmd('edit m.lua');
-      fake.script({ text: 'explained' });
-      await t!.cmd('2,3Caboose explain this');
-      await fake.waitForRequest(1);
+      fs.writeFileSync(path.join(e.t.cwd, 'm.lua'), 'local a = 1\nlocal b = 2\nlocal c = 3\n');
+      await e.t.cmd('edit m.lua');
+      e.fake.script({ text: 'explained' });
+      await e.t.cmd('2,3Caboose explain this');
+      await e.fake.waitForRequest(1);
       const msg = lastUser(0);
       assert.match(msg, /^explain this/);
       assert.match(msg, /Selection: m\.lua lines 2-3/);
       assert.match(msg, /```lua\nlocal b = 2\nlocal c = 3\n```/);
-      await t!.waitFor(async () => (await t!.chatLines()).join('\n').includes('explained'), 'answer');
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('explained'), 'answer');
     });
 
     it(':Caboose without a prompt asks with vim.ui.input; :CabooseChat opens the chat', async () => {
       await start();
-      fake.script({ text: 'answered' });
-      await t!.cmd('Caboose');
-      await fake.waitForRequest(1);
+      e.fake.script({ text: 'answered' });
+      await e.t.cmd('Caboose');
+      await e.fake.waitForRequest(1);
       assert.equal(lastUser(0), 'typed prompt');
-      await t!.cmd('only');
-      assert.equal(await t!.lua("return #vim.fn.win_findbuf(require('caboose.ui.chat').buf())"), 0);
-      await t!.cmd('CabooseChat');
-      assert.equal(await t!.lua("return #vim.fn.win_findbuf(require('caboose.ui.chat').buf())"), 1);
+      await e.t.cmd('only');
+      assert.equal(await e.t.lua("return #vim.fn.win_findbuf(require('caboose.ui.chat').buf())"), 0);
+      await e.t.cmd('CabooseChat');
+      assert.equal(await e.t.lua("return #vim.fn.win_findbuf(require('caboose.ui.chat').buf())"), 1);
     });
 
     it(':CabooseNew starts a new conversation in a new chat buffer', async () => {
       await start();
-      fake.script({ text: 'one' }, { text: 'two' });
-      await t!.cmd('Caboose first');
-      await t!.waitFor(async () => (await t!.chatLines()).join('\n').includes('one'), 'first');
-      await t!.waitFor(async () => (await t!.lua<{ state: string }>("return require('caboose').state()")).state === 'idle', 'idle');
-      const s1 = await t!.lua<string>("return require('caboose').state().session");
-      const b1 = await t!.lua<string>("return vim.api.nvim_buf_get_name(require('caboose.ui.chat').buf())");
-      await t!.cmd('CabooseNew');
-      await t!.cmd('Caboose second');
-      await fake.waitForRequest(2);
-      const users = fake.chatRequests[1].body!.messages!.filter((m) => m.role === 'user').map((m) => m.content);
+      e.fake.script({ text: 'one' }, { text: 'two' });
+      await e.t.cmd('Caboose first');
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('one'), 'first');
+      await e.t.waitFor(async () => (await e.t.lua<{ state: string }>("return require('caboose').state()")).state === 'idle', 'idle');
+      const s1 = await e.t.lua<string>("return require('caboose').state().session");
+      const b1 = await e.t.lua<string>("return vim.api.nvim_buf_get_name(require('caboose.ui.chat').buf())");
+      await e.t.cmd('CabooseNew');
+      await e.t.cmd('Caboose second');
+      await e.fake.waitForRequest(2);
+      const users = e.fake.chatRequests[1].body!.messages!.filter((m) => m.role === 'user').map((m) => m.content);
       assert.deepEqual(users, ['second'], 'the new conversation does not carry the old one');
-      await t!.waitFor(async () => (await t!.chatLines()).join('\n').includes('two'), 'second');
-      const s2 = await t!.lua<string>("return require('caboose').state().session");
-      const b2 = await t!.lua<string>("return vim.api.nvim_buf_get_name(require('caboose.ui.chat').buf())");
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('two'), 'second');
+      const s2 = await e.t.lua<string>("return require('caboose').state().session");
+      const b2 = await e.t.lua<string>("return vim.api.nvim_buf_get_name(require('caboose.ui.chat').buf())");
       assert.notEqual(s2, s1);
       assert.notEqual(b2, b1);
-      assert.doesNotMatch((await t!.chatLines()).join('\n'), /first/);
+      assert.doesNotMatch((await e.t.chatLines()).join('\n'), /first/);
     });
 
     it(':CabooseRestore puts back a file the agent deleted, and never overwrites', async () => {
       await start();
-      fs.writeFileSync(path.join(t!.cwd, 'gone.txt'), 'precious\n');
-      fake.script({ toolCalls: [{ name: 'delete_file', arguments: { path: 'gone.txt' } }] }, { text: 'deleted it' });
-      await t!.cmd('Caboose delete gone.txt');
-      await t!.waitFor(async () => (await t!.chatLines()).join('\n').includes('deleted it'), 'answer');
-      assert.equal(fs.existsSync(path.join(t!.cwd, 'gone.txt')), false);
-      await t!.cmd('CabooseRestore');
-      assert.equal(fs.readFileSync(path.join(t!.cwd, 'gone.txt'), 'utf8'), 'precious\n');
-      const calls = await t!.lua<{ prompt: string; items: string[] }[]>('return _G.ui_calls');
+      fs.writeFileSync(path.join(e.t.cwd, 'gone.txt'), 'precious\n');
+      e.fake.script({ toolCalls: [{ name: 'delete_file', arguments: { path: 'gone.txt' } }] }, { text: 'deleted it' });
+      await e.t.cmd('Caboose delete gone.txt');
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('deleted it'), 'answer');
+      assert.equal(fs.existsSync(path.join(e.t.cwd, 'gone.txt')), false);
+      await e.t.cmd('CabooseRestore');
+      assert.equal(fs.readFileSync(path.join(e.t.cwd, 'gone.txt'), 'utf8'), 'precious\n');
+      const calls = await e.t.lua<{ prompt: string; items: string[] }[]>('return _G.ui_calls');
       assert.match(calls.at(-1)!.items[0], /gone\.txt/);
-      const notes = await t!.notifications();
+      const notes = await e.t.notifications();
       assert.ok(notes.some((n) => /restored gone\.txt/.test(n.msg)));
     });
 
     it(':CabooseRestore with an empty trash says so', async () => {
       await start();
-      await t!.cmd('CabooseRestore');
-      const notes = await t!.notifications();
+      await e.t.cmd('CabooseRestore');
+      const notes = await e.t.notifications();
       assert.ok(notes.some((n) => /trash is empty/.test(n.msg)), JSON.stringify(notes));
     });
 
     it(':CabooseMode without argument shows the mode; a bad mode is an error', async () => {
       await start();
-      await t!.cmd('CabooseMode');
-      await t!.cmd('CabooseMode yolo');
-      const notes = await t!.notifications();
+      await e.t.cmd('CabooseMode');
+      await e.t.cmd('CabooseMode yolo');
+      const notes = await e.t.notifications();
       assert.ok(notes.some((n) => n.msg === '(caboose) mode: chug'));
       assert.ok(notes.some((n) => /unknown mode yolo/.test(n.msg) && n.level === 4));
     });

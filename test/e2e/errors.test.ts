@@ -1,8 +1,9 @@
-import { describe, it, before, after, afterEach } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { startFakeOpenAI, type FakeOpenAI, type FakeReply } from '../support/fake-openai';
-import { forEachNvim, startNvim, type TestNvim } from '../support/nvim';
+import type { FakeReply } from '../support/fake-openai';
+import { forEachNvim } from '../support/nvim';
+import { useE2E } from '../support/e2e';
 
 async function closedPort(): Promise<number> {
   const srv = net.createServer();
@@ -31,25 +32,16 @@ const CASES: Case[] = [
 
 forEachNvim((bin) => {
   describe(`errors the user can act on (Neovim ${bin.version})`, () => {
-    let fake: FakeOpenAI;
-    let t: TestNvim | undefined;
-    before(async () => {
-      fake = await startFakeOpenAI();
-    });
-    after(async () => fake.close());
-    afterEach(async () => {
-      await t?.close();
-      t = undefined;
-    });
+    const e = useE2E(bin);
 
     for (const c of CASES) {
       it(`${c.name}: message in the chat and vim.notify, conversation intact, back to idle`, async () => {
-        const base = c.unreachable ? `http://127.0.0.1:${await closedPort()}/v1` : fake.url;
-        t = await startNvim({ nvim: bin, env: { OPENAI_BASE_URL: base, CABOOSE_MODEL: 'does-not-exist' }, initLua: SETUP() });
-        if (c.reply) fake.script(c.reply);
+        const base = c.unreachable ? `http://127.0.0.1:${await closedPort()}/v1` : e.fake.url;
+        const t = await e.start({ env: { OPENAI_BASE_URL: base, CABOOSE_MODEL: 'does-not-exist' }, initLua: SETUP() });
+        if (c.reply) e.fake.script(c.reply);
         await t.cmd('Caboose first question');
         const chat = await t.waitFor(async () => {
-          const text = (await t!.chatLines()).join('\n');
+          const text = (await t.chatLines()).join('\n');
           return /\*\*Error:\*\*/.test(text) ? text : null;
         }, 'an error in the chat');
         assert.match(chat, c.expect);
@@ -57,17 +49,17 @@ forEachNvim((bin) => {
         if (c.name === 'stream cut midway') assert.match(chat, /half of an answer/, 'partial text kept');
         const notes = await t.notifications();
         assert.ok(notes.some((n) => c.expect.test(n.msg) && n.level === 4), `vim.notify error: ${JSON.stringify(notes)}`);
-        await t.waitFor(async () => (await t!.lua<{ state: string }>("return require('caboose').state()")).state === 'idle', 'idle');
+        await t.waitFor(async () => (await t.lua<{ state: string }>("return require('caboose').state()")).state === 'idle', 'idle');
 
         if (!c.unreachable) {
           // The conversation is intact: the next message carries the first one.
-          fake.script({ text: 'recovered' });
-          const n = fake.requests.length;
+          e.fake.script({ text: 'recovered' });
+          const n = e.fake.requests.length;
           await t.cmd('Caboose second question');
-          const req = await fake.waitForRequest(n + 1);
+          const req = await e.fake.waitForRequest(n + 1);
           const users = (req.body?.messages ?? []).filter((m) => m.role === 'user').map((m) => m.content);
           assert.deepEqual(users, ['first question', 'second question']);
-          await t.waitFor(async () => (await t!.chatLines()).join('\n').includes('recovered'), 'recovered');
+          await t.waitFor(async () => (await t.chatLines()).join('\n').includes('recovered'), 'recovered');
         }
       });
     }

@@ -1,20 +1,11 @@
-import { describe, it, before, after, afterEach } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai';
-import { forEachNvim, startNvim, type TestNvim } from '../support/nvim';
+import { forEachNvim, type TestNvim } from '../support/nvim';
+import { useE2E } from '../support/e2e';
 
 forEachNvim((bin) => {
   describe(`:checkhealth caboose and setup() (Neovim ${bin.version})`, () => {
-    let fake: FakeOpenAI;
-    let t: TestNvim | undefined;
-    before(async () => {
-      fake = await startFakeOpenAI();
-    });
-    after(async () => fake.close());
-    afterEach(async () => {
-      await t?.close();
-      t = undefined;
-    });
+    const e = useE2E(bin);
 
     const healthText = async (tt: TestNvim) => {
       await tt.cmd('checkhealth caboose');
@@ -22,7 +13,7 @@ forEachNvim((bin) => {
     };
 
     it('reports Neovim, Node, host, better-sqlite3, endpoint and key (never the key itself)', async () => {
-      t = await startNvim({ nvim: bin, env: { OPENAI_BASE_URL: fake.url, OPENAI_API_KEY: 'sk-very-secret-123' } });
+      const t = await e.start({ env: { OPENAI_BASE_URL: e.fake.url, OPENAI_API_KEY: 'sk-very-secret-123' } });
       const text = await healthText(t);
       assert.match(text, /OK.*Neovim \d+\.\d+\.\d+/);
       assert.match(text, /OK.*Node v\d+/);
@@ -31,18 +22,18 @@ forEachNvim((bin) => {
       assert.match(text, /OK.*API key present/);
       assert.match(text, /OK.*endpoint reachable \(GET \/models → 200/);
       assert.doesNotMatch(text, /sk-very-secret-123/);
-      assert.ok(fake.requests.some((r) => r.method === 'GET' && r.path === '/v1/models' && r.headers.authorization === 'Bearer sk-very-secret-123'));
+      assert.ok(e.fake.requests.some((r) => r.method === 'GET' && r.path === '/v1/models' && r.headers.authorization === 'Bearer sk-very-secret-123'));
     });
 
     it('reports an unreachable endpoint and a missing key as problems', async () => {
-      t = await startNvim({ nvim: bin, env: { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', OPENAI_API_KEY: '' } });
+      const t = await e.start({ env: { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', OPENAI_API_KEY: '' } });
       const text = await healthText(t);
       assert.match(text, /ERROR.*endpoint not reachable/);
       assert.match(text, /WARNING.*no API key/);
     });
 
     it('setup() validates options and names the dotted key', async () => {
-      t = await startNvim({ nvim: bin });
+      const t = await e.start();
       const err = await t.lua<string>("local ok, e = pcall(require('caboose').setup, { chat = { position = 'middle' } }) return e");
       assert.match(err, /`chat\.position` should be one of right, left, bottom, top/);
       const err2 = await t.lua<string>("local ok, e = pcall(require('caboose').setup, { provider = { model = 42 } }) return e");
@@ -53,26 +44,24 @@ forEachNvim((bin) => {
     });
 
     it('works without setup(): defaults and the environment', async () => {
-      t = await startNvim({ nvim: bin, env: { OPENAI_BASE_URL: fake.url, CABOOSE_MODEL: 'env-model' } });
-      fake.script({ text: 'env ok' });
-      const n = fake.requests.length;
+      const t = await e.start({ env: { OPENAI_BASE_URL: e.fake.url, CABOOSE_MODEL: 'env-model' } });
+      e.fake.script({ text: 'env ok' });
+      const n = e.fake.requests.length;
       await t.cmd('Caboose ping');
-      const req = await fake.waitForRequest(n + 1);
+      const req = await e.fake.waitForRequest(n + 1);
       assert.equal(req.body?.model, 'env-model');
       assert.equal(req.headers.authorization, 'Bearer test-key');
-      await t.waitFor(async () => (await t!.chatLines()).join('\n').includes('env ok'), 'reply');
+      await t.waitFor(async () => (await t.chatLines()).join('\n').includes('env ok'), 'reply');
     });
 
     it('setup() provider options win over the environment; api_key_cmd supplies the key', async () => {
-      t = await startNvim({
-        nvim: bin,
-        env: { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', CABOOSE_MODEL: 'env-model' },
-        initLua: `require('caboose').setup({ provider = { base_url = ${JSON.stringify(fake.url)}, model = 'setup-model', api_key_cmd = 'echo from-cmd', headers = { ['X-Extra'] = 'yes' } } })`,
+      const t = await e.start({ env: { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', CABOOSE_MODEL: 'env-model' },
+        initLua: `require('caboose').setup({ provider = { base_url = ${JSON.stringify(e.fake.url)}, model = 'setup-model', api_key_cmd = 'echo from-cmd', headers = { ['X-Extra'] = 'yes' } } })`,
       });
-      fake.script({ text: 'setup ok' });
-      const n = fake.requests.length;
+      e.fake.script({ text: 'setup ok' });
+      const n = e.fake.requests.length;
       await t.cmd('Caboose ping');
-      const req = await fake.waitForRequest(n + 1);
+      const req = await e.fake.waitForRequest(n + 1);
       assert.equal(req.body?.model, 'setup-model');
       assert.equal(req.headers.authorization, 'Bearer from-cmd');
       assert.equal(req.headers['x-extra'], 'yes');
