@@ -18,6 +18,7 @@ import { OpenAIProvider, ProviderError, type AssembledToolCall, type ChatMessage
 import { DEFAULT_MODE, blockedByModeMessage, permissionFor, type PermissionMode } from './permissions';
 import { assistantMessage, interruptedAssistantMessage, parseToolArguments, toolMessage, userMessage } from './messages';
 import { defaultSystemPrompt } from './prompt';
+import { pruneToolOutputs } from './context';
 
 export type { PermissionMode } from './permissions';
 
@@ -235,7 +236,7 @@ export class Agent {
     this.emit('assistantStart');
     let partial = '';
     try {
-      const messages: ChatMessage[] = [{ role: 'system', content: this.systemPrompt() }, ...this.history];
+      const messages: ChatMessage[] = [{ role: 'system', content: this.systemPrompt() }, ...pruneToolOutputs(this.history)];
       const tools = this.registry.specs(this.opts.toolFilter).map(({ name, description, parameters }) => ({ name, description, parameters }));
       for await (const ev of this.model.stream({ messages, tools, signal })) {
         switch (ev.type) {
