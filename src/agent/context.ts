@@ -26,3 +26,42 @@ export function pruneToolOutputs(history: readonly ChatMessage[], keepTurns = DE
   }
   return out;
 }
+
+/** Compaction starts when the last request used this share of the context window. */
+export const DEFAULT_COMPACT_AT = 0.8;
+
+export const SUMMARY_PREFIX = '[Summary of the earlier conversation]';
+
+export const SUMMARIZE_INSTRUCTION = [
+  'The conversation is about to be compacted. Write a summary that lets you continue the work without it:',
+  "the user's goals and constraints, decisions made, files read or changed (paths) and their current state,",
+  'commands run and what they showed, open questions and the remaining tasks. Be concise but complete.',
+  'Answer with the summary only.',
+].join(' ');
+
+/** True when the last reported usage crossed `compactAt` of the window. */
+export function needsCompaction(usedTokens: number | undefined, contextWindow: number | undefined, compactAt = DEFAULT_COMPACT_AT): boolean {
+  if (!contextWindow || usedTokens === undefined) return false;
+  return usedTokens >= contextWindow * compactAt;
+}
+
+/**
+ * Splits the history for compaction: everything before the current turn's user message is summarized;
+ * the current turn (its user message and what followed) is kept verbatim. Null when nothing is old enough.
+ */
+export function splitForCompaction(history: readonly ChatMessage[]): { head: ChatMessage[]; tail: ChatMessage[] } | null {
+  let lastUser = -1;
+  for (let i = history.length - 1; i >= 0; i--) {
+    if (history[i].role === 'user') {
+      lastUser = i;
+      break;
+    }
+  }
+  if (lastUser <= 0) return null;
+  return { head: history.slice(0, lastUser), tail: history.slice(lastUser) };
+}
+
+/** The history after compaction: the summary stands in for the head. */
+export function compactedHistory(summary: string, tail: readonly ChatMessage[]): ChatMessage[] {
+  return [{ role: 'user', content: `${SUMMARY_PREFIX}\n${summary.trim()}` }, { role: 'assistant', content: 'Understood. Continuing from the summary.' }, ...tail];
+}

@@ -18,7 +18,7 @@ import { OpenAIProvider, ProviderError, type AssembledToolCall, type ChatMessage
 import { DEFAULT_MODE, blockedByModeMessage, permissionFor, type PermissionMode } from './permissions';
 import { assistantMessage, interruptedAssistantMessage, parseToolArguments, toolMessage, userMessage } from './messages';
 import { defaultSystemPrompt } from './prompt';
-import { pruneToolOutputs } from './context';
+import { compactedHistory, needsCompaction, pruneToolOutputs, splitForCompaction, SUMMARIZE_INSTRUCTION } from './context';
 
 export type { PermissionMode } from './permissions';
 
@@ -48,6 +48,8 @@ export interface AgentEvents {
   /** A pending approval was withdrawn (stop()); the host should close its prompt. */
   approvalCancelled?(req: { id: string }): void;
   usage?(usage: Usage): void;
+  /** The conversation was compacted: `removed` messages were replaced by `summary` (cold storage). */
+  compacted?(c: { removed: ChatMessage[]; summary: string }): void;
   turnEnd?(): void;
 }
 
@@ -73,6 +75,10 @@ export interface AgentOptions {
   requestApproval: (req: ApprovalRequest) => Promise<ApprovalDecision>;
   events?: AgentEvents;
   log?: AgentLogger;
+  /** Tokens the model accepts; with it, the conversation is compacted (summarized) near the limit. */
+  contextWindow?: number;
+  /** Share of contextWindow that triggers compaction. Default 0.8. */
+  compactAt?: number;
   /** Restrict which tools this agent offers and may call (subagents). Default: every registry tool. */
   toolFilter?: (def: ToolDefinition) => boolean;
 }
@@ -230,9 +236,42 @@ export class Agent {
     }
   }
 
+  /**
+   * Near the context limit, the turns before the current one are summarized by the model and replaced by
+   * the summary. A failed summary leaves the history as it was (pruning still applies).
+   */
+  private async maybeCompact(signal: AbortSignal): Promise<void> {
+    const used = this.lastUsage ? this.lastUsage.promptTokens + this.lastUsage.completionTokens : undefined;
+    if (!needsCompaction(used, this.opts.contextWindow, this.opts.compactAt)) return;
+    const split = splitForCompaction(this.history);
+    if (!split) return;
+    this.emit('notice', 'compacting the conversation (near the context limit)…');
+    let summary = '';
+    try {
+      const messages: ChatMessage[] = [
+        { role: 'system', content: this.systemPrompt() },
+        ...pruneToolOutputs(split.head),
+        { role: 'user', content: SUMMARIZE_INSTRUCTION },
+      ];
+      for await (const ev of this.model.stream({ messages, signal })) {
+        if (ev.type === 'done') summary = ev.text;
+      }
+    } catch (err) {
+      if (!signal.aborted) this.emit('notice', `compaction failed: ${err instanceof Error ? err.message : String(err)}`);
+      return;
+    }
+    if (summary.trim() === '') return;
+    this.history.splice(0, this.history.length, ...compactedHistory(summary, split.tail));
+    this.lastUsage = undefined;
+    this.emit('compacted', { removed: split.head, summary });
+    this.emit('notice', `compacted ${split.head.length} earlier messages into a summary`);
+  }
+
   /** One model call. Returns the tool calls to run, [] for a final answer, null when the turn must end. */
   private async streamStep(signal: AbortSignal): Promise<AssembledToolCall[] | null> {
     this.setState('streaming');
+    await this.maybeCompact(signal);
+    if (signal.aborted) return null;
     this.emit('assistantStart');
     let partial = '';
     try {

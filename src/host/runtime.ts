@@ -64,6 +64,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     maxQueue: config.max_queue ?? 3,
     systemPrompt: config.system_prompt ?? undefined,
     toolFilter: isOffered,
+    contextWindow: o.provider.contextWindow,
     makeContext: (signal) => ({
       signal,
       workspace: ws.workspace,
@@ -82,6 +83,9 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       error: (e) => ui.emit(EVENTS.error, { kind: e.kind, message: e.message }),
       notice: (text) => ui.emit(EVENTS.notice, { text }),
       approvalCancelled: (req) => session.cancelApproval(req.id),
+      compacted: (c) => {
+        ws.workspace.store.archive.add(session.id, c.summary, c.removed);
+      },
     },
     log: {
       debug: (m: string, ...a: unknown[]) => log.debug(m, ...a),

@@ -2,10 +2,12 @@ import type Database from 'better-sqlite3';
 import { openDatabase } from './db';
 import { AuditRepository, type AuditVerification } from './audit';
 import { TrashRepository } from './trash';
+import { ArchiveRepository } from './archive';
 
 export { openDatabase, dbPathFor, DB_FILE_NAME } from './db';
 export * from './audit';
 export * from './trash';
+export * from './archive';
 export { MIGRATIONS, migrate } from './migrations';
 
 /** The typed repositories over one database connection. */
@@ -13,6 +15,7 @@ export interface Store {
   readonly db: Database.Database;
   readonly audit: AuditRepository;
   readonly trash: TrashRepository;
+  readonly archive: ArchiveRepository;
   close(): void;
 }
 
@@ -22,6 +25,7 @@ export function openStore(dbPathOrDataDir: string): Store {
     db,
     audit: new AuditRepository(db),
     trash: new TrashRepository(db),
+    archive: new ArchiveRepository(db),
     close: () => db.close(),
   };
 }

@@ -47,6 +47,20 @@ CREATE TABLE trash (
 CREATE INDEX trash_deleted_at ON trash(deleted_at);
 `,
   },
+  {
+    version: 2,
+    name: 'conversation_archive',
+    sql: `
+CREATE TABLE conversation_archive (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id TEXT NOT NULL,
+  archived_at TEXT NOT NULL,
+  summary TEXT NOT NULL,
+  messages_json TEXT NOT NULL
+);
+CREATE INDEX conversation_archive_session ON conversation_archive(session_id, id);
+`,
+  },
 ];
 
 /** Applies every migration newer than `PRAGMA user_version`, each in its own transaction. */

@@ -26,3 +26,66 @@ test('a short conversation is sent unchanged', () => {
   const history = [1, 2].flatMap(turn);
   assert.deepEqual(pruneToolOutputs(history, 3), history);
 });
+
+import { startFakeOpenAI } from '../support/fake-openai';
+import { Agent } from '../../src/agent/loop';
+import { ToolRegistry } from '../../src/tools/registry';
+import { SUMMARY_PREFIX, SUMMARIZE_INSTRUCTION } from '../../src/agent/context';
+import type { Workspace } from '../../src/workspace/workspace';
+
+test('near the context window the earlier turns are summarized by the model and replaced', async (t) => {
+  const fake = await startFakeOpenAI();
+  t.after(() => fake.close());
+  const notices: string[] = [];
+  const compacted: { removed: number; summary: string }[] = [];
+  const agent = new Agent({
+    provider: { baseURL: fake.url, apiKey: 'k', model: 'm', maxRetries: 0 },
+    registry: new ToolRegistry(),
+    contextWindow: 1000,
+    makeContext: (signal) => ({ signal, workspace: { root: '/', dataDir: '/', sessionId: 's' } as Workspace, sessionId: 's' }),
+    requestApproval: async () => ({ decision: 'reject' }),
+    events: { notice: (n) => void notices.push(n), compacted: (c) => void compacted.push({ removed: c.removed.length, summary: c.summary }) },
+  });
+  fake.script(
+    { text: 'first answer', usage: { prompt_tokens: 850, completion_tokens: 20 } },
+    { text: 'SUMMARY: user asked one thing' },
+    { text: 'second answer' },
+  );
+  agent.send('first question');
+  await agent.idle();
+  agent.send('second question');
+  await agent.idle();
+  assert.equal(fake.chatRequests.length, 3);
+  const summarize = fake.chatRequests[1].body!;
+  assert.equal(summarize.messages!.at(-1)!.content, SUMMARIZE_INSTRUCTION);
+  assert.equal(summarize.tools, undefined, 'the summary request offers no tools');
+  const after = fake.chatRequests[2].body!.messages!.map((m) => `${m.role}:${String(m.content).slice(0, 40)}`);
+  assert.equal(after.length, 4);
+  assert.match(after[1], new RegExp(`^user:${SUMMARY_PREFIX.replace(/[[\]]/g, '\\$&')}`));
+  assert.equal(after[3], 'user:second question');
+  assert.deepEqual(compacted, [{ removed: 2, summary: 'SUMMARY: user asked one thing' }]);
+  assert.ok(notices.some((n) => /compacted 2 earlier messages/.test(n)));
+  assert.deepEqual(agent.messages.map((m) => m.role), ['user', 'assistant', 'user', 'assistant']);
+});
+
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { openStore } from '../../src/store';
+
+test('compacted segments go to cold storage in SQLite', (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-archive-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const store = openStore(dir);
+  try {
+    const removed = [{ role: 'user', content: 'q' }, { role: 'assistant', content: 'a' }];
+    store.archive.add('s1', 'summary one', removed);
+    store.archive.add('s2', 'other', []);
+    const got = store.archive.list('s1');
+    assert.equal(got.length, 1);
+    assert.equal(got[0].summary, 'summary one');
+    assert.deepEqual(got[0].messages, removed);
+  } finally {
+    store.close();
+  }
+});

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { openWorkspace, verifyAuditLog, type OpenedWorkspace } from '../../src/index';
-import { openStore, AUDIT_DIFF_MAX_BYTES } from '../../src/store';
+import { openStore, AUDIT_DIFF_MAX_BYTES, MIGRATIONS } from '../../src/store';
 
 const sha = (b: string): string => createHash('sha256').update(b).digest('hex');
 
@@ -131,6 +131,6 @@ describe('audit log', () => {
   test('the database uses WAL and numbered migrations', () => {
     const db = ws.workspace.store.db;
     assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
-    assert.equal(db.pragma('user_version', { simple: true }), 1);
+    assert.equal(db.pragma('user_version', { simple: true }), MIGRATIONS.at(-1)!.version);
   });
 });
