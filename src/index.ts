@@ -1,7 +1,7 @@
 /** caboose.nvim host library: the workspace file layer and its tools. */
 export { openWorkspace, FileToolRegistry, type OpenWorkspaceOptions, type OpenedWorkspace } from './workspace/open';
 export { FileWorkspace, fileWorkspace, type Workspace, type WorkspaceOptions } from './workspace/workspace';
-export type { BufferBridge, BufferSnapshot, FileChange, FileView } from './workspace/file-access';
+export type { BufferBridge, BufferSnapshot, BufferFormat, BufferOp, BufferOpResult, FileChange, FileView, CommitReport } from './workspace/file-access';
 export { verifyAuditLog, type AuditVerification, type AuditRow, type TrashEntry } from './store';
 export { FILE_TOOLS } from './tools/file-tools';
 export { ToolRegistry } from './tools/registry';

@@ -12,6 +12,7 @@ import type { ChatSession } from './session';
 import type { LuaUi } from './lua-ui';
 import type { Logger } from './logger';
 import { summarizeToolCall, summarizeToolResult } from './summaries';
+import { NvimBufferBridge } from './nvim-buffers';
 
 export interface SessionRuntime {
   session: ChatSession;
@@ -42,6 +43,9 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     sessionId: session.id,
     denyGlobs: config.deny_globs,
     trashRetentionDays: config.trash_retention_days,
+    // The file tools see and edit live buffers (issue 4).
+    bridge: new NvimBufferBridge(ui),
+    unsavedBuffers: config.unsaved_buffers,
   });
   const todos = new TodoList();
   todos.onChange((items) => ui.emit(EVENTS.todos, { items }));

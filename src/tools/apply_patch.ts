@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { ToolError } from './errors';
 import type { ToolDefinition } from './tool';
-import { assertFresh, fileWorkspace, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
-import { sha256Hex, type FileChange, type FileView } from '../workspace/file-access';
+import { fileWorkspace, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
+import { basisOf, savedFields, sha256Hex, unsavedBufferError, type FileChange, type FileView } from '../workspace/file-access';
 import { isBinary } from '../workspace/encoding';
 import { finalContents, parsePatch, planPatch, type FileState, type PlannedChange } from '../workspace/patch';
 import { fileDiff } from '../workspace/text-diff';
@@ -36,6 +36,9 @@ export interface ApplyPatchFile {
   sha256?: string;
   /** Deleted files go to the trash; restore_file takes this id. */
   trashId?: string;
+  /** With Neovim attached: false when the change went into a buffer with unsaved changes (not to disk). */
+  savedToDisk?: boolean;
+  unsavedBuffer?: boolean;
 }
 
 export type ApplyPatchData = { files: ApplyPatchFile[] } & CappedDiff;
@@ -84,11 +87,23 @@ async function planWithSnapshot(ws: FileWorkspace, ops: ReturnType<typeof parseP
 
 async function plan(ws: FileWorkspace, args: z.infer<typeof applyPatchParameters>, d: AuditDraft): Promise<WritePlan<ApplyPatchData>> {
   const ops = parsePatch(args.patch);
+  // Files with unsaved buffer changes can be updated (in the buffer), never deleted or moved.
+  if (ws.files.hasBridge) {
+    for (const op of ops) {
+      const r = ws.resolve(op.path);
+      const moved = op.type === 'update' && op.moveTo !== undefined;
+      if (op.type === 'add' || (await ws.files.view(r.abs)).source !== 'buffer') continue;
+      d.path = r.rel;
+      if (op.type === 'delete') throw unsavedBufferError(r.rel, 'it cannot be deleted');
+      if (moved) throw unsavedBufferError(r.rel, 'it cannot be moved');
+      if (ws.files.unsavedBuffers === 'refuse') throw unsavedBufferError(r.rel, 'unsaved_buffers is "refuse"');
+    }
+  }
   // The stale gate first, against the content read inside the write lock.
   for (const [p, sha] of Object.entries(args.expectedSha256ByPath ?? {})) {
     const r = ws.resolve(p);
     d.path = r.rel;
-    assertFresh(await ws.files.view(r.abs), sha, r.rel);
+    ws.files.assertFresh(await ws.files.view(r.abs), sha, r.rel);
   }
   d.path = null;
   const { planned, known } = await planWithSnapshot(ws, ops);
@@ -103,6 +118,8 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof applyPatchParameters
   const finals = finalContents(planned);
   const diffs: string[] = [];
   const newSha = new Map<string, string>();
+  const movedFrom = new Map<string, string>();
+  for (const c of planned) if (c.type === 'update' && c.moveTo !== undefined) movedFrom.set(kOf(c.moveTo).r.abs, kOf(c.path).r.abs);
 
   for (const [p, text] of finals) {
     const { r, view } = kOf(p);
@@ -117,7 +134,15 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof applyPatchParameters
     const bytes = hadBom ? Buffer.concat([BOM, body]) : body;
     newSha.set(r.rel, sha256Hex(bytes));
     if (view.bytes && bytes.equals(view.bytes)) continue;
-    changes.push({ type: 'write', abs: r.abs, bytes, mode: view.mode ?? undefined, createOnly: view.kind === 'missing' });
+    changes.push({
+      type: 'write',
+      abs: r.abs,
+      bytes,
+      mode: view.mode ?? undefined,
+      createOnly: view.kind === 'missing',
+      basis: basisOf(view),
+      movedFrom: movedFrom.get(r.abs),
+    });
   }
   // Writes before deletes: a move lands at its new path before the old one goes.
   changes.sort((a, b) => (a.type === b.type ? 0 : a.type === 'write' ? -1 : 1));
@@ -164,7 +189,15 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof applyPatchParameters
     onFailure: async () => {
       for (const s of stashes) await ws.trash.discard(s.id);
     },
-    afterCommit: async () => {
+    afterCommit: async (report) => {
+      for (const f of files) {
+        if (f.action === 'delete') continue;
+        const k = known.get(f.moveTo ?? f.path) ?? [...known.values()].find((x) => x.r.rel === (f.moveTo ?? f.path));
+        if (!k) continue;
+        const s = savedFields(report, k.r.abs);
+        if (k.view.source === 'buffer' && !report.buffered.has(k.r.abs)) Object.assign(s, { savedToDisk: false, unsavedBuffer: true });
+        Object.assign(f, s);
+      }
       const now = new Date().toISOString();
       for (const s of stashes) {
         ws.trash.record({

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { ToolError } from './errors';
 import type { ToolDefinition } from './tool';
-import { assertFresh, fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
+import { fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
 import { pathField } from '../workspace/tool-support';
+import { unsavedBufferError } from '../workspace/file-access';
 
 export const deleteFileParameters = z.object({
   path: pathField(),
@@ -29,7 +30,8 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof deleteFileParameters
   }
   if (v.kind !== 'file' || !v.bytes || !v.sha256) throw new ToolError('permission_denied', `"${r.rel}" is not a regular file.`, { path: r.rel });
   d.beforeSha256 = v.sha256;
-  assertFresh(v, args.expectedSha256, r.rel);
+  if (v.source === 'buffer') throw unsavedBufferError(r.rel, 'it cannot be deleted');
+  ws.files.assertFresh(v, args.expectedSha256, r.rel);
   const trashId = ws.trash.newId();
   const bytes = v.bytes;
   const sha = v.sha256;

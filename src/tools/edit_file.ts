@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { ToolError } from './errors';
 import type { ToolDefinition } from './tool';
-import { assertFresh, fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
-import { sha256Hex, toTextView } from '../workspace/file-access';
+import { fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
+import { basisOf, savedFields, sha256Hex, toTextView, unsavedBufferError } from '../workspace/file-access';
 import { encodeText, keepFinalNewline, normalizeEol } from '../workspace/encoding';
 import { applyEdits } from '../workspace/edits';
 import { fileDiff } from '../workspace/text-diff';
@@ -23,7 +23,7 @@ export const editFileParameters = z.object({
     .describe('Edits, each matched against the ORIGINAL file (not against the result of earlier edits). All apply or none.'),
 });
 
-export type EditFileData = { path: string; sha256: string; previousSha256: string; edits: number } & CappedDiff;
+export type EditFileData = { path: string; sha256: string; previousSha256: string; edits: number; savedToDisk?: boolean; unsavedBuffer?: boolean } & CappedDiff;
 
 async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>, d: AuditDraft): Promise<WritePlan<EditFileData>> {
   const r = ws.resolve(args.path);
@@ -32,7 +32,8 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
   if (v.kind === 'missing') throw notFound(r.rel);
   if (v.kind === 'directory') throw new ToolError('is_directory', `"${r.rel}" is a directory.`, { path: r.rel });
   d.beforeSha256 = v.sha256;
-  assertFresh(v, args.expectedSha256, r.rel);
+  if (v.source === 'buffer' && ws.files.unsavedBuffers === 'refuse') throw unsavedBufferError(r.rel, 'unsaved_buffers is "refuse"');
+  ws.files.assertFresh(v, args.expectedSha256, r.rel);
   const tv = toTextView(v, r.rel, ws.files.maxFileBytes);
   const enc = tv.encoding;
   const edits = args.edits.map((e) => ({ ...e, oldText: normalizeEol(e.oldText, enc), newText: normalizeEol(e.newText, enc) }));
@@ -41,11 +42,15 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
   const sha = sha256Hex(bytes);
   const diff = fileDiff(r.rel, r.rel, tv.text, text);
   Object.assign(d, { afterSha256: sha, diff });
+  const result: EditFileData = { path: r.rel, sha256: sha, previousSha256: tv.sha256, edits: edits.length, ...capDiff(diff, r.rel) };
   return {
-    changes: bytes.equals(tv.bytes) ? [] : [{ type: 'write', abs: r.abs, bytes, mode: tv.mode }],
+    changes: bytes.equals(tv.bytes) ? [] : [{ type: 'write', abs: r.abs, bytes, mode: tv.mode, basis: basisOf(v) }],
     diff,
-    result: { path: r.rel, sha256: sha, previousSha256: tv.sha256, edits: edits.length, ...capDiff(diff, r.rel) },
+    result,
     audit: [{ ...d, operation: 'edit' }],
+    afterCommit: async (report) => {
+      Object.assign(result, savedFields(report, r.abs), v.source === 'buffer' && !report.buffered.has(r.abs) ? { savedToDisk: false, unsavedBuffer: true } : {});
+    },
   };
 }
 

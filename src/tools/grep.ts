@@ -1,8 +1,13 @@
 import fsp from 'node:fs/promises';
+import path from 'node:path';
 import { z } from 'zod';
 import type { ToolContext, ToolDefinition } from './tool';
 import { fileWorkspace, notFound } from '../workspace/workspace';
-import { capItems, grep, type GrepMatch } from '../workspace/search';
+import { MAX_MATCH_TEXT, capItems, compileSearchRegex, grep, type GrepMatch } from '../workspace/search';
+import { decodeText, isBinary } from '../workspace/encoding';
+import { globToRegExp } from '../workspace/glob-match';
+import { isIgnoredPath, type IgnoreMatcher } from '../workspace/ignore';
+import type { FileWorkspace } from '../workspace/workspace';
 import { includeIgnoredField, listNotice } from '../workspace/tool-support';
 
 export const grepParameters = z.object({
@@ -35,6 +40,7 @@ export async function runGrep(
     gitignore: !q.includeIgnored,
     engine: q.engine,
   });
+  await overlayUnsavedBuffers(ws, res, q, r.rel);
   const kept = capItems(res.matches, (m) => m.path.length + m.text.length + 40);
   const notice = listNotice(kept, res.total, 'narrow the pattern, path or include to see the rest');
   return {
@@ -44,6 +50,41 @@ export async function runGrep(
     engine: res.engine,
     ...(notice ? { notice } : {}),
   };
+}
+
+/**
+ * Files loaded in Neovim buffers with unsaved changes are searched in the buffer's text instead of
+ * on disk (one round trip for all of them): their disk matches are replaced by buffer matches.
+ */
+async function overlayUnsavedBuffers(
+  ws: FileWorkspace,
+  res: { matches: GrepMatch[]; total: number },
+  q: { pattern: string; fixed: boolean; include?: string; includeIgnored?: boolean },
+  startRel: string,
+): Promise<void> {
+  if (!ws.files.hasBridge) return;
+  const buffers = await ws.files.unsavedBufferTexts();
+  if (buffers.size === 0) return;
+  const re = compileSearchRegex(q.pattern, q.fixed);
+  const includeRe = q.include ? globToRegExp(q.include) : null;
+  const cache = new Map<string, IgnoreMatcher>();
+  for (const [abs, bytes] of buffers) {
+    const rel = path.relative(ws.root, abs).split(path.sep).join('/');
+    if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) continue;
+    if (startRel !== '' && rel !== startRel && !rel.startsWith(startRel + '/')) continue;
+    if (includeRe && !includeRe.test(path.posix.basename(rel))) continue;
+    if (ws.paths.isDenied(rel) || rel === '.git' || rel.startsWith('.git/')) continue;
+    if (!q.includeIgnored && (await isIgnoredPath(ws.root, rel, false, cache))) continue;
+    res.matches = res.matches.filter((m) => m.path !== rel);
+    if (isBinary(bytes)) continue;
+    const lines = decodeText(bytes).text.split('\n');
+    if (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
+    lines.forEach((line, i) => {
+      if (re.test(line)) res.matches.push({ path: rel, line: i + 1, text: line.length > MAX_MATCH_TEXT ? line.slice(0, MAX_MATCH_TEXT) + '…' : line });
+    });
+  }
+  res.matches.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.line - b.line));
+  res.total = res.matches.length;
 }
 
 export const grepTool: ToolDefinition<typeof grepParameters, GrepData> = {

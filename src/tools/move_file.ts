@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { ToolError } from './errors';
 import type { ToolDefinition } from './tool';
-import { assertFresh, fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
+import { fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
 import { pathField } from '../workspace/tool-support';
+import { unsavedBufferError } from '../workspace/file-access';
 
 export const moveFileParameters = z.object({
   from: pathField('Current path of the file'),
@@ -30,7 +31,8 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof moveFileParameters>,
   if (v.kind === 'directory') throw new ToolError('is_directory', `"${from.rel}" is a directory; move_file moves single files.`, { path: from.rel });
   if (v.kind !== 'file' || !v.bytes || !v.sha256) throw new ToolError('permission_denied', `"${from.rel}" is not a regular file.`, { path: from.rel });
   d.beforeSha256 = v.sha256;
-  assertFresh(v, args.expectedSha256, from.rel);
+  if (v.source === 'buffer') throw unsavedBufferError(from.rel, 'it cannot be moved');
+  ws.files.assertFresh(v, args.expectedSha256, from.rel);
   if (from.abs === to.abs) throw new ToolError('already_exists', `"${to.rel}" is the file itself.`, { path: to.rel });
   const target = await ws.files.view(to.abs);
   if (target.kind !== 'missing') {
@@ -44,7 +46,7 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof moveFileParameters>,
   return {
     // New file first (no-clobber), then the old one goes: a failure in between rolls both back.
     changes: [
-      { type: 'write', abs: to.abs, bytes: v.bytes, mode: v.mode ?? undefined, createOnly: true },
+      { type: 'write', abs: to.abs, bytes: v.bytes, mode: v.mode ?? undefined, createOnly: true, movedFrom: from.abs },
       { type: 'delete', abs: from.abs },
     ],
     diff,

@@ -30,6 +30,10 @@ export interface ReadFileData {
   notice?: string;
   size: number;
   encoding: { bom: boolean; eol: 'lf' | 'crlf'; finalNewline: boolean };
+  /** The file is loaded in a Neovim buffer with unsaved changes: content and sha256 are that buffer's. */
+  unsavedBuffer?: true;
+  /** With unsavedBuffer: sha256 of the file on disk (null when it is not on disk). */
+  diskSha256?: string | null;
 }
 
 export const readFileTool: ToolDefinition<typeof readFileParameters, ReadFileData> = {
@@ -39,13 +43,14 @@ export const readFileTool: ToolDefinition<typeof readFileParameters, ReadFileDat
     `returned and sha256 — the hash of the whole file on disk even for a partial read. Keep sha256: write_file, edit_file, ` +
     `delete_file, move_file and apply_patch need it as expectedSha256 to prove you saw the current file. Output is capped ` +
     `at ${MAX_OUTPUT_LINES} lines / 50 KB; when truncated, read on with startLine. CRLF files are shown with \\n line ` +
-    'breaks (edits keep the CRLF). Binary files fail with binary_file.',
+    'breaks (edits keep the CRLF). Binary files fail with binary_file. When the user has the file open in Neovim with ' +
+    'unsaved changes, you see that buffer (unsavedBuffer: true, diskSha256 = the file on disk) and your edits go into it.',
   parameters: readFileParameters,
   policy: 'read',
   async execute(args, ctx) {
     const ws = fileWorkspace(ctx.workspace);
     const r = ws.resolve(args.path);
-    const v = await ws.files.viewChecked(r.abs, r.rel);
+    const v = await ws.files.viewChecked(r.abs, r.rel, { remember: true });
     const start = args.startLine ?? 1;
     if (args.endLine !== undefined && args.endLine < start) {
       throw new ToolError('invalid_arguments', `endLine (${args.endLine}) is before startLine (${start}).`, { path: r.rel });
@@ -69,6 +74,7 @@ export const readFileTool: ToolDefinition<typeof readFileParameters, ReadFileDat
       startLine: totalLines === 0 ? 0 : start,
       size: v.size,
       encoding: sl.encoding,
+      ...(v.source === 'buffer' ? { unsavedBuffer: true as const, diskSha256: v.diskSha256 ?? null } : {}),
     };
     const wantedEnd = Math.min(args.endLine ?? totalLines, totalLines);
     if (!c.truncated && end >= wantedEnd) {

@@ -38,7 +38,7 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof restoreFileParameter
   const diff = isBinary(bytes) ? `Restore ${r.rel} (binary, ${bytes.length} bytes)` : fileDiff(null, r.rel, '', bytes.toString('utf8'));
   d.diff = diff;
   return {
-    changes: [{ type: 'write', abs: r.abs, bytes, mode: entry.mode, createOnly: true }],
+    changes: [{ type: 'write', abs: r.abs, bytes, mode: entry.mode, createOnly: true, reload: true }],
     diff,
     result: { path: r.rel, sha256: entry.sha256, trashId: entry.id, ...capDiff(diff, r.rel) },
     audit: [{ ...d, operation: 'restore' }],

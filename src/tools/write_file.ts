@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { ToolError } from './errors';
 import type { ToolDefinition } from './tool';
-import { assertFresh, fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
-import { sha256Hex, toTextView } from '../workspace/file-access';
+import { fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
+import { basisOf, savedFields, sha256Hex, toTextView, unsavedBufferError } from '../workspace/file-access';
 import { decodeText, encodeText, isBinary, normalizeEol } from '../workspace/encoding';
 import { fileDiff } from '../workspace/text-diff';
 import { STALE_PROTOCOL, capDiff, expectedShaField, pathField, type CappedDiff } from '../workspace/tool-support';
@@ -13,7 +13,7 @@ export const writeFileParameters = z.object({
   expectedSha256: expectedShaField(),
 });
 
-export type WriteFileData = { path: string; sha256: string; previousSha256: string } & CappedDiff;
+export type WriteFileData = { path: string; sha256: string; previousSha256: string; savedToDisk?: boolean; unsavedBuffer?: boolean } & CappedDiff;
 
 async function plan(ws: FileWorkspace, args: z.infer<typeof writeFileParameters>, d: AuditDraft): Promise<WritePlan<WriteFileData>> {
   const r = ws.resolve(args.path);
@@ -22,7 +22,8 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof writeFileParameters>
   if (v.kind === 'missing') throw notFound(r.rel, 'write_file only replaces existing files; use create_file for a new one.');
   if (v.kind === 'directory') throw new ToolError('is_directory', `"${r.rel}" is a directory.`, { path: r.rel });
   d.beforeSha256 = v.sha256;
-  assertFresh(v, args.expectedSha256, r.rel);
+  if (v.source === 'buffer' && ws.files.unsavedBuffers === 'refuse') throw unsavedBufferError(r.rel, 'unsaved_buffers is "refuse"');
+  ws.files.assertFresh(v, args.expectedSha256, r.rel);
   // Keep the file's BOM and CRLF line breaks (a binary file being replaced keeps nothing).
   const old = v.bytes && !isBinary(v.bytes) ? toTextView(v, r.rel) : null;
   const enc = old?.encoding ?? decodeText(Buffer.alloc(0)).encoding;
@@ -31,11 +32,15 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof writeFileParameters>
   const sha = sha256Hex(bytes);
   const diff = fileDiff(r.rel, r.rel, old?.text ?? '', text);
   Object.assign(d, { afterSha256: sha, diff });
+  const result: WriteFileData = { path: r.rel, sha256: sha, previousSha256: v.sha256!, ...capDiff(diff, r.rel) };
   return {
-    changes: bytes.equals(v.bytes!) ? [] : [{ type: 'write', abs: r.abs, bytes, mode: v.mode ?? undefined }],
+    changes: bytes.equals(v.bytes!) ? [] : [{ type: 'write', abs: r.abs, bytes, mode: v.mode ?? undefined, basis: basisOf(v) }],
     diff,
-    result: { path: r.rel, sha256: sha, previousSha256: v.sha256!, ...capDiff(diff, r.rel) },
+    result,
     audit: [{ ...d, operation: 'write' }],
+    afterCommit: async (report) => {
+      Object.assign(result, savedFields(report, r.abs), v.source === 'buffer' && !report.buffered.has(r.abs) ? { savedToDisk: false, unsavedBuffer: true } : {});
+    },
   };
 }
 

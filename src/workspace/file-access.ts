@@ -2,13 +2,13 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { ToolError } from '../tools/errors';
+import { STALE_FILE_ACTION, ToolError } from '../tools/errors';
 import { decodeText, isBinary, type TextEncodingInfo } from './encoding';
 
 /**
- * The one module through which file content is viewed and written.
- * Today it reads and writes the disk; issue 4 plugs a Neovim buffer bridge in here so that a file
- * loaded in a modified buffer is viewed from, and written into, that buffer.
+ * The one module through which file content is viewed and written. Without a bridge it is the disk.
+ * With a Neovim buffer bridge, a file loaded in a buffer with unsaved changes is viewed from, and
+ * written into, that buffer (never to disk); disk writes keep clean loaded buffers in sync.
  */
 
 export const DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024;
@@ -28,7 +28,12 @@ export interface FileView {
   /** Permission bits (e.g. 0o644). */
   mode: number | null;
   size: number;
+  /** 'buffer': the file is loaded in a Neovim buffer with unsaved changes and this is that buffer's text. */
   source: 'disk' | 'buffer';
+  /** For a buffer view: sha256 of the file on disk (null when it does not exist on disk). */
+  diskSha256?: string | null;
+  /** The file is loaded in a buffer (clean or not): its b:changedtick when viewed. */
+  changedtick?: number;
 }
 
 export interface TextView extends FileView {
@@ -38,6 +43,15 @@ export interface TextView extends FileView {
   mode: number;
   text: string;
   encoding: TextEncodingInfo;
+}
+
+/** What the change was computed from; commit refuses it when a buffer changed in between. */
+export interface ChangeBasis {
+  source: 'disk' | 'buffer';
+  /** changedtick of the buffer the change was computed from (buffer views). */
+  changedtick?: number;
+  /** Disk sha256 seen with that buffer (buffer views), remembered for the next write's gate. */
+  diskSha256?: string | null;
 }
 
 /** A change `commit` makes; several are committed all-or-nothing. */
@@ -50,30 +64,95 @@ export type FileChange =
       mode?: number;
       /** Fail with already_exists instead of replacing an existing file. */
       createOnly?: boolean;
+      /** The view this change was computed from (default: the disk). */
+      basis?: ChangeBasis;
+      /** The file moves here from this path (its buffer is renamed instead of wiped). */
+      movedFrom?: string;
+      /** Reload a clean loaded buffer with `:edit!` instead of updating it in place (restore_file). */
+      reload?: boolean;
     }
   | { type: 'delete'; abs: string };
 
-/** What a buffer holds for a file that is loaded with unsaved changes. */
+/** How a loaded buffer writes its lines ('fileformat', 'eol'/'fixeol', 'bomb', 'fileencoding'). */
+export interface BufferFormat {
+  eol: '\n' | '\r\n' | '\r';
+  /** A line break follows the last line ('eol', or 'fixeol' without 'binary'). */
+  finalEol: boolean;
+  bom: boolean;
+  /** Normalised 'fileencoding' ('utf-8' when empty). */
+  fileencoding: string;
+}
+
+/** A loaded buffer's state, read in one round trip. */
 export interface BufferSnapshot {
-  bytes: Buffer;
+  bufnr: number;
+  modified: boolean;
+  changedtick: number;
+  format: BufferFormat;
+  /** The bytes `:write` would produce (present for modified buffers, or when asked). */
+  bytes?: Buffer;
+}
+
+/** An update the bridge performs on the buffers after (or instead of) a disk commit. */
+export type BufferOp =
+  | {
+      type: 'set';
+      abs: string;
+      /** The new buffer lines, each followed by "\n" ("" = no lines). */
+      text: string;
+      /** Refuse unless the buffer is still at this changedtick. */
+      changedtick?: number;
+      /** The disk now holds exactly this text: mark the buffer unmodified and store the file's time. */
+      clean: boolean;
+      finalEol?: boolean;
+      bom?: boolean;
+      /** Return the bytes the buffer would now write (non-UTF-8 'fileencoding'). */
+      returnBytes?: boolean;
+    }
+  | { type: 'reload'; abs: string }
+  | { type: 'wipe'; abs: string }
+  | { type: 'rename'; from: string; to: string };
+
+export interface BufferOpResult {
+  ok: boolean;
+  reason?: string;
+  message?: string;
+  bytes?: Buffer;
 }
 
 /**
- * Seam for issue 4 (live Neovim buffers). Null/absent means disk only.
- * - `snapshot`: the buffer's content when the file is loaded in a buffer with unsaved changes, else null.
- * - `apply`: called after a successful disk commit with the changes for files the bridge reported as
- *   loaded; it updates the buffers (reload or write into them).
+ * The live-buffer seam (issue 4); null/absent means disk only. One call = one round trip to Neovim.
+ * - `status`: snapshots of the loaded buffers among `absPaths` (absent = not loaded); bytes for
+ *   modified buffers when `withBytes` is 'modified'.
+ * - `modified`: every loaded file buffer with unsaved changes, with bytes (grep/search_files).
+ * - `update`: runs buffer operations in order; 'set' ops without `clean` are all checked against their
+ *   changedtick before any runs.
  */
 export interface BufferBridge {
-  snapshot(absPath: string): Promise<BufferSnapshot | null>;
-  apply(changes: FileChange[]): Promise<void>;
+  status(absPaths: string[], withBytes: 'modified' | 'never'): Promise<Map<string, BufferSnapshot>>;
+  modified(): Promise<Map<string, BufferSnapshot>>;
+  update(ops: BufferOp[]): Promise<BufferOpResult[]>;
+}
+
+export type UnsavedBuffersPolicy = 'edit_buffer' | 'refuse';
+
+/** What a commit did besides writing the disk. */
+export interface CommitReport {
+  /** Files whose change went into an unsaved buffer only (not to disk): the sha256 that buffer now writes. */
+  buffered: Map<string, { sha256: string }>;
+  /** A bridge is attached (write results then say savedToDisk). */
+  bridged: boolean;
 }
 
 /** Test hook: runs before each commit step; throwing simulates a failure mid-commit. */
 export type CommitFaultHook = (step: { index: number; change: FileChange; phase: 'prepare' | 'commit' }) => void;
 
 export interface FileAccessOptions {
+  /** Workspace root, for relative paths in error messages. */
+  root?: string;
   bridge?: BufferBridge | null;
+  /** What writes do to a file with unsaved buffer changes. Default 'edit_buffer'. */
+  unsavedBuffers?: UnsavedBuffersPolicy;
   maxFileBytes?: number;
   faultHook?: CommitFaultHook;
 }
@@ -83,40 +162,137 @@ type Step =
   | { kind: 'replaced'; target: string; backup: string }
   | { kind: 'deleted'; target: string; backup: string };
 
+const MAX_REMEMBERED = 4096;
+const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+
+export function unsavedBufferError(rel: string, what: string): ToolError {
+  return new ToolError('unsaved_buffer', `"${rel}" has unsaved changes in a Neovim buffer; ${what}.`, {
+    path: rel,
+    suggestedAction: `Ask the user to save or discard their changes to ${rel} first.`,
+  });
+}
+
+/** The basis to put on a write computed from `v`. */
+export function basisOf(v: FileView): ChangeBasis {
+  return v.source === 'buffer' ? { source: 'buffer', changedtick: v.changedtick, diskSha256: v.diskSha256 ?? null } : { source: 'disk' };
+}
+
 export class FileAccess {
   readonly maxFileBytes: number;
+  readonly unsavedBuffers: UnsavedBuffersPolicy;
   private readonly bridge: BufferBridge | null;
+  private readonly root: string | null;
+  /** `${abs}\0${bufferSha}` → the disk sha256 seen when the agent read that unsaved buffer. */
+  private readonly seenDisk = new Map<string, string | null>();
   faultHook: CommitFaultHook | undefined;
 
   constructor(opts: FileAccessOptions = {}) {
     this.bridge = opts.bridge ?? null;
+    this.root = opts.root ?? null;
+    this.unsavedBuffers = opts.unsavedBuffers ?? 'edit_buffer';
     this.maxFileBytes = opts.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
     this.faultHook = opts.faultHook;
   }
 
-  /** The current state of `abs` (buffer first when a bridge says it holds unsaved changes). */
-  async view(abs: string): Promise<FileView> {
+  private rel(abs: string): string {
+    return this.root ? path.relative(this.root, abs).split(path.sep).join('/') : abs;
+  }
+
+  get hasBridge(): boolean {
+    return this.bridge !== null;
+  }
+
+  /**
+   * The current state of `abs`: the buffer's text when it is loaded with unsaved changes, else the disk.
+   * `remember` (read tools) records the disk hash seen with a buffer view for the write gate.
+   */
+  async view(abs: string, opts: { remember?: boolean } = {}): Promise<FileView> {
+    let loaded: BufferSnapshot | undefined;
     if (this.bridge) {
-      const snap = await this.bridge.snapshot(abs);
-      if (snap) {
-        const st = await statOrNull(abs);
-        return {
+      loaded = (await this.bridge.status([abs], 'modified')).get(abs);
+      if (loaded?.modified && loaded.bytes) {
+        const disk = await diskView(abs);
+        const bytes = loaded.bytes;
+        const v: FileView = {
           abs,
           kind: 'file',
-          bytes: snap.bytes,
-          sha256: sha256Hex(snap.bytes),
-          mode: st ? st.mode & 0o7777 : 0o644,
-          size: snap.bytes.length,
+          bytes,
+          sha256: sha256Hex(bytes),
+          mode: disk.mode ?? 0o644,
+          size: bytes.length,
           source: 'buffer',
+          diskSha256: disk.kind === 'file' ? disk.sha256 : null,
+          changedtick: loaded.changedtick,
         };
+        if (opts.remember) this.remember(abs, v.sha256!, v.diskSha256 ?? null);
+        return v;
       }
     }
-    const st = await statOrNull(abs);
-    if (!st) return { abs, kind: 'missing', bytes: null, sha256: null, mode: null, size: 0, source: 'disk' };
-    if (st.isDirectory()) return { abs, kind: 'directory', bytes: null, sha256: null, mode: st.mode & 0o7777, size: 0, source: 'disk' };
-    if (!st.isFile()) return { abs, kind: 'other', bytes: null, sha256: null, mode: st.mode & 0o7777, size: st.size, source: 'disk' };
-    const bytes = await fsp.readFile(abs);
-    return { abs, kind: 'file', bytes, sha256: sha256Hex(bytes), mode: st.mode & 0o7777, size: bytes.length, source: 'disk' };
+    const v = await diskView(abs);
+    if (loaded) v.changedtick = loaded.changedtick;
+    return v;
+  }
+
+  private remember(abs: string, bufferSha: string, diskSha: string | null): void {
+    const key = `${abs}\0${bufferSha}`;
+    this.seenDisk.delete(key);
+    this.seenDisk.set(key, diskSha);
+    if (this.seenDisk.size > MAX_REMEMBERED) this.seenDisk.delete(this.seenDisk.keys().next().value!);
+  }
+
+  /**
+   * The stale gate: `expected` (what the agent last read) must still describe the file on both sides.
+   * For an unsaved buffer, its text must hash to `expected` and the disk must be as it was when the
+   * agent read that buffer. `""` asserts the path is absent. The message says which side changed.
+   */
+  assertFresh(view: FileView, expected: string | undefined, rel: string): void {
+    if (expected === undefined) return;
+    if (expected === '') {
+      if (view.kind !== 'missing') {
+        throw new ToolError('stale_file', `"${rel}" exists, but the expected sha256 "" asserts it does not.`, {
+          path: rel,
+          suggestedAction: STALE_FILE_ACTION,
+        });
+      }
+      return;
+    }
+    const exp = expected.toLowerCase();
+    const key = `${view.abs}\0${exp}`;
+    const seen = this.seenDisk.has(key) ? this.seenDisk.get(key)! : undefined;
+    let bufferChanged: boolean;
+    let diskChanged: boolean;
+    if (view.source === 'buffer') {
+      bufferChanged = view.sha256 !== exp;
+      // Read as an unsaved buffer: compare the disk with the disk seen then; read from disk: with that read.
+      diskChanged = seen !== undefined ? (view.diskSha256 ?? null) !== seen : bufferChanged && view.diskSha256 !== exp;
+    } else {
+      if (view.sha256 === exp) return;
+      if (view.kind === 'missing') {
+        throw new ToolError('stale_file', `"${rel}" no longer exists.`, { path: rel, suggestedAction: STALE_FILE_ACTION });
+      }
+      // The agent read an unsaved buffer that was since saved or discarded, or it read the disk.
+      bufferChanged = seen !== undefined;
+      diskChanged = seen === undefined || view.sha256 !== seen;
+    }
+    if (!bufferChanged && !diskChanged) return;
+    const what = bufferChanged && diskChanged
+      ? 'both the Neovim buffer (edited by the user) and the file on disk changed'
+      : bufferChanged
+        ? 'the Neovim buffer changed (the user edited it)'
+        : 'the file on disk changed';
+    throw new ToolError('stale_file', `"${rel}" changed since you read it: ${what} (sha256 mismatch).`, {
+      path: rel,
+      suggestedAction: STALE_FILE_ACTION,
+      details: { bufferChanged, diskChanged },
+    });
+  }
+
+  /** Every loaded file buffer with unsaved changes (abs → its bytes); empty without a bridge. */
+  async unsavedBufferTexts(): Promise<Map<string, Buffer>> {
+    const out = new Map<string, Buffer>();
+    if (!this.bridge) return out;
+    for (const [abs, s] of await this.bridge.modified()) if (s.bytes) out.set(abs, s.bytes);
+    return out;
   }
 
   /** Size check before reading (file_too_large) for callers that will show the content. */
@@ -138,19 +314,92 @@ export class FileAccess {
   }
 
   /** A text file's bytes, checked (not_found, is_directory, file_too_large, binary_file) but not decoded. */
-  async viewChecked(abs: string, rel: string): Promise<FileView & { kind: 'file'; bytes: Buffer; sha256: string; mode: number }> {
+  async viewChecked(
+    abs: string,
+    rel: string,
+    opts: { remember?: boolean } = {},
+  ): Promise<FileView & { kind: 'file'; bytes: Buffer; sha256: string; mode: number }> {
     await this.assertReadable(abs, rel);
-    const v = await this.view(abs);
+    const v = await this.view(abs, opts);
     assertTextFile(v, rel, this.maxFileBytes);
     return v as FileView & { kind: 'file'; bytes: Buffer; sha256: string; mode: number };
   }
 
   /**
-   * Writes and deletes several files all-or-nothing: every new content goes to a temp file in the
-   * target's folder (fsynced) first; then the temps are renamed into place. A failure before the renames
-   * removes the temps; a failure during them restores every file already replaced or deleted.
+   * Writes and deletes several files all-or-nothing. With a bridge, every buffer gate is checked
+   * first (a buffer changed since the view → stale_file; delete/move of an unsaved buffer →
+   * unsaved_buffer); then the disk changes are committed; then the buffers are updated: a change to
+   * an unsaved buffer lands in that buffer only (never on disk), clean loaded buffers are brought in
+   * sync with the new disk bytes, deleted files' buffers are wiped and moved ones renamed.
    */
-  async commit(changes: FileChange[]): Promise<void> {
+  async commit(changes: FileChange[]): Promise<CommitReport> {
+    const report: CommitReport = { buffered: new Map(), bridged: this.bridge !== null };
+    if (!this.bridge) {
+      await this.commitDisk(changes);
+      return report;
+    }
+    const movedFrom = new Set(changes.flatMap((c) => (c.type === 'write' && c.movedFrom ? [c.movedFrom] : [])));
+    const paths = [...new Set(changes.flatMap((c) => (c.type === 'write' && c.movedFrom ? [c.abs, c.movedFrom] : [c.abs])))];
+    const status = await this.bridge.status(paths, 'never');
+    const disk: FileChange[] = [];
+    const bufferSets: { change: FileChange & { type: 'write' }; snap: BufferSnapshot; op: BufferOp & { type: 'set' } }[] = [];
+    const after: BufferOp[] = [];
+    for (const c of changes) {
+      const s = status.get(c.abs);
+      if (c.type === 'delete') {
+        if (s?.modified) throw unsavedBufferError(this.rel(c.abs), movedFrom.has(c.abs) ? 'it cannot be moved' : 'it cannot be deleted');
+        disk.push(c);
+        if (!movedFrom.has(c.abs)) after.push({ type: 'wipe', abs: c.abs });
+        continue;
+      }
+      const basis = c.basis ?? { source: 'disk' };
+      if (c.movedFrom && status.get(c.movedFrom)?.modified) throw unsavedBufferError(this.rel(c.movedFrom), 'it cannot be moved');
+      if (s?.modified) {
+        if (basis.source !== 'buffer' || basis.changedtick !== s.changedtick) throw bufferChangedError(this.rel(c.abs));
+        if (this.unsavedBuffers === 'refuse') throw unsavedBufferError(this.rel(c.abs), 'unsaved_buffers is "refuse"');
+        const dec = bytesToBufferText(c.bytes, s.format);
+        bufferSets.push({
+          change: c,
+          snap: s,
+          op: { type: 'set', abs: c.abs, text: dec.text, changedtick: s.changedtick, clean: false, returnBytes: s.format.fileencoding !== 'utf-8' },
+        });
+        continue;
+      }
+      if (basis.source === 'buffer') throw bufferChangedError(this.rel(c.abs));
+      disk.push(c);
+      if (c.movedFrom) after.push({ type: 'rename', from: c.movedFrom, to: c.abs });
+      // A buffer that was waiting for a new file (`:edit new.txt`) or a restored one is re-read.
+      if (s && (c.reload || c.createOnly)) after.push({ type: 'reload', abs: c.abs });
+      else if (s) {
+        const dec = bytesToBufferText(c.bytes, s.format);
+        after.push({ type: 'set', abs: c.abs, text: dec.text, changedtick: s.changedtick, clean: true, finalEol: dec.finalEol, bom: dec.bom });
+      }
+    }
+    await this.commitDisk(disk);
+    const ops = [...bufferSets.map((b) => b.op), ...after];
+    if (ops.length === 0) return report;
+    const results = await this.bridge.update(ops);
+    for (let i = 0; i < bufferSets.length; i++) {
+      const r = results[i];
+      const { change, snap } = bufferSets[i];
+      if (!r?.ok) {
+        if (r?.reason === 'changed' || r?.reason === 'skipped') throw bufferChangedError(this.rel(change.abs));
+        throw new ToolError('internal_error', `Could not update the buffer of ${this.rel(change.abs)}: ${r?.message ?? r?.reason ?? 'no reply'}`);
+      }
+      const bytes = r.bytes ?? bufferTextToBytes(bufferSets[i].op.text, snap.format);
+      const sha = sha256Hex(bytes);
+      report.buffered.set(change.abs, { sha256: sha });
+      this.remember(change.abs, sha, change.basis?.diskSha256 ?? null);
+    }
+    return report;
+  }
+
+  /**
+   * Writes and deletes on disk, all-or-nothing: every new content goes to a temp file in the target's
+   * folder (fsynced) first; then the temps are renamed into place. A failure before the renames removes
+   * the temps; a failure during them restores every file already replaced or deleted.
+   */
+  private async commitDisk(changes: FileChange[]): Promise<void> {
     const temps = new Map<number, string>();
     const createdDirs: string[] = [];
     const steps: Step[] = [];
@@ -197,8 +446,60 @@ export class FileAccess {
     for (const s of steps) if (s.kind !== 'created') await fsp.unlink(s.backup).catch(() => undefined);
     const dirs = new Set(changes.map((c) => path.dirname(c.abs)));
     for (const d of dirs) await fsyncDir(d);
-    if (this.bridge) await this.bridge.apply(changes);
   }
+}
+
+/**
+ * Result fields of a write to `abs` once committed: with a bridge, `savedToDisk` (false when the
+ * change went into an unsaved buffer, which then also gives the new sha256); nothing without one.
+ */
+export function savedFields(report: CommitReport, abs: string): { savedToDisk?: boolean; unsavedBuffer?: boolean; sha256?: string } {
+  if (!report.bridged) return {};
+  const b = report.buffered.get(abs);
+  return b ? { savedToDisk: false, unsavedBuffer: true, sha256: b.sha256 } : { savedToDisk: true };
+}
+
+/** The file on disk, ignoring buffers. */
+async function diskView(abs: string): Promise<FileView> {
+  const st = await statOrNull(abs);
+  if (!st) return { abs, kind: 'missing', bytes: null, sha256: null, mode: null, size: 0, source: 'disk' };
+  if (st.isDirectory()) return { abs, kind: 'directory', bytes: null, sha256: null, mode: st.mode & 0o7777, size: 0, source: 'disk' };
+  if (!st.isFile()) return { abs, kind: 'other', bytes: null, sha256: null, mode: st.mode & 0o7777, size: st.size, source: 'disk' };
+  const bytes = await fsp.readFile(abs);
+  return { abs, kind: 'file', bytes, sha256: sha256Hex(bytes), mode: st.mode & 0o7777, size: bytes.length, source: 'disk' };
+}
+
+
+function bufferChangedError(rel: string): ToolError {
+  return new ToolError('stale_file', `"${rel}" changed since you read it: the Neovim buffer changed (the user edited, saved or discarded it).`, {
+    path: rel,
+    suggestedAction: STALE_FILE_ACTION,
+    details: { bufferChanged: true, diskChanged: false },
+  });
+}
+
+/**
+ * File bytes → the buffer's lines (as text, each line followed by "\n"): the BOM goes, lines split at
+ * the buffer's line break, the final line break dropped. The inverse of what the buffer writes.
+ */
+export function bytesToBufferText(bytes: Buffer, fmt: BufferFormat): { text: string; finalEol: boolean; bom: boolean } {
+  const bom = bytes.length >= 3 && bytes.subarray(0, 3).equals(UTF8_BOM);
+  let s = (bom ? bytes.subarray(3) : bytes).toString('utf8');
+  if (s.length === 0) return { text: '', finalEol: fmt.finalEol, bom };
+  const finalEol = s.endsWith(fmt.eol);
+  if (finalEol) s = s.slice(0, -fmt.eol.length);
+  if (fmt.eol !== '\n') s = s.split(fmt.eol).join('\n');
+  return { text: s + '\n', finalEol, bom };
+}
+
+/** The bytes a UTF-8 buffer with these lines (see bytesToBufferText) writes. */
+export function bufferTextToBytes(text: string, fmt: BufferFormat): Buffer {
+  if (text.length === 0) return Buffer.alloc(0);
+  let body = text.slice(0, -1);
+  if (fmt.eol !== '\n') body = body.split('\n').join(fmt.eol);
+  if (fmt.finalEol) body += fmt.eol;
+  const b = Buffer.from(body, 'utf8');
+  return fmt.bom ? Buffer.concat([UTF8_BOM, b]) : b;
 }
 
 export function toTextView(v: FileView, rel: string, maxFileBytes = Infinity): TextView {

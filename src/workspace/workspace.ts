@@ -3,7 +3,7 @@ import path from 'node:path';
 import { ToolError, STALE_FILE_ACTION, type ErrorKind } from '../tools/errors';
 import type { AuditRepository } from '../store/audit';
 import { openStore, type Store } from '../store';
-import { FileAccess, type BufferBridge, type FileChange, type FileView, type CommitFaultHook } from './file-access';
+import { FileAccess, type BufferBridge, type CommitReport, type FileChange, type FileView, type CommitFaultHook, type UnsavedBuffersPolicy } from './file-access';
 import { Mutex } from './mutex';
 import { DEFAULT_DENY_GLOBS, PathResolver, isUnder, type ResolvedPath } from './paths';
 import type { SearchContext } from './search';
@@ -20,6 +20,8 @@ export interface WorkspaceOptions {
   trashRetentionDays?: number;
   /** Live-buffer seam (issue 4); null/absent = disk only. */
   bridge?: BufferBridge | null;
+  /** With a bridge: what writes do to a file with unsaved buffer changes. Default 'edit_buffer'. */
+  unsavedBuffers?: UnsavedBuffersPolicy;
   /** Largest file read_file/edit_file will load. Default 10 MiB. */
   maxFileBytes?: number;
   /** Test hook: simulate failures during commits. */
@@ -44,7 +46,8 @@ export interface WritePlan<T> {
   /** One audit row per entry (apply_patch writes one per file). */
   audit: (AuditDraft & { operation: string })[];
   beforeCommit?: () => Promise<void>;
-  afterCommit?: () => Promise<void>;
+  /** Runs after a successful commit; `report` says which changes went into unsaved buffers. */
+  afterCommit?: (report: CommitReport) => Promise<void>;
   onFailure?: () => Promise<void>;
 }
 
@@ -87,7 +90,13 @@ export class FileWorkspace implements Workspace {
       deny.push(rel, `${rel}/**`);
     }
     this.paths = new PathResolver(this.root, deny);
-    this.files = new FileAccess({ bridge: opts.bridge, maxFileBytes: opts.maxFileBytes, faultHook: opts.faultHook });
+    this.files = new FileAccess({
+      root: this.root,
+      bridge: opts.bridge,
+      unsavedBuffers: opts.unsavedBuffers,
+      maxFileBytes: opts.maxFileBytes,
+      faultHook: opts.faultHook,
+    });
     this.store = openStore(this.dataDir);
     this.trash = new WorkspaceTrash(this.dataDir, this.store.trash, opts.trashRetentionDays ?? DEFAULT_TRASH_RETENTION_DAYS);
   }
@@ -120,13 +129,14 @@ export class FileWorkspace implements Workspace {
       try {
         p = await plan(draft);
         await p.beforeCommit?.();
+        let report: CommitReport;
         try {
-          await this.files.commit(p.changes);
+          report = await this.files.commit(p.changes);
         } catch (err) {
           await p.onFailure?.();
           throw err;
         }
-        await p.afterCommit?.();
+        await p.afterCommit?.(report);
       } catch (err) {
         const te = toToolError(err, draft.path);
         this.recordAudit(tool, operation, draft, false, te.kind);
