@@ -4,50 +4,238 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { openWorkspace, type BufferBridge, type FileChange } from '../../src/index';
+import { openWorkspace, type BufferBridge, type BufferOp, type BufferSnapshot } from '../../src/index';
+import { bufferTextToBytes, bytesToBufferText, type BufferFormat } from '../../src/workspace/file-access';
 
-const sha = (b: string): string => createHash('sha256').update(b).digest('hex');
+/** Tool results with their data opened up for assertions. */
+type R =
+  | { ok: true; data: Record<string, unknown> & { matches?: unknown } }
+  | { ok: false; error: { kind: string; message: string; suggestedAction?: string } };
+const call = (ws: { call(n: string, a: unknown): Promise<unknown> }, name: string, args: unknown) => ws.call(name, args) as Promise<R>;
 
-test('a buffer bridge supplies the view and is told about committed changes', async () => {
+const sha = (b: string | Buffer): string => createHash('sha256').update(b).digest('hex');
+const UNIX: BufferFormat = { eol: '\n', finalEol: true, bom: false, fileencoding: 'utf-8' };
+
+/** An in-memory stand-in for Neovim: buffers by path, text as file text. */
+class FakeBridge implements BufferBridge {
+  bufs = new Map<string, { text: string; modified: boolean; tick: number }>();
+  ops: BufferOp[][] = [];
+  async status(paths: string[], withBytes: 'modified' | 'never') {
+    const out = new Map<string, BufferSnapshot>();
+    for (const p of paths) {
+      const b = this.bufs.get(p);
+      if (!b) continue;
+      const s: BufferSnapshot = { bufnr: 1, modified: b.modified, changedtick: b.tick, format: UNIX };
+      if (withBytes === 'modified' && b.modified) s.bytes = Buffer.from(b.text);
+      out.set(p, s);
+    }
+    return out;
+  }
+  async modified() {
+    const out = new Map<string, BufferSnapshot>();
+    for (const [p, b] of this.bufs) if (b.modified) out.set(p, { bufnr: 1, modified: true, changedtick: b.tick, format: UNIX, bytes: Buffer.from(b.text) });
+    return out;
+  }
+  async update(ops: BufferOp[]) {
+    this.ops.push(ops);
+    return ops.map((op) => {
+      if (op.type === 'set') {
+        const b = this.bufs.get(op.abs)!;
+        if (op.changedtick !== undefined && op.changedtick !== b.tick) return { ok: false, reason: 'changed' };
+        Object.assign(b, { text: op.text, tick: b.tick + 1, modified: op.clean ? false : b.modified });
+      } else if (op.type === 'wipe') this.bufs.delete(op.abs);
+      else if (op.type === 'rename') {
+        const b = this.bufs.get(op.from);
+        this.bufs.delete(op.from);
+        if (b) this.bufs.set(op.to, b);
+      }
+      return { ok: true };
+    });
+  }
+  /** The user types: new text, modified, next changedtick. */
+  type(abs: string, text: string) {
+    const b = this.bufs.get(abs)!;
+    Object.assign(b, { text, modified: true, tick: b.tick + 1 });
+  }
+}
+
+function setup(policy?: 'edit_buffer' | 'refuse') {
   const tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-bridge-')));
   const root = path.join(tmp, 'ws');
   fs.mkdirSync(root);
-  fs.writeFileSync(path.join(root, 'a.txt'), 'disk\n');
-  const applied: FileChange[][] = [];
-  const bridge: BufferBridge = {
-    async snapshot(abs) {
-      return abs === path.join(root, 'a.txt') ? { bytes: Buffer.from('buffer\n') } : null;
-    },
-    async apply(changes) {
-      applied.push(changes);
-    },
-  };
-  const ws = openWorkspace({ root, dataDir: path.join(tmp, 'data'), bridge });
+  const bridge = new FakeBridge();
+  const ws = openWorkspace({ root, dataDir: path.join(tmp, 'data'), bridge, unsavedBuffers: policy });
+  const abs = (p: string) => path.join(root, p);
+  return { root, bridge, ws, abs, done: () => (ws.close(), fs.rmSync(tmp, { recursive: true, force: true })) };
+}
+
+test('an unsaved buffer is viewed and edited in place; the disk is never written', async () => {
+  const { bridge, ws, abs, done } = setup();
   try {
-    const r = await ws.call('read_file', { path: 'a.txt' });
+    fs.writeFileSync(abs('a.txt'), 'disk\n');
+    bridge.bufs.set(abs('a.txt'), { text: 'buffer\n', modified: true, tick: 5 });
+    const r = await call(ws, 'read_file', { path: 'a.txt' });
     assert.ok(r.ok);
-    assert.equal((r.data as { content: string }).content, 'buffer\n');
-    assert.equal((r.data as { sha256: string }).sha256, sha('buffer\n'));
-    // The stale gate uses the buffer's content too.
-    const stale = await ws.call('write_file', { path: 'a.txt', content: 'x\n', expectedSha256: sha('disk\n') });
-    assert.equal(!stale.ok && stale.error.kind, 'stale_file');
-    const ok = await ws.call('write_file', { path: 'a.txt', content: 'x\n', expectedSha256: sha('buffer\n') });
-    assert.ok(ok.ok);
-    assert.equal(applied.length, 1);
-    assert.equal(applied[0][0].abs, path.join(root, 'a.txt'));
+    assert.equal(r.data.content, 'buffer\n');
+    assert.equal(r.data.sha256, sha('buffer\n'));
+    assert.equal(r.data.unsavedBuffer, true);
+    assert.equal(r.data.diskSha256, sha('disk\n'));
+    const e = await call(ws, 'edit_file', { path: 'a.txt', expectedSha256: sha('buffer\n'), edits: [{ oldText: 'buffer', newText: 'agent' }] });
+    assert.ok(e.ok, JSON.stringify(e));
+    assert.equal(e.data.savedToDisk, false);
+    assert.equal(e.data.sha256, sha('agent\n'));
+    assert.equal(fs.readFileSync(abs('a.txt'), 'utf8'), 'disk\n');
+    assert.equal(bridge.bufs.get(abs('a.txt'))!.text, 'agent\n');
+    // The next edit chains on the returned sha256 (the remembered disk hash follows the buffer).
+    const e2 = await call(ws, 'edit_file', { path: 'a.txt', expectedSha256: e.data.sha256 as string, edits: [{ oldText: 'agent', newText: 'again' }] });
+    assert.ok(e2.ok, JSON.stringify(e2));
+    // grep sees the buffer's text, not the disk.
+    const g = await call(ws, 'grep', { pattern: 'again|disk' });
+    assert.ok(g.ok);
+    assert.deepEqual(g.data.matches, [{ path: 'a.txt', line: 1, text: 'again' }]);
+  } finally {
+    done();
+  }
+});
+
+test('the gate names the side that changed: buffer, disk or both', async () => {
+  const { bridge, ws, abs, done } = setup();
+  try {
+    const A = abs('a.txt');
+    const fresh = async () => {
+      fs.writeFileSync(A, 'disk\n');
+      bridge.bufs.set(A, { text: 'buffer\n', modified: true, tick: 1 });
+      const r = await call(ws, 'read_file', { path: 'a.txt' });
+      return r.ok ? (r.data.sha256 as string) : '';
+    };
+    const write = (s: string) => call(ws, 'write_file', { path: 'a.txt', content: 'x\n', expectedSha256: s });
+    let s = await fresh();
+    fs.writeFileSync(A, 'disk changed\n');
+    let r = await write(s);
+    assert.equal(!r.ok && r.error.kind, 'stale_file');
+    assert.match(!r.ok ? r.error.message : '', /the file on disk changed/);
+    s = await fresh();
+    bridge.type(A, 'typed\n');
+    r = await write(s);
+    assert.match(!r.ok ? r.error.message : '', /the Neovim buffer changed/);
+    s = await fresh();
+    bridge.type(A, 'typed\n');
+    fs.writeFileSync(A, 'disk changed\n');
+    r = await write(s);
+    assert.match(!r.ok ? r.error.message : '', /both the Neovim buffer .* and the file on disk changed/);
+    assert.equal(fs.readFileSync(A, 'utf8'), 'disk changed\n');
+    assert.equal(bridge.bufs.get(A)!.text, 'typed\n');
+  } finally {
+    done();
+  }
+});
+
+test('a user keystroke between plan and commit fails the write (changedtick)', async () => {
+  const { bridge, ws, abs, done } = setup();
+  try {
+    const A = abs('a.txt');
+    fs.writeFileSync(A, 'disk\n');
+    bridge.bufs.set(A, { text: 'buffer\n', modified: true, tick: 1 });
+    const origUpdate = bridge.update.bind(bridge);
+    bridge.update = async (ops) => {
+      bridge.type(A, 'typed\n');
+      return origUpdate(ops);
+    };
+    const r = await call(ws, 'write_file', { path: 'a.txt', content: 'x\n', expectedSha256: sha('buffer\n') });
+    assert.equal(!r.ok && r.error.kind, 'stale_file');
+    assert.equal(bridge.bufs.get(A)!.text, 'typed\n');
+    assert.equal(fs.readFileSync(A, 'utf8'), 'disk\n');
+  } finally {
+    done();
+  }
+});
+
+test("unsaved_buffers = 'refuse', delete and move of unsaved buffers → unsaved_buffer", async () => {
+  const { bridge, ws, abs, done } = setup('refuse');
+  try {
+    fs.writeFileSync(abs('a.txt'), 'disk\n');
+    bridge.bufs.set(abs('a.txt'), { text: 'buffer\n', modified: true, tick: 1 });
+    for (const [name, args] of [
+      ['write_file', { path: 'a.txt', content: 'x\n', expectedSha256: sha('buffer\n') }],
+      ['edit_file', { path: 'a.txt', expectedSha256: sha('buffer\n'), edits: [{ oldText: 'buffer', newText: 'x' }] }],
+      ['apply_patch', { patch: '*** Begin Patch\n*** Update File: a.txt\n@@\n-buffer\n+x\n*** End Patch\n' }],
+      ['delete_file', { path: 'a.txt' }],
+      ['move_file', { from: 'a.txt', to: 'b.txt' }],
+      ['apply_patch', { patch: '*** Begin Patch\n*** Delete File: a.txt\n*** End Patch\n' }],
+    ] as const) {
+      const r = await call(ws, name, args);
+      assert.equal(!r.ok && r.error.kind, 'unsaved_buffer', `${name}: ${JSON.stringify(r)}`);
+      if (!r.ok && (name === 'delete_file' || name === 'move_file')) {
+        assert.equal(r.error.suggestedAction, 'Ask the user to save or discard their changes to a.txt first.');
+      }
+    }
+    assert.equal(fs.readFileSync(abs('a.txt'), 'utf8'), 'disk\n');
+    assert.equal(bridge.bufs.get(abs('a.txt'))!.text, 'buffer\n');
+  } finally {
+    done();
+  }
+});
+
+test('disk writes sync clean buffers; delete wipes, move renames, one update call per commit', async () => {
+  const { bridge, ws, abs, done } = setup();
+  try {
+    fs.writeFileSync(abs('a.txt'), 'one\n');
+    fs.writeFileSync(abs('b.txt'), 'two\n');
+    bridge.bufs.set(abs('a.txt'), { text: 'one\n', modified: false, tick: 1 });
+    bridge.bufs.set(abs('b.txt'), { text: 'two\n', modified: false, tick: 1 });
+    const w = await call(ws, 'write_file', { path: 'a.txt', content: 'ONE\n', expectedSha256: sha('one\n') });
+    assert.ok(w.ok);
+    assert.equal(w.data.savedToDisk, true);
+    assert.equal(fs.readFileSync(abs('a.txt'), 'utf8'), 'ONE\n');
+    assert.deepEqual(bridge.bufs.get(abs('a.txt')), { text: 'ONE\n', modified: false, tick: 2 });
+    const m = await call(ws, 'move_file', { from: 'b.txt', to: 'c.txt' });
+    assert.ok(m.ok);
+    assert.ok(bridge.bufs.has(abs('c.txt')) && !bridge.bufs.has(abs('b.txt')));
+    const d = await call(ws, 'delete_file', { path: 'a.txt' });
+    assert.ok(d.ok);
+    assert.equal(bridge.bufs.has(abs('a.txt')), false);
+    assert.deepEqual(bridge.ops.map((o) => o.map((x) => x.type)), [['set'], ['rename'], ['wipe']]);
+  } finally {
+    done();
+  }
+});
+
+test('without a bridge the tools behave exactly as on disk (no buffer fields)', async () => {
+  const tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-bridge-')));
+  const ws = openWorkspace({ root: tmp, dataDir: path.join(tmp, '.data') });
+  try {
+    fs.writeFileSync(path.join(tmp, 'a.txt'), 'one\n');
+    const r = await call(ws, 'read_file', { path: 'a.txt' });
+    assert.ok(r.ok);
+    assert.equal('unsavedBuffer' in r.data, false);
+    const w = await call(ws, 'edit_file', { path: 'a.txt', expectedSha256: sha('one\n'), edits: [{ oldText: 'one', newText: 'two' }] });
+    assert.ok(w.ok);
+    assert.equal('savedToDisk' in w.data, false);
+    assert.equal(fs.readFileSync(path.join(tmp, 'a.txt'), 'utf8'), 'two\n');
   } finally {
     ws.close();
     fs.rmSync(tmp, { recursive: true, force: true });
   }
 });
 
+test('buffer text ↔ bytes honour fileformat, eol and BOM', () => {
+  const dos: BufferFormat = { eol: '\r\n', finalEol: true, bom: true, fileencoding: 'utf-8' };
+  const bytes = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('a\r\nb\r\n')]);
+  const dec = bytesToBufferText(bytes, dos);
+  assert.deepEqual(dec, { text: 'a\nb\n', finalEol: true, bom: true });
+  assert.ok(bufferTextToBytes(dec.text, dos).equals(bytes));
+  assert.equal(bufferTextToBytes('', UNIX).length, 0, 'an empty buffer writes 0 bytes');
+  assert.equal(bufferTextToBytes('a\n', { ...UNIX, finalEol: false }).toString(), 'a');
+  assert.deepEqual(bytesToBufferText(Buffer.from('x'), UNIX), { text: 'x\n', finalEol: false, bom: false });
+});
+
 test('a data folder inside the workspace is hidden from the tools', async () => {
   const tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-bridge-')));
   const ws = openWorkspace({ root: tmp, dataDir: path.join(tmp, '.caboose') });
   try {
-    const r = await ws.call('read_file', { path: '.caboose/caboose.sqlite' });
+    const r = await call(ws, 'read_file', { path: '.caboose/caboose.sqlite' });
     assert.equal(!r.ok && r.error.kind, 'permission_denied');
-    const l = await ws.call('list_directory', {});
+    const l = await call(ws, 'list_directory', {});
     assert.ok(l.ok);
     assert.deepEqual((l.data as { entries: unknown[] }).entries, []);
   } finally {
