@@ -31,7 +31,7 @@ const STATES: State[] = ['not_loaded', 'clean', 'unsaved'];
 const CHANGES: Change[] = ['none', 'disk', 'buffer', 'both'];
 const TOOLS: Tool[] = ['write_file', 'edit_file', 'apply_patch', 'delete_file', 'move_file'];
 
-export async function bufferOf(t: TestNvim, abs: string): Promise<Buf | null> {
+async function bufferOf(t: TestNvim, abs: string): Promise<Buf | null> {
   return t.lua<Buf | null>(
     `local p = ...
     for _, b in ipairs(vim.api.nvim_list_bufs()) do
@@ -44,7 +44,7 @@ export async function bufferOf(t: TestNvim, abs: string): Promise<Buf | null> {
   );
 }
 
-export const toolCall = (t: TestNvim, name: string, args: unknown) =>
+const toolCall = (t: TestNvim, name: string, args: unknown) =>
   t.lua<Result>("return require('caboose').tool_call(...)", [name, args]);
 
 function argsFor(tool: Tool, expected: string): Record<string, unknown> {
