@@ -177,31 +177,51 @@ function M.lines()
   return vim.api.nvim_buf_get_lines(H.buf, 0, -1, false)
 end
 
+-- One "## Caboose" heading per reply, however many model steps (text, tool calls) it takes.
+H.reply = { open = false, last = nil } ---@type { open: boolean, last: 'text'|'tool'|nil }
+
+H.ensure_reply = function(kind)
+  if not H.reply.open then
+    M.block('## Caboose\n\n')
+    H.reply.open = true
+  elseif kind == 'text' and H.reply.last == 'tool' then
+    M.block('')
+  end
+  H.reply.last = kind
+end
+
 function M.user_message(text)
+  H.reply = { open = false, last = nil }
   M.block('## You\n\n' .. text)
 end
 
 function M.assistant_start()
-  M.block('## Caboose\n\n')
+  -- The heading waits for the first text or tool call, so a step with nothing to show adds nothing.
 end
 
 function M.assistant_delta(text)
+  if text == nil or text == '' then
+    return
+  end
+  H.ensure_reply('text')
   M.append(text)
 end
 
 function M.assistant_end(info)
   if info and info.interrupted then
+    H.ensure_reply('text')
     M.append('\n\n_[response interrupted]_')
   end
 end
 
 function M.tool_call(p)
+  H.ensure_reply('tool')
   M.block('> `' .. (p.summary or p.name or '?') .. '`')
 end
 
 function M.tool_result(p)
   local mark = p.ok and 'ok' or 'failed'
-  M.append('\n> ' .. mark .. ': ' .. (p.summary or ''))
+  M.append(string.format('\n> %s %s: %s', p.name or '?', mark, p.summary or ''))
 end
 
 function M.error(message)
