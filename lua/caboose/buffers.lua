@@ -167,6 +167,29 @@ H.set_text = function(b, new)
   return #plan
 end
 
+--- Applies hunks the host computed against the buffer's text at the checked changedtick
+--- ({start = 0-based row, count = old lines, lines = new lines}), bottom-up.
+H.set_hunks = function(b, hunks)
+  local line_count = vim.api.nvim_buf_line_count(b)
+  local empty = H.is_empty(b, vim.api.nvim_buf_get_lines(b, 0, 1, false)) and line_count == 1
+  if empty then
+    local lines = {}
+    for _, h in ipairs(hunks) do
+      vim.list_extend(lines, h.lines)
+    end
+    vim.api.nvim_buf_set_lines(b, 0, -1, false, lines)
+    return
+  end
+  for i = #hunks, 1, -1 do
+    local h = hunks[i]
+    if h.count == 0 or #h.lines == 0 then
+      vim.api.nvim_buf_set_lines(b, h.start, h.start + h.count, false, h.lines)
+    else
+      H.set_changed_chars(b, h.start, vim.api.nvim_buf_get_lines(b, h.start, h.start + h.count, false), h.lines)
+    end
+  end
+end
+
 --- Replaces old lines (at 0-based `row`) by new lines, touching only the bytes between their common
 --- prefix and suffix (nvim_buf_set_text), so marks and extmarks around them stay.
 H.set_changed_chars = function(b, row, old_lines, new_lines)
@@ -250,7 +273,11 @@ H.op_set = function(op)
   vim.api.nvim_buf_call(b, function()
     -- A new undo step: the agent's change never merges with the user's last one.
     vim.cmd('let &l:undolevels = &l:undolevels')
-    H.set_text(b, op.text)
+    if op.hunks then
+      H.set_hunks(b, op.hunks)
+    else
+      H.set_text(b, op.text)
+    end
     vim.cmd('let &l:undolevels = &l:undolevels')
   end)
   if op.clean then
@@ -353,12 +380,14 @@ end
 --- Snapshots of the loaded buffers of `paths` (map path → snapshot; missing = not loaded).
 ---@param paths string[]
 ---@param with_bytes 'modified'|'always'|'never'
-function M.status(paths, with_bytes)
+---@param have? table<string, integer> changedticks whose bytes the host already holds (not sent again)
+function M.status(paths, with_bytes, have)
   local out = {}
   for _, p in ipairs(paths) do
     local b = H.find(p)
     if b then
-      out[p] = H.snapshot(b, with_bytes)
+      local known = type(have) == 'table' and have[p] == vim.api.nvim_buf_get_changedtick(b)
+      out[p] = H.snapshot(b, known and 'never' or with_bytes)
     end
   end
   return next(out) and out or vim.empty_dict()

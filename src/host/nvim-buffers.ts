@@ -17,6 +17,7 @@ interface RawSnapshot {
 
 interface RawOpResult {
   ok: boolean;
+  changedtick?: number;
   reason?: string;
   message?: string;
   bytes64?: string;
@@ -50,10 +51,11 @@ function entries<T>(v: unknown): [string, T][] {
 export class NvimBufferBridge implements BufferBridge {
   constructor(private readonly nvim: LuaRunner) {}
 
-  async status(absPaths: string[], withBytes: 'modified' | 'never'): Promise<Map<string, BufferSnapshot>> {
+  async status(absPaths: string[], withBytes: 'modified' | 'never', have?: Map<string, number>): Promise<Map<string, BufferSnapshot>> {
     const out = new Map<string, BufferSnapshot>();
     if (absPaths.length === 0) return out;
-    const raw = await this.nvim.lua<unknown>(STATUS, [absPaths, withBytes]);
+    const known = have && have.size ? Object.fromEntries(have) : null;
+    const raw = await this.nvim.lua<unknown>(STATUS, known ? [absPaths, withBytes, known] : [absPaths, withBytes]);
     for (const [abs, snap] of entries<RawSnapshot>(raw)) out.set(abs, toSnapshot(snap));
     return out;
   }
@@ -75,11 +77,14 @@ export class NvimBufferBridge implements BufferBridge {
       if (returnBytes) w.return_bytes = true;
       if (op.changedtick === undefined) delete w.changedtick;
       if (op.bom === undefined) delete w.bom;
+      if (op.hunks) delete w.text;
+      else delete w.hunks;
       return w;
     });
     const raw = await this.nvim.lua<RawOpResult[]>(UPDATE, [wire]);
     return (Array.isArray(raw) ? raw : []).map((r) => ({
       ok: !!r.ok,
+      ...(typeof r.changedtick === 'number' ? { changedtick: r.changedtick } : {}),
       ...(r.reason ? { reason: r.reason } : {}),
       ...(r.message ? { message: r.message } : {}),
       ...(typeof r.bytes64 === 'string' ? { bytes: Buffer.from(r.bytes64, 'base64') } : {}),

@@ -4,6 +4,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { STALE_FILE_ACTION, ToolError } from '../tools/errors';
 import { decodeText, isBinary, type TextEncodingInfo } from './encoding';
+import { lineHunks, type LineHunk } from './buffer-hunks';
 
 /**
  * The one module through which file content is viewed and written. Without a bridge it is the disk.
@@ -100,6 +101,8 @@ export type BufferOp =
       abs: string;
       /** The new buffer lines, each followed by "\n" ("" = no lines). */
       text: string;
+      /** When the host knows the buffer's text at `changedtick`: only these line hunks are sent. */
+      hunks?: LineHunk[];
       /** Refuse unless the buffer is still at this changedtick. */
       changedtick?: number;
       /** The disk now holds exactly this text: mark the buffer unmodified and store the file's time. */
@@ -115,6 +118,8 @@ export type BufferOp =
 
 export interface BufferOpResult {
   ok: boolean;
+  /** A 'set' op: the buffer's changedtick afterwards. */
+  changedtick?: number;
   reason?: string;
   message?: string;
   bytes?: Buffer;
@@ -129,7 +134,8 @@ export interface BufferOpResult {
  *   changedtick before any runs.
  */
 export interface BufferBridge {
-  status(absPaths: string[], withBytes: 'modified' | 'never'): Promise<Map<string, BufferSnapshot>>;
+  /** `have`: changedticks whose bytes the caller already holds; the bridge may leave their bytes out. */
+  status(absPaths: string[], withBytes: 'modified' | 'never', have?: Map<string, number>): Promise<Map<string, BufferSnapshot>>;
   modified(): Promise<Map<string, BufferSnapshot>>;
   update(ops: BufferOp[]): Promise<BufferOpResult[]>;
 }
@@ -184,6 +190,8 @@ export class FileAccess {
   private readonly root: string | null;
   /** `${abs}\0${bufferSha}` → the disk sha256 seen when the agent read that unsaved buffer. */
   private readonly seenDisk = new Map<string, string | null>();
+  /** Buffer text (and bytes when modified) the host knows per file, valid for one changedtick and format. */
+  private readonly known = new Map<string, { tick: number; fmt: string; text?: string; bytes?: Buffer }>();
   faultHook: CommitFaultHook | undefined;
 
   constructor(opts: FileAccessOptions = {}) {
@@ -209,8 +217,15 @@ export class FileAccess {
   async view(abs: string, opts: { remember?: boolean } = {}): Promise<FileView> {
     let loaded: BufferSnapshot | undefined;
     if (this.bridge) {
-      loaded = (await this.bridge.status([abs], 'modified')).get(abs);
+      const k = this.known.get(abs);
+      loaded = (await this.bridge.status([abs], 'modified', k?.bytes ? new Map([[abs, k.tick]]) : undefined)).get(abs);
+      if (loaded?.modified && !loaded.bytes) {
+        const c = this.known.get(abs);
+        if (c?.bytes && c.tick === loaded.changedtick && c.fmt === fmtKey(loaded.format)) loaded.bytes = c.bytes;
+        else loaded = (await this.bridge.status([abs], 'modified')).get(abs);
+      }
       if (loaded?.modified && loaded.bytes) {
+        this.known.set(abs, { tick: loaded.changedtick, fmt: fmtKey(loaded.format), bytes: loaded.bytes });
         const disk = await diskView(abs);
         const bytes = loaded.bytes;
         const v: FileView = {
@@ -231,6 +246,35 @@ export class FileAccess {
     const v = await diskView(abs);
     if (loaded) v.changedtick = loaded.changedtick;
     return v;
+  }
+
+  /** Sends only line hunks when the buffer's text at the checked changedtick is known. */
+  private withHunks(op: BufferOp & { type: 'set' }, s: BufferSnapshot): BufferOp & { type: 'set' } {
+    const k = this.known.get(op.abs);
+    // The lines depend on the changedtick only; bytes also on the format they were written with.
+    if (!k || k.tick !== s.changedtick) return op;
+    const bytesOk = k.bytes && k.fmt === fmtKey(s.format) && s.format.fileencoding === 'utf-8';
+    const oldText = k.text ?? (bytesOk ? bytesToBufferText(k.bytes!, s.format).text : undefined);
+    if (oldText === undefined) return op;
+    return { ...op, hunks: lineHunks(oldText, op.text) };
+  }
+
+  /** Records the buffers' text after 'set' ops (and forgets buffers that were wiped, renamed or reloaded). */
+  private learn(ops: BufferOp[], results: BufferOpResult[], status: Map<string, BufferSnapshot>): void {
+    ops.forEach((op, i) => {
+      const r = results[i];
+      if (op.type === 'set') {
+        const s = status.get(op.abs);
+        if (!r?.ok || r.changedtick === undefined || !s) return void this.known.delete(op.abs);
+        // A clean buffer is viewed from disk: only its lines are kept (for the next hunks).
+        const entry: { tick: number; fmt: string; text: string; bytes?: Buffer } = { tick: r.changedtick, fmt: fmtKey(s.format), text: op.text };
+        if (!op.clean && s.format.fileencoding === 'utf-8') entry.bytes = r.bytes ?? bufferTextToBytes(op.text, s.format);
+        this.known.set(op.abs, entry);
+      } else if (op.type === 'rename') {
+        this.known.delete(op.from);
+        this.known.delete(op.to);
+      } else this.known.delete(op.abs);
+    });
   }
 
   private remember(abs: string, bufferSha: string, diskSha: string | null): void {
@@ -361,7 +405,10 @@ export class FileAccess {
         bufferSets.push({
           change: c,
           snap: s,
-          op: { type: 'set', abs: c.abs, text: dec.text, changedtick: s.changedtick, clean: false, returnBytes: s.format.fileencoding !== 'utf-8' },
+          op: this.withHunks(
+            { type: 'set', abs: c.abs, text: dec.text, changedtick: s.changedtick, clean: false, returnBytes: s.format.fileencoding !== 'utf-8' },
+            s,
+          ),
         });
         continue;
       }
@@ -372,13 +419,14 @@ export class FileAccess {
       if (s && (c.reload || c.createOnly)) after.push({ type: 'reload', abs: c.abs });
       else if (s) {
         const dec = bytesToBufferText(c.bytes, s.format);
-        after.push({ type: 'set', abs: c.abs, text: dec.text, changedtick: s.changedtick, clean: true, finalEol: dec.finalEol, bom: dec.bom });
+        after.push(this.withHunks({ type: 'set', abs: c.abs, text: dec.text, changedtick: s.changedtick, clean: true, finalEol: dec.finalEol, bom: dec.bom }, s));
       }
     }
     await this.commitDisk(disk);
     const ops = [...bufferSets.map((b) => b.op), ...after];
     if (ops.length === 0) return report;
     const results = await this.bridge.update(ops);
+    this.learn(ops, results, status);
     for (let i = 0; i < bufferSets.length; i++) {
       const r = results[i];
       const { change, snap } = bufferSets[i];
@@ -457,6 +505,10 @@ export function savedFields(report: CommitReport, abs: string): { savedToDisk?: 
   if (!report.bridged) return {};
   const b = report.buffered.get(abs);
   return b ? { savedToDisk: false, unsavedBuffer: true, sha256: b.sha256 } : { savedToDisk: true };
+}
+
+function fmtKey(f: BufferFormat): string {
+  return `${f.eol}|${f.finalEol}|${f.bom}|${f.fileencoding}`;
 }
 
 /** The file on disk, ignoring buffers. */

@@ -1,0 +1,87 @@
+/**
+ * Live-buffer benchmark: edit_file on a 100,000-line file loaded in headless Neovim, measured from the
+ * tool call (RPC `tool.call`, as the user runs it) until it returns with the buffer updated — the host
+ * snapshots the buffer (one round trip), plans, writes the disk (clean buffer) and lands the minimal
+ * hunks (one round trip). Median of BENCH_BUFFER_RUNS (default 30) after a warm-up. Target ≤ 25 ms.
+ */
+import fs from 'node:fs';
+import { defaultNvim, startNvim, type TestNvim } from '../test/support/nvim';
+
+export interface BufferBenchRow {
+  name: string;
+  medianMs: number;
+  p90Ms: number;
+  targetMs: number;
+}
+
+interface Result {
+  ok: boolean;
+  data?: { sha256: string; savedToDisk?: boolean };
+  error?: { kind: string; message: string };
+}
+
+const LINES = 100_000;
+const TARGET_MS = 25;
+
+function quantile(xs: number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(s.length * q))];
+}
+
+async function measure(t: TestNvim, runs: number, line: number): Promise<number[]> {
+  const call = (name: string, args: unknown) => t.lua<Result>("return require('caboose').tool_call(...)", [name, args]);
+  const read = await call('read_file', { path: 'big.ts', startLine: 1, endLine: 1 });
+  if (!read.ok) throw new Error(JSON.stringify(read));
+  let sha = read.data!.sha256;
+  const times: number[] = [];
+  let upper = (await t.lua<string>(`return vim.api.nvim_buf_get_lines(0, ${line - 1}, ${line}, false)[1]`)).includes('VALUE');
+  for (let i = 0; i <= runs; i++) {
+    const from = upper ? `VALUE${line} = ` : `value${line} = `;
+    const to = upper ? `value${line} = ` : `VALUE${line} = `;
+    upper = !upper;
+    const t0 = process.hrtime.bigint();
+    const r = await call('edit_file', { path: 'big.ts', expectedSha256: sha, edits: [{ oldText: from, newText: to }] });
+    const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+    if (!r.ok) throw new Error(JSON.stringify(r));
+    sha = r.data!.sha256;
+    if (i > 0) times.push(ms); // the first call is the warm-up
+  }
+  const got = await t.lua<string>(`return vim.api.nvim_buf_get_lines(0, ${line - 1}, ${line}, false)[1]`);
+  if (!got.includes(`value${line} = `) && !got.includes(`VALUE${line} = `)) throw new Error(`buffer not updated: ${got}`);
+  return times;
+}
+
+export async function runBufferBenchmarks(): Promise<BufferBenchRow[]> {
+  const runs = Number(process.env.BENCH_BUFFER_RUNS ?? 30);
+  const t = await startNvim({ nvim: defaultNvim(), initLua: "require('caboose').setup({})" });
+  try {
+    const text = Array.from({ length: LINES }, (_, i) => `const value${i + 1} = compute(${i}, "item-${(i * 7919) % 100003}");\n`).join('');
+    fs.writeFileSync(`${t.cwd}/big.ts`, text);
+    await t.cmd('edit big.ts');
+    const rows: BufferBenchRow[] = [];
+    const clean = await measure(t, runs, 50_000);
+    rows.push({ name: `edit_file, ${LINES.toLocaleString('en')}-line clean buffer (disk + buffer)`, medianMs: quantile(clean, 0.5), p90Ms: quantile(clean, 0.9), targetMs: TARGET_MS });
+    await t.lua("vim.api.nvim_buf_set_lines(0, 0, 1, false, {'// unsaved user edit'})");
+    const unsaved = await measure(t, runs, 50_000);
+    rows.push({ name: `edit_file, ${LINES.toLocaleString('en')}-line unsaved buffer (buffer only)`, medianMs: quantile(unsaved, 0.5), p90Ms: quantile(unsaved, 0.9), targetMs: TARGET_MS });
+    return rows;
+  } finally {
+    await t.close();
+  }
+}
+
+export function formatBufferTable(rows: BufferBenchRow[]): string {
+  const out = ['| benchmark | median (ms) | p90 (ms) | target |', '|---|---:|---:|---:|'];
+  for (const r of rows) out.push(`| ${r.name} | ${r.medianMs.toFixed(1)} | ${r.p90Ms.toFixed(1)} | ≤ ${r.targetMs} ms${r.medianMs <= r.targetMs ? ' ✓' : ' ✗'} |`);
+  return out.join('\n');
+}
+
+if (require.main === module) {
+  runBufferBenchmarks().then(
+    (rows) => process.stdout.write(formatBufferTable(rows) + '\n'),
+    (err: unknown) => {
+      process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}
