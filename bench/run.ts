@@ -1,5 +1,6 @@
 /** `npm run bench`: runs every benchmark in sequence and prints its table. */
 import { formatBenchTable, runFileBenchmarks } from './files';
+import { formatBufferTable, runBufferBenchmarks } from './buffers';
 import { formatStartupTable, runStartupBenchmark } from './startup';
 
 async function main(): Promise<void> {
@@ -7,6 +8,8 @@ async function main(): Promise<void> {
   process.stdout.write(formatStartupTable(runStartupBenchmark()) + '\n\n');
   process.stdout.write('## File layer (bench/files.ts)\n\n');
   process.stdout.write(formatBenchTable(await runFileBenchmarks()) + '\n');
+  process.stdout.write('\n## Live buffers (bench/buffers.ts)\n\n');
+  process.stdout.write(formatBufferTable(await runBufferBenchmarks()) + '\n');
 }
 
 main().catch((err: unknown) => {

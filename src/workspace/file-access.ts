@@ -191,7 +191,7 @@ export class FileAccess {
   /** `${abs}\0${bufferSha}` → the disk sha256 seen when the agent read that unsaved buffer. */
   private readonly seenDisk = new Map<string, string | null>();
   /** Buffer text (and bytes when modified) the host knows per file, valid for one changedtick and format. */
-  private readonly known = new Map<string, { tick: number; fmt: string; text?: string; bytes?: Buffer }>();
+  private readonly known = new Map<string, { tick: number; fmt: string; text?: string; bytes?: Buffer; sha?: string }>();
   faultHook: CommitFaultHook | undefined;
 
   constructor(opts: FileAccessOptions = {}) {
@@ -219,20 +219,24 @@ export class FileAccess {
     if (this.bridge) {
       const k = this.known.get(abs);
       loaded = (await this.bridge.status([abs], 'modified', k?.bytes ? new Map([[abs, k.tick]]) : undefined)).get(abs);
+      let cachedSha: string | undefined;
       if (loaded?.modified && !loaded.bytes) {
         const c = this.known.get(abs);
-        if (c?.bytes && c.tick === loaded.changedtick && c.fmt === fmtKey(loaded.format)) loaded.bytes = c.bytes;
-        else loaded = (await this.bridge.status([abs], 'modified')).get(abs);
+        if (c?.bytes && c.tick === loaded.changedtick && c.fmt === fmtKey(loaded.format)) {
+          loaded.bytes = c.bytes;
+          cachedSha = c.sha;
+        } else loaded = (await this.bridge.status([abs], 'modified')).get(abs);
       }
       if (loaded?.modified && loaded.bytes) {
-        this.known.set(abs, { tick: loaded.changedtick, fmt: fmtKey(loaded.format), bytes: loaded.bytes });
-        const disk = await diskView(abs);
         const bytes = loaded.bytes;
+        const sha = cachedSha ?? sha256Hex(bytes);
+        this.known.set(abs, { tick: loaded.changedtick, fmt: fmtKey(loaded.format), bytes, sha });
+        const disk = await diskView(abs);
         const v: FileView = {
           abs,
           kind: 'file',
           bytes,
-          sha256: sha256Hex(bytes),
+          sha256: sha,
           mode: disk.mode ?? 0o644,
           size: bytes.length,
           source: 'buffer',
@@ -434,8 +438,10 @@ export class FileAccess {
         if (r?.reason === 'changed' || r?.reason === 'skipped') throw bufferChangedError(this.rel(change.abs));
         throw new ToolError('internal_error', `Could not update the buffer of ${this.rel(change.abs)}: ${r?.message ?? r?.reason ?? 'no reply'}`);
       }
-      const bytes = r.bytes ?? bufferTextToBytes(bufferSets[i].op.text, snap.format);
+      const k = this.known.get(change.abs);
+      const bytes = k?.bytes ?? r.bytes ?? bufferTextToBytes(bufferSets[i].op.text, snap.format);
       const sha = sha256Hex(bytes);
+      if (k?.bytes) k.sha = sha;
       report.buffered.set(change.abs, { sha256: sha });
       this.remember(change.abs, sha, change.basis?.diskSha256 ?? null);
     }
