@@ -53,7 +53,7 @@ async function measure(t: TestNvim, runs: number, line: number): Promise<number[
 
 export async function runBufferBenchmarks(): Promise<BufferBenchRow[]> {
   const runs = Number(process.env.BENCH_BUFFER_RUNS ?? 30);
-  const t = await startNvim({ nvim: defaultNvim(), initLua: "require('caboose').setup({})" });
+  const t = await startNvim({ nvim: defaultNvim(), initLua: process.env.BENCH_NODE ? `require('caboose').setup({ host = { node = '${process.env.BENCH_NODE}' } })` : "require('caboose').setup({})" });
   try {
     const text = Array.from({ length: LINES }, (_, i) => `const value${i + 1} = compute(${i}, "item-${(i * 7919) % 100003}");\n`).join('');
     fs.writeFileSync(`${t.cwd}/big.ts`, text);

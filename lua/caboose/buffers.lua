@@ -219,15 +219,39 @@ H.set_changed_chars = function(b, row, old_lines, new_lines)
   vim.api.nvim_buf_set_text(b, row + r0, c0, row + r1, c1, repl)
 end
 
---- Stores the file's current time in the buffer (what a read does) without W11/W12 prompts or a
---- reload: with 'autoread' off and FileChangedShell ignored, `:checktime` finds the same content and
---- only records the new timestamp.
-H.sync_file_time = function(b)
+--- Stores the file's current time in the buffer as if Neovim had read it, so neither `:checktime` (W11)
+--- nor a later `:w` ("changed since reading it") asks anything, and nothing reloads. With 'autoread'
+--- off and FileChangedShell ignored, `:checktime` that finds the same size and content records the time
+--- as read. Neovim compares against the size it stored, so when the agent changed the size: first let
+--- `:checktime` store the new size (a handled FileChangedShell keeps it silent), then move the file's
+--- time on by a millisecond so the second `:checktime` runs the content comparison.
+H.sync_file_time = function(b, size_changed)
   vim.api.nvim_buf_call(b, function()
     local ei = vim.o.eventignore
     vim.cmd('setlocal noautoread')
-    vim.o.eventignore = ei == '' and 'FileChangedShell' or (ei .. ',FileChangedShell')
-    local ok, err = pcall(vim.cmd, 'silent checktime ' .. b)
+    local ok, err = pcall(function()
+      if size_changed then
+        local id = vim.api.nvim_create_autocmd('FileChangedShell', {
+          buffer = b,
+          callback = function()
+            vim.v.fcs_choice = ''
+          end,
+        })
+        local ok1, err1 = pcall(vim.cmd, 'silent checktime ' .. b)
+        pcall(vim.api.nvim_del_autocmd, id)
+        if not ok1 then
+          error(err1, 0)
+        end
+        local name = vim.api.nvim_buf_get_name(b)
+        local st = vim.uv.fs_stat(name)
+        if st then
+          local t = st.mtime.sec + st.mtime.nsec / 1e9 + 0.001
+          vim.uv.fs_utime(name, st.atime.sec + st.atime.nsec / 1e9, t)
+        end
+      end
+      vim.o.eventignore = ei == '' and 'FileChangedShell' or (ei .. ',FileChangedShell')
+      vim.cmd('silent checktime ' .. b)
+    end)
     vim.o.eventignore = ei
     vim.cmd('setlocal autoread<')
     if not ok then
@@ -288,7 +312,7 @@ H.op_set = function(op)
       vim.bo[b].bomb = op.bom
     end
     vim.bo[b].modified = false
-    H.sync_file_time(b)
+    H.sync_file_time(b, op.size_changed)
   end
   local res = { ok = true, changedtick = vim.api.nvim_buf_get_changedtick(b) }
   if op.return_bytes then

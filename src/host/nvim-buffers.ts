@@ -71,9 +71,10 @@ export class NvimBufferBridge implements BufferBridge {
     if (ops.length === 0) return [];
     const wire = ops.map((op) => {
       if (op.type !== 'set') return op;
-      const { finalEol, returnBytes, ...rest } = op;
+      const { finalEol, returnBytes, sizeChanged, ...rest } = op;
       const w: Record<string, unknown> = { ...rest };
       if (finalEol !== undefined) w.final_eol = finalEol;
+      if (sizeChanged) w.size_changed = true;
       if (returnBytes) w.return_bytes = true;
       if (op.changedtick === undefined) delete w.changedtick;
       if (op.bom === undefined) delete w.bom;

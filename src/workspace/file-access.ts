@@ -109,6 +109,8 @@ export type BufferOp =
       clean: boolean;
       finalEol?: boolean;
       bom?: boolean;
+      /** A clean update: the file's size differs from the one Neovim stored when it last read it. */
+      sizeChanged?: boolean;
       /** Return the bytes the buffer would now write (non-UTF-8 'fileencoding'). */
       returnBytes?: boolean;
     }
@@ -423,7 +425,11 @@ export class FileAccess {
       if (s && (c.reload || c.createOnly)) after.push({ type: 'reload', abs: c.abs });
       else if (s) {
         const dec = bytesToBufferText(c.bytes, s.format);
-        after.push(this.withHunks({ type: 'set', abs: c.abs, text: dec.text, changedtick: s.changedtick, clean: true, finalEol: dec.finalEol, bom: dec.bom }, s));
+        // Neovim remembers the size it read; a new size needs an extra step to store the time silently.
+        const sizeChanged = (fs.statSync(c.abs, { throwIfNoEntry: false })?.size ?? -1) !== c.bytes.length;
+        after.push(
+          this.withHunks({ type: 'set', abs: c.abs, text: dec.text, changedtick: s.changedtick, clean: true, finalEol: dec.finalEol, bom: dec.bom, sizeChanged }, s),
+        );
       }
     }
     await this.commitDisk(disk);

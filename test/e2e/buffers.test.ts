@@ -43,6 +43,23 @@ const writtenSha = async (t: TestNvim, name = 'out.bin') => {
   return sha(bytes);
 };
 
+/** `:write` that fails instead of hanging when Neovim asks a question ("changed since reading it"). */
+const writeWithoutPrompt = async (t: TestNvim) => {
+  const done = t.nvim.command('write').then(() => 'written', (e: unknown) => `error: ${String(e)}`);
+  for (let i = 0; i < 100; i++) {
+    const m = (await t.nvim.mode) as { mode: string; blocking: boolean };
+    if (m.blocking || m.mode.startsWith('r')) {
+      await t.nvim.input('n<CR>');
+      await done;
+      assert.fail(`:write asked a question (mode ${m.mode})`);
+    }
+    const r = await Promise.race([done, new Promise((res) => setTimeout(() => res(null), 10))]);
+    if (r === 'written') return;
+    if (typeof r === 'string') assert.fail(r);
+  }
+  assert.fail(':write did not finish');
+};
+
 forEachNvim((bin) => {
   describe(`live buffers in Neovim ${bin.version}`, () => {
     let t: TestNvim;
@@ -142,6 +159,26 @@ forEachNvim((bin) => {
       await t.lua("vim.o.autoread = true; vim.api.nvim_clear_autocmds({ event = 'FileChangedShell' })");
       await noProblems(t);
     });
+
+    for (const [what, content] of [
+      ['longer', 'a\nmuch longer line\nc\n'],
+      ['shorter', 'a\n'],
+      ['same size', 'A\nb\n'],
+    ] as const) {
+      it(`an agent write that makes the file ${what}: a later :w writes without asking`, async () => {
+        await reset('a\nb\n');
+        await t.cmd('edit f.txt');
+        const r = await toolCall(t, 'write_file', { path: 'f.txt', content, expectedSha256: await read() });
+        assert.ok(r.ok, JSON.stringify(r));
+        assert.equal(r.data!.savedToDisk, true);
+        assert.deepEqual(await bufferOf(t, F()), { lines: content.split('\n').slice(0, -1), modified: false });
+        await t.cmd('checktime');
+        await t.lua("vim.api.nvim_buf_set_lines(0, -1, -1, false, {'user line'})");
+        await writeWithoutPrompt(t);
+        assert.equal(fs.readFileSync(F(), 'utf8'), `${content}user line\n`);
+        await noProblems(t);
+      });
+    }
 
     it("a 'fileformat=dos' buffer (and BOM, noeol) round-trips with matching sha256", async () => {
       await reset('one\r\ntwo\r\nthree\r\n');
