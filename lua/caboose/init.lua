@@ -93,6 +93,9 @@ H.handlers = {
     H.chat().error(p.message)
     H.notify(p.message, vim.log.levels.ERROR)
   end,
+  disk_changed = function()
+    require('caboose.ui.refresh').clean_buffers()
+  end,
   approval_request = function(p)
     require('caboose.ui.approval').show(p)
   end,

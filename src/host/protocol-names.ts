@@ -31,4 +31,5 @@ export const EVENTS = {
   todos: 'todos',
   error: 'error',
   notice: 'notice',
+  diskChanged: 'disk_changed',
 } as const;

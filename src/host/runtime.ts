@@ -83,7 +83,11 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       text: (delta) => ui.emit(EVENTS.assistantDelta, { text: delta }),
       assistantEnd: (info) => ui.emit(EVENTS.assistantEnd, { interrupted: info.interrupted }),
       toolCall: (c) => ui.emit(EVENTS.toolCall, { id: c.id, name: c.name, summary: summarizeToolCall(c.name, c.args) }),
-      toolResult: (r) => ui.emit(EVENTS.toolResult, { id: r.id, name: r.name, ok: r.result.ok, summary: summarizeToolResult(r.result) }),
+      toolResult: (r) => {
+        ui.emit(EVENTS.toolResult, { id: r.id, name: r.name, ok: r.result.ok, summary: summarizeToolResult(r.result) });
+        // A shell command may have changed files behind Neovim's back: clean buffers re-read them.
+        if (r.name === 'bash') ui.emit(EVENTS.diskChanged, {});
+      },
       error: (e) => ui.emit(EVENTS.error, { kind: e.kind, message: e.message }),
       notice: (text) => ui.emit(EVENTS.notice, { text }),
       approvalCancelled: (req) => session.cancelApproval(req.id),

@@ -87,5 +87,22 @@ forEachNvim((bin) => {
       const read = firstToolResult(e.fake.chatRequests[n + 2]);
       assert.match(JSON.stringify(read.data), /write tests/);
     });
+
+    it('after bash changes files, clean buffers show the new text; unsaved ones are left alone, no prompts', async () => {
+      await start(", mode = 'chug'");
+      fs.writeFileSync(path.join(e.t.cwd, 'clean.txt'), 'one\n');
+      fs.writeFileSync(path.join(e.t.cwd, 'dirty.txt'), 'uno\n');
+      await e.t.cmd('edit dirty.txt');
+      await e.t.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, {'user typing'})");
+      await e.t.cmd('edit clean.txt');
+      e.fake.script({ toolCalls: [{ name: 'bash', arguments: { command: 'echo two >> clean.txt; echo dos >> dirty.txt' } }] }, { text: 'ran' });
+      await e.t.cmd('Caboose run it');
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('ran'), 'answer');
+      const lines = (name: string) => e.t.lua<string[]>(`return vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 0, -1, false)`, [name]);
+      await e.t.waitFor(async () => (await lines('clean.txt')).join('|') === 'one|two', 'clean buffer re-read');
+      assert.deepEqual(await lines('dirty.txt'), ['user typing']);
+      assert.equal((((await e.t.nvim.mode) as { blocking: boolean }).blocking), false);
+      assert.doesNotMatch(await e.t.lua<string>("return vim.fn.execute('messages')"), /W1[12]|E\d+:/);
+    });
   });
 });
