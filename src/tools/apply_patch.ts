@@ -99,11 +99,20 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof applyPatchParameters
       if (ws.files.unsavedBuffers === 'refuse') throw unsavedBufferError(r.rel, 'unsaved_buffers is "refuse"');
     }
   }
-  // The stale gate first, against the content read inside the write lock.
+  // The stale gate first, against the content read inside the write lock. "" on the target of an Add
+  // File (or a move) asserts what the Add File rule enforces anyway, so an existing file is already_exists.
+  const created = new Set(ops.flatMap((op) => (op.type === 'add' ? [op.path] : op.type === 'update' && op.moveTo !== undefined ? [op.moveTo] : [])).map((p) => ws.resolve(p).abs));
   for (const [p, sha] of Object.entries(args.expectedSha256ByPath ?? {})) {
     const r = ws.resolve(p);
     d.path = r.rel;
-    ws.files.assertFresh(await ws.files.view(r.abs), sha, r.rel);
+    const view = await ws.files.view(r.abs);
+    if (sha === '' && created.has(r.abs) && view.kind !== 'missing') {
+      throw new ToolError('already_exists', `"${r.rel}" already exists (apply_patch never overwrites).`, {
+        path: r.rel,
+        suggestedAction: 'Use "*** Update File:" with the sha256 from read_file, or pick another path.',
+      });
+    }
+    ws.files.assertFresh(view, sha, r.rel);
   }
   d.path = null;
   const { planned, known } = await planWithSnapshot(ws, ops);

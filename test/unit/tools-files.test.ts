@@ -479,6 +479,15 @@ describe('apply_patch', () => {
     assert.deepEqual([read('a.txt'), read('b.txt'), read('c.txt')], ['A\n', 'B\n', 'c\n']);
   });
 
+  test('"" for an Add File target that exists is already_exists (the Add File rule), nothing written', async () => {
+    write('a.txt', 'a\n');
+    write('c.txt', 'sneaky\n');
+    const patch = envelope('*** Update File: a.txt\n@@\n-a\n+A\n*** Add File: c.txt\n+c\n');
+    const e = err(await ws.call('apply_patch', { patch, expectedSha256ByPath: { 'a.txt': sha('a\n'), 'c.txt': '' } }), 'already_exists');
+    assert.equal(e.path, 'c.txt');
+    assert.deepEqual([read('a.txt'), read('c.txt')], ['a\n', 'sneaky\n']);
+  });
+
   test('Add File on an existing path is already_exists and nothing is written', async () => {
     write('a.txt', 'keep\n');
     err(await ws.call('apply_patch', { patch: envelope('*** Add File: new.txt\n+n\n*** Add File: a.txt\n+x\n') }), 'already_exists');
