@@ -2,10 +2,20 @@ import { z } from 'zod';
 import { ToolError, type ToolErrorInfo } from './errors';
 import type { ToolContext, ToolDefinition, ToolResult, ToolSpec } from './tool';
 
+/** zod writes JS's safe-integer limits as bounds of every `.int()`; they only add noise for the model. */
+function dropSafeIntBounds(node: unknown): void {
+  if (!node || typeof node !== 'object') return;
+  const o = node as Record<string, unknown>;
+  if (o.maximum === Number.MAX_SAFE_INTEGER) delete o.maximum;
+  if (o.minimum === Number.MIN_SAFE_INTEGER) delete o.minimum;
+  for (const v of Object.values(o)) dropSafeIntBounds(v);
+}
+
 /** JSON schema for the model, generated from the tool's zod schema. */
 export function toolSpec(def: ToolDefinition): ToolSpec {
   const schema = z.toJSONSchema(def.parameters, { target: 'draft-7', io: 'input' }) as Record<string, unknown>;
   delete schema.$schema;
+  dropSafeIntBounds(schema);
   return { name: def.name, description: def.description, parameters: schema, policy: def.policy };
 }
 
