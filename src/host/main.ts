@@ -5,9 +5,7 @@ import { HostError, HostServer } from './server';
 
 function makeLogger(): Logger {
   const level = process.env.CABOOSE_LOG_LEVEL;
-  const log = createFileLogger(process.env.CABOOSE_LOG_FILE || null, isLogLevel(level) ? level : 'info');
-  guardConsole(log);
-  return log;
+  return createFileLogger(process.env.CABOOSE_LOG_FILE || null, isLogLevel(level) ? level : 'info');
 }
 
 /** Adapts our logger to the node-client's, so it does not build its own winston logger. */
@@ -43,6 +41,7 @@ function skipClientDefaultLogger(log: Logger): void {
 /** Started by the Lua side with jobstart({node, <plugin>/rplugin/node/caboose}, {rpc = true}). */
 export function runStdio(): void {
   const log = makeLogger();
+  guardConsole(log); // our own process: stdout belongs to msgpack
   skipClientDefaultLogger(log);
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { attach } = require('neovim/lib/attach/attach') as typeof import('neovim/lib/attach/attach');
@@ -88,6 +87,7 @@ interface ClassicPlugin {
  * plugin/caboose.lua owns those — only the two functions Lua's rpc layer calls in 'remote' transport.
  */
 export function remotePlugin(plugin: ClassicPlugin): void {
+  // The shared host process already keeps console off stdout; its console is not ours to replace.
   const log = makeLogger();
   plugin.setOptions({ dev: false });
   const server = new HostServer(new LuaUi(plugin.nvim as NvimNotifier, log), log);
