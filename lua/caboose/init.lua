@@ -249,7 +249,7 @@ end
 --- Start a new conversation.
 function M.new_session()
   H.chat().reset()
-  local res = H.request(require('caboose.rpc').methods.reset, {})
+  local res = H.request(require('caboose.rpc').methods.reset, { cwd = vim.fn.getcwd() })
   M.open_chat()
   return res
 end

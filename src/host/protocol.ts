@@ -47,6 +47,7 @@ export const InitParams = z.object({
   nvim_version: z.string().optional(),
 });
 
+export const ResetParams = z.object({ cwd: z.string().min(1).optional() });
 export const SendParams = z.object({ text: z.string().min(1) });
 export const SetModeParams = z.object({ mode: z.enum(PERMISSION_MODES) });
 export const ApprovalResolveParams = z.object({

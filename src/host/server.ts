@@ -54,6 +54,9 @@ export class HostServer {
         this.runtime?.session.stop();
         return { ok: true };
       case METHODS.reset: {
+        // A new conversation works in Neovim's current directory (it may have changed with :cd).
+        const { cwd } = parse(protocol().ResetParams, params, method);
+        if (cwd && this.init) this.init.cwd = cwd;
         const old = this.runtime;
         this.runtime = null;
         this.starting = null;

@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { forEachNvim } from '../support/nvim';
 import { useE2E } from '../support/e2e';
+import { lastToolResults } from '../support/chat-requests';
 
 const STUB_UI = `
   _G.ui_calls = {}
@@ -64,6 +65,21 @@ forEachNvim((bin) => {
       assert.notEqual(s2, s1);
       assert.notEqual(b2, b1);
       assert.doesNotMatch((await e.t.chatLines()).join('\n'), /first/);
+    });
+
+    it(':CabooseNew after :cd works in the new directory', async () => {
+      await start();
+      fs.mkdirSync(path.join(e.t.cwd, 'sub'));
+      fs.writeFileSync(path.join(e.t.cwd, 'sub', 'inner.txt'), 'inside\n');
+      e.fake.script({ text: 'one' }, { toolCalls: [{ name: 'read_file', arguments: { path: 'inner.txt' } }] }, { text: 'read it' });
+      await e.t.cmd('Caboose first');
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('one'), 'first');
+      await e.t.cmd('cd sub');
+      await e.t.cmd('CabooseNew');
+      await e.t.cmd('Caboose read inner.txt');
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('read it'), 'answer');
+      const res = lastToolResults(e.fake.chatRequests[2]);
+      assert.equal([...res.values()][0].ok, true, JSON.stringify([...res.values()]));
     });
 
     it(':CabooseRestore puts back a file the agent deleted, and never overwrites', async () => {
