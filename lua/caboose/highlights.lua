@@ -6,6 +6,7 @@ M.groups = {
   CabooseApprovalTitle = 'FloatTitle',
   CabooseDiffAdd = 'DiffAdd',
   CabooseDiffDelete = 'DiffDelete',
+  CabooseDiffHunk = 'DiffChange',
   CabooseError = 'DiagnosticError',
   CabooseNotice = 'Comment',
   CabooseToolCall = 'Special',

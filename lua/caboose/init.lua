@@ -150,6 +150,14 @@ H.request = function(method, params)
   return res
 end
 
+--- A short status for statuslines: '' when idle, else e.g. 'caboose: streaming'.
+function M.statusline()
+  if H.state.state == 'idle' then
+    return ''
+  end
+  return 'caboose: ' .. H.state.state:gsub('_', ' ')
+end
+
 --- Send a message to the agent (opens the chat).
 ---@param text string
 function M.send(text)

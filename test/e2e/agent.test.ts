@@ -49,6 +49,16 @@ forEachNvim((bin) => {
       assert.match(text, /Args: .*path=a\.txt/);
       assert.match(text, /-two\n\+TWO/, 'the float shows a unified diff');
       assert.equal((await state()).state, 'pending_approval');
+      assert.equal(await e.t.lua("return require('caboose').statusline()"), 'caboose: pending approval');
+      const marks = await e.t.lua<[number, number, number, { hl_group: string }][]>(`
+        for _, w in ipairs(vim.api.nvim_list_wins()) do
+          local b = vim.api.nvim_win_get_buf(w)
+          if vim.bo[b].filetype == 'caboose_approval' then
+            return vim.api.nvim_buf_get_extmarks(b, -1, 0, -1, { details = true })
+          end
+        end`);
+      const groups = marks.map((m) => m[3].hl_group);
+      assert.ok(groups.includes('CabooseDiffAdd') && groups.includes('CabooseDiffDelete'), groups.join(','));
       assert.equal(fs.readFileSync(path.join(e.t.cwd, 'a.txt'), 'utf8'), 'one\ntwo\n', 'nothing written before approval');
       await e.t.nvim.input('<CR>'); // the default choice is "once"
       const bashFloat = await e.t.waitFor(async () => {

@@ -84,6 +84,7 @@ H.render = function()
   vim.bo[H.buf].modifiable = true
   vim.api.nvim_buf_set_lines(H.buf, 0, -1, false, lines)
   vim.bo[H.buf].modifiable = false
+  H.highlight(H.buf, lines, req)
   vim.b[H.buf].caboose_approval_id = req.id
   local width = math.min(math.max(60, math.floor(vim.o.columns * 0.7)), vim.o.columns - 4)
   local height = math.min(#lines, math.max(5, math.floor(vim.o.lines * 0.6)))
@@ -106,6 +107,31 @@ H.render = function()
     vim.wo[H.win].wrap = false
   end
   vim.api.nvim_exec_autocmds('User', { pattern = 'CabooseApprovalShown', modeline = false, data = { id = req.id, tool = req.tool } })
+end
+
+H.ns = vim.api.nvim_create_namespace('caboose_approval')
+
+--- Diff lines in the preview get the CabooseDiff* groups (linked to DiffAdd/DiffDelete).
+H.highlight = function(buf, lines, req)
+  vim.api.nvim_buf_clear_namespace(buf, H.ns, 0, -1)
+  local is_diff = type(req.preview) == 'table' and req.preview.kind == 'diff'
+  for i, l in ipairs(lines) do
+    local group
+    if i == 1 then
+      group = 'CabooseApprovalTitle'
+    elseif is_diff and l:match('^%+') and not l:match('^%+%+%+ ') then
+      group = 'CabooseDiffAdd'
+    elseif is_diff and l:match('^%-') and not l:match('^%-%-%- ') then
+      group = 'CabooseDiffDelete'
+    elseif is_diff and l:match('^@@') then
+      group = 'CabooseDiffHunk'
+    elseif i == #lines then
+      group = 'CabooseNotice'
+    end
+    if group then
+      vim.api.nvim_buf_set_extmark(buf, H.ns, i - 1, 0, { end_row = i - 1, end_col = #l, hl_group = group, hl_eol = group ~= 'CabooseNotice' and group ~= 'CabooseApprovalTitle' })
+    end
+  end
 end
 
 H.keymaps = function(buf)
