@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { ToolError, STALE_FILE_ACTION, type ErrorKind } from '../tools/errors';
+import { ToolError, type ErrorKind } from '../tools/errors';
 import type { AuditRepository } from '../store/audit';
 import { openStore, type Store } from '../store';
-import { FileAccess, type BufferBridge, type CommitReport, type FileChange, type FileView, type CommitFaultHook, type UnsavedBuffersPolicy } from './file-access';
+import { FileAccess, type BufferBridge, type CommitReport, type FileChange, type CommitFaultHook, type UnsavedBuffersPolicy } from './file-access';
 import { Mutex } from './mutex';
 import { DEFAULT_DENY_GLOBS, PathResolver, isUnder, type ResolvedPath } from './paths';
 import type { SearchContext } from './search';
@@ -178,26 +178,6 @@ export function fileWorkspace(ws: Workspace): FileWorkspace {
   throw new ToolError('internal_error', 'File tools need a workspace opened with openWorkspace().');
 }
 
-/** The stale gate: `expected` must equal the sha256 of the current bytes; `""` asserts the path is absent. */
-export function assertFresh(view: FileView, expected: string | undefined, rel: string): void {
-  if (expected === undefined) return;
-  if (expected === '') {
-    if (view.kind !== 'missing') {
-      throw new ToolError('stale_file', `"${rel}" exists, but the expected sha256 "" asserts it does not.`, {
-        path: rel,
-        suggestedAction: STALE_FILE_ACTION,
-      });
-    }
-    return;
-  }
-  if (view.sha256 !== expected.toLowerCase()) {
-    throw new ToolError(
-      'stale_file',
-      view.kind === 'missing' ? `"${rel}" no longer exists.` : `"${rel}" changed since it was read (sha256 mismatch).`,
-      { path: rel, suggestedAction: STALE_FILE_ACTION },
-    );
-  }
-}
 
 export function notFound(rel: string, hint = 'Check the path with list_directory or glob.'): ToolError {
   return new ToolError('not_found', `"${rel}" does not exist.`, { path: rel, suggestedAction: hint });
