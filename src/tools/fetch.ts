@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { TextDecoder } from 'node:util';
 import { ToolError } from './errors';
+import { deadline } from './deadline';
 import { htmlToText } from './html-to-text';
 import { capText, truncationNotice } from './output';
 import type { ToolDefinition } from './tool';
@@ -186,14 +187,7 @@ export function createFetchTool(opts: FetchToolOptions = {}): ToolDefinition<typ
       const timeoutMs = args.timeoutMs ?? defaultTimeoutMs;
       const doFetch = opts.fetchImpl ?? fetch;
 
-      const controller = new AbortController();
-      let timedOut = false;
-      const timer = setTimeout(() => {
-        timedOut = true;
-        controller.abort();
-      }, timeoutMs);
-      const onAbort = (): void => controller.abort();
-      ctx.signal.addEventListener('abort', onAbort, { once: true });
+      const limit = deadline(ctx.signal, timeoutMs);
 
       let res: Response;
       let body: { bytes: Uint8Array; truncated: boolean };
@@ -202,13 +196,13 @@ export function createFetchTool(opts: FetchToolOptions = {}): ToolDefinition<typ
           method,
           headers: { 'User-Agent': 'caboose.nvim', ...args.headers },
           body: args.body,
-          signal: controller.signal,
+          signal: limit.signal,
           redirect: 'follow',
         });
         ctx.progress?.(`${res.status} ${res.statusText} ${res.headers.get('content-type') ?? ''}`.trim());
         body = await readCapped(res, maxBytes);
       } catch (err) {
-        if (timedOut) {
+        if (limit.timedOut()) {
           throw new ToolError('timeout', `No complete response from ${url.href} within ${timeoutMs} ms.`, {
             suggestedAction: 'Retry with a larger timeoutMs, or try another URL.',
           });
@@ -218,8 +212,7 @@ export function createFetchTool(opts: FetchToolOptions = {}): ToolDefinition<typ
           suggestedAction: 'Check the URL (host, port, scheme); the server may be down or unreachable.',
         });
       } finally {
-        clearTimeout(timer);
-        ctx.signal.removeEventListener('abort', onAbort);
+        limit.dispose();
       }
 
       const contentType = res.headers.get('content-type') ?? '';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ToolError } from './errors';
+import { deadline } from './deadline';
 import type { ToolDefinition } from './tool';
 
 export const DEFAULT_SEARCH_RESULTS = 8;
@@ -125,19 +126,12 @@ export function createWebSearchTool(opts: WebSearchToolOptions): ToolDefinition<
 
     async execute(args, ctx) {
       if (ctx.signal.aborted) throw new ToolError('cancelled', 'The search was cancelled.');
-      const controller = new AbortController();
-      let timedOut = false;
-      const timer = setTimeout(() => {
-        timedOut = true;
-        controller.abort();
-      }, timeoutMs);
-      const onAbort = (): void => controller.abort();
-      ctx.signal.addEventListener('abort', onAbort, { once: true });
+      const limit = deadline(ctx.signal, timeoutMs);
       try {
-        const results = await opts.backend.search(args.query, args.maxResults ?? DEFAULT_SEARCH_RESULTS, controller.signal);
+        const results = await opts.backend.search(args.query, args.maxResults ?? DEFAULT_SEARCH_RESULTS, limit.signal);
         return { results };
       } catch (err) {
-        if (timedOut) throw new ToolError('timeout', `The search engine did not answer within ${timeoutMs} ms.`);
+        if (limit.timedOut()) throw new ToolError('timeout', `The search engine did not answer within ${timeoutMs} ms.`);
         if (ctx.signal.aborted) throw new ToolError('cancelled', 'The search was cancelled.');
         if (err instanceof ToolError) throw err;
         const cause = err instanceof Error ? ((err as Error & { cause?: unknown }).cause ?? err) : err;
@@ -145,8 +139,7 @@ export function createWebSearchTool(opts: WebSearchToolOptions): ToolDefinition<
           suggestedAction: 'Check that the configured search engine is reachable; meanwhile use fetch on a known URL.',
         });
       } finally {
-        clearTimeout(timer);
-        ctx.signal.removeEventListener('abort', onAbort);
+        limit.dispose();
       }
     },
   };
