@@ -71,15 +71,15 @@ export class NvimBufferBridge implements BufferBridge {
     if (ops.length === 0) return [];
     const wire = ops.map((op) => {
       if (op.type !== 'set') return op;
-      const { finalEol, returnBytes, sizeChanged, ...rest } = op;
-      const w: Record<string, unknown> = { ...rest };
-      if (finalEol !== undefined) w.final_eol = finalEol;
-      if (sizeChanged) w.size_changed = true;
-      if (returnBytes) w.return_bytes = true;
-      if (op.changedtick === undefined) delete w.changedtick;
-      if (op.bom === undefined) delete w.bom;
-      if (op.hunks) delete w.text;
-      else delete w.hunks;
+      // Field by field: `text` may be decoded on access, so it is read only when no hunks are sent.
+      const w: Record<string, unknown> = { type: 'set', abs: op.abs, clean: op.clean };
+      if (op.hunks) w.hunks = op.hunks;
+      else w.text = op.text;
+      if (op.changedtick !== undefined) w.changedtick = op.changedtick;
+      if (op.finalEol !== undefined) w.final_eol = op.finalEol;
+      if (op.bom !== undefined) w.bom = op.bom;
+      if (op.sizeChanged) w.size_changed = true;
+      if (op.returnBytes) w.return_bytes = true;
       return w;
     });
     const raw = await this.nvim.lua<RawOpResult[]>(UPDATE, [wire]);

@@ -2,10 +2,10 @@ import { z } from 'zod';
 import { ToolError } from './errors';
 import type { ToolDefinition } from './tool';
 import { fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
-import { basisOf, savedFields, sha256Hex, toTextView, unsavedBufferError } from '../workspace/file-access';
+import { assertTextFile, basisOf, savedFields, sha256Hex, toTextView, unsavedBufferError, type FileView } from '../workspace/file-access';
 import { encodeText, keepFinalNewline, normalizeEol } from '../workspace/encoding';
-import { applyEdits } from '../workspace/edits';
-import { fileDiff } from '../workspace/text-diff';
+import { applyEdits, applyEditsToBytes, type TextEdit } from '../workspace/edits';
+import { fileDiff, fileDiffBytes } from '../workspace/text-diff';
 import { STALE_PROTOCOL, capDiff, expectedShaField, pathField, type CappedDiff } from '../workspace/tool-support';
 
 export const editFileParameters = z.object({
@@ -34,17 +34,25 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
   d.beforeSha256 = v.sha256;
   if (v.source === 'buffer' && ws.files.unsavedBuffers === 'refuse') throw unsavedBufferError(r.rel, 'unsaved_buffers is "refuse"');
   ws.files.assertFresh(v, args.expectedSha256, r.rel);
-  const tv = toTextView(v, r.rel, ws.files.maxFileBytes);
-  const enc = tv.encoding;
-  const edits = args.edits.map((e) => ({ ...e, oldText: normalizeEol(e.oldText, enc), newText: normalizeEol(e.newText, enc) }));
-  const text = keepFinalNewline(applyEdits(tv.text, edits, r.rel), enc.finalNewline);
-  const bytes = encodeText(text, enc);
+  const fast = editBytes(v, args.edits, r.rel, ws.files.maxFileBytes);
+  const tv = fast ? null : toTextView(v, r.rel, ws.files.maxFileBytes);
+  let bytes: Buffer;
+  let diff: string;
+  if (fast) {
+    bytes = fast.bytes;
+    diff = fileDiffBytes(r.rel, r.rel, fast.oldBody, fast.newBody);
+  } else {
+    const enc = tv!.encoding;
+    const edits = args.edits.map((e) => ({ ...e, oldText: normalizeEol(e.oldText, enc), newText: normalizeEol(e.newText, enc) }));
+    const text = keepFinalNewline(applyEdits(tv!.text, edits, r.rel), enc.finalNewline);
+    bytes = encodeText(text, enc);
+    diff = fileDiff(r.rel, r.rel, tv!.text, text);
+  }
   const sha = sha256Hex(bytes);
-  const diff = fileDiff(r.rel, r.rel, tv.text, text);
   Object.assign(d, { afterSha256: sha, diff });
-  const result: EditFileData = { path: r.rel, sha256: sha, previousSha256: tv.sha256, edits: edits.length, ...capDiff(diff, r.rel) };
+  const result: EditFileData = { path: r.rel, sha256: sha, previousSha256: v.sha256!, edits: args.edits.length, ...capDiff(diff, r.rel) };
   return {
-    changes: bytes.equals(tv.bytes) ? [] : [{ type: 'write', abs: r.abs, bytes, mode: tv.mode, basis: basisOf(v) }],
+    changes: bytes.equals(v.bytes!) ? [] : [{ type: 'write', abs: r.abs, bytes, sha256: sha, mode: v.mode ?? undefined, basis: basisOf(v) }],
     diff,
     result,
     audit: [{ ...d, operation: 'edit' }],
@@ -52,6 +60,34 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
       Object.assign(result, savedFields(report, r.abs), v.source === 'buffer' && !report.buffered.has(r.abs) ? { savedToDisk: false, unsavedBuffer: true } : {});
     },
   };
+}
+
+const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+const NEWLINE = Buffer.from('\n');
+
+/**
+ * The common case without decoding the file: a UTF-8 text without any CR, edits applied to its bytes.
+ * Same result as the text path (decodeText → applyEdits → keepFinalNewline → encodeText); null when the
+ * text path has to run (CR line breaks, an edit that does not apply cleanly: it then gives the error).
+ */
+function editBytes(v: FileView, edits: TextEdit[], rel: string, maxFileBytes: number): { bytes: Buffer; oldBody: Buffer; newBody: Buffer } | null {
+  assertTextFile(v, rel, maxFileBytes);
+  const all = v.bytes!;
+  const bom = all.length >= 3 && all[0] === 0xef && all[1] === 0xbb && all[2] === 0xbf;
+  const oldBody = bom ? all.subarray(3) : all;
+  if (oldBody.indexOf(13) !== -1) return null;
+  const pieces = applyEditsToBytes(oldBody, edits);
+  if (!pieces) return null;
+  // keepFinalNewline: the result ends with a line break exactly when the file did (unless it is empty).
+  const finalNewline = oldBody.length === 0 || oldBody[oldBody.length - 1] === 10;
+  const last = pieces.findLast((p) => p.length > 0);
+  if (last) {
+    const endsNl = last[last.length - 1] === 10;
+    if (finalNewline && !endsNl) pieces.push(NEWLINE);
+    else if (!finalNewline && endsNl) pieces[pieces.lastIndexOf(last)] = last.subarray(0, last.length - 1);
+  }
+  const bytes = Buffer.concat(bom ? [BOM, ...pieces] : pieces);
+  return { bytes, oldBody, newBody: bom ? bytes.subarray(3) : bytes };
 }
 
 const empty = (): AuditDraft => ({ path: null, toPath: null, beforeSha256: null, afterSha256: null, diff: null });

@@ -66,6 +66,39 @@ export function applyEdits(text: string, edits: TextEdit[], rel: string): string
   return out + text.slice(pos);
 }
 
+/**
+ * applyEdits on the UTF-8 bytes of a text (UTF-8 is self-synchronising: a byte match of a well-formed
+ * needle is a character match), without decoding it. Returns the pieces of the result in order, or
+ * null whenever applyEdits would throw (or a string is not well-formed UTF-16): the caller then runs
+ * applyEdits, which gives the same result or error.
+ */
+export function applyEditsToBytes(body: Buffer, edits: TextEdit[]): Buffer[] | null {
+  const ranges: { start: number; end: number; repl: Buffer }[] = [];
+  for (const e of edits) {
+    if (e.oldText.length === 0 || LONE_SURROGATE.test(e.oldText) || LONE_SURROGATE.test(e.newText)) return null;
+    const needle = Buffer.from(e.oldText, 'utf8');
+    const repl = Buffer.from(e.newText, 'utf8');
+    const first = ranges.length;
+    for (let i = body.indexOf(needle); i !== -1; i = body.indexOf(needle, i + needle.length)) {
+      if (ranges.length > first && !e.replaceAll) return null;
+      ranges.push({ start: i, end: i + needle.length, repl });
+    }
+    if (ranges.length === first) return null;
+  }
+  ranges.sort((a, b) => a.start - b.start);
+  const pieces: Buffer[] = [];
+  let pos = 0;
+  for (const r of ranges) {
+    if (r.start < pos) return null;
+    pieces.push(body.subarray(pos, r.start), r.repl);
+    pos = r.end;
+  }
+  pieces.push(body.subarray(pos));
+  return pieces;
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 /** Non-overlapping occurrences, left to right. */
 function findAll(text: string, needle: string): number[] {
   const out: number[] = [];

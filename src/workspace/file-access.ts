@@ -4,7 +4,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { STALE_FILE_ACTION, ToolError } from '../tools/errors';
 import { decodeText, isBinary, type TextEncodingInfo } from './encoding';
-import { lineHunks, type LineHunk } from './buffer-hunks';
+import { lineHunksBytes, type LineHunk } from './buffer-hunks';
 
 /**
  * The one module through which file content is viewed and written. Without a bridge it is the disk.
@@ -61,6 +61,8 @@ export type FileChange =
       type: 'write';
       abs: string;
       bytes: Buffer;
+      /** sha256 of `bytes` when the caller already computed it (not hashed again). */
+      sha256?: string;
       /** Permission bits for the written file (kept from the old file by callers). */
       mode?: number;
       /** Fail with already_exists instead of replacing an existing file. */
@@ -99,8 +101,8 @@ export type BufferOp =
   | {
       type: 'set';
       abs: string;
-      /** The new buffer lines, each followed by "\n" ("" = no lines). */
-      text: string;
+      /** The new buffer lines, each followed by "\n" ("" = no lines). May be decoded on first access. */
+      readonly text: string;
       /** When the host knows the buffer's text at `changedtick`: only these line hunks are sent. */
       hunks?: LineHunk[];
       /** Refuse unless the buffer is still at this changedtick. */
@@ -172,6 +174,7 @@ type Step =
 
 const MAX_REMEMBERED = 4096;
 const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+const NEWLINE = Buffer.from('\n');
 
 export function unsavedBufferError(rel: string, what: string): ToolError {
   return new ToolError('unsaved_buffer', `"${rel}" has unsaved changes in a Neovim buffer; ${what}.`, {
@@ -192,8 +195,8 @@ export class FileAccess {
   private readonly root: string | null;
   /** `${abs}\0${bufferSha}` → the disk sha256 seen when the agent read that unsaved buffer. */
   private readonly seenDisk = new Map<string, string | null>();
-  /** Buffer text (and bytes when modified) the host knows per file, valid for one changedtick and format. */
-  private readonly known = new Map<string, { tick: number; fmt: string; text?: string; bytes?: Buffer; sha?: string }>();
+  /** Buffer lines (UTF-8, see bufferLines) and bytes when modified the host knows per file, valid for one changedtick and format. */
+  private readonly known = new Map<string, { tick: number; fmt: string; lines?: Buffer; bytes?: Buffer; sha?: string }>();
   faultHook: CommitFaultHook | undefined;
 
   constructor(opts: FileAccessOptions = {}) {
@@ -254,27 +257,36 @@ export class FileAccess {
     return v;
   }
 
-  /** Sends only line hunks when the buffer's text at the checked changedtick is known. */
-  private withHunks(op: BufferOp & { type: 'set' }, s: BufferSnapshot): BufferOp & { type: 'set' } {
-    const k = this.known.get(op.abs);
+  /**
+   * A 'set' op putting `lines` (see bufferLines) into the buffer: only line hunks when the buffer's
+   * lines at the checked changedtick are known. `text` is decoded only if something reads it.
+   */
+  private setOp(fields: Omit<BufferOp & { type: 'set' }, 'text' | 'hunks'>, lines: Buffer, s: BufferSnapshot): BufferOp & { type: 'set' } {
+    const k = this.known.get(fields.abs);
+    let hunks: LineHunk[] | undefined;
     // The lines depend on the changedtick only; bytes also on the format they were written with.
-    if (!k || k.tick !== s.changedtick) return op;
-    const bytesOk = k.bytes && k.fmt === fmtKey(s.format) && s.format.fileencoding === 'utf-8';
-    const oldText = k.text ?? (bytesOk ? bytesToBufferText(k.bytes!, s.format).text : undefined);
-    if (oldText === undefined) return op;
-    return { ...op, hunks: lineHunks(oldText, op.text) };
+    if (k && k.tick === s.changedtick) {
+      const bytesOk = k.bytes && k.fmt === fmtKey(s.format) && s.format.fileencoding === 'utf-8';
+      const old = k.lines ?? (bytesOk ? bufferLines(k.bytes!, s.format).lines : undefined);
+      if (old) hunks = lineHunksBytes(old, lines);
+    }
+    let text: string | undefined;
+    const op = { ...fields, ...(hunks ? { hunks } : {}) } as BufferOp & { type: 'set' };
+    Object.defineProperty(op, 'text', { enumerable: true, get: () => (text ??= lines.toString('utf8')) });
+    return op;
   }
 
-  /** Records the buffers' text after 'set' ops (and forgets buffers that were wiped, renamed or reloaded). */
-  private learn(ops: BufferOp[], results: BufferOpResult[], status: Map<string, BufferSnapshot>): void {
+  /** Records the buffers' lines after 'set' ops (and forgets buffers that were wiped, renamed or reloaded). */
+  private learn(ops: BufferOp[], results: BufferOpResult[], status: Map<string, BufferSnapshot>, opLines: Map<BufferOp, Buffer>): void {
     ops.forEach((op, i) => {
       const r = results[i];
       if (op.type === 'set') {
         const s = status.get(op.abs);
-        if (!r?.ok || r.changedtick === undefined || !s) return void this.known.delete(op.abs);
+        const lines = opLines.get(op);
+        if (!r?.ok || r.changedtick === undefined || !s || !lines) return void this.known.delete(op.abs);
         // A clean buffer is viewed from disk: only its lines are kept (for the next hunks).
-        const entry: { tick: number; fmt: string; text: string; bytes?: Buffer } = { tick: r.changedtick, fmt: fmtKey(s.format), text: op.text };
-        if (!op.clean && s.format.fileencoding === 'utf-8') entry.bytes = r.bytes ?? bufferTextToBytes(op.text, s.format);
+        const entry: { tick: number; fmt: string; lines: Buffer; bytes?: Buffer } = { tick: r.changedtick, fmt: fmtKey(s.format), lines };
+        if (!op.clean && s.format.fileencoding === 'utf-8') entry.bytes = r.bytes ?? linesToBytes(lines, s.format);
         this.known.set(op.abs, entry);
       } else if (op.type === 'rename') {
         this.known.delete(op.from);
@@ -394,6 +406,7 @@ export class FileAccess {
     const disk: FileChange[] = [];
     const bufferSets: { change: FileChange & { type: 'write' }; snap: BufferSnapshot; op: BufferOp & { type: 'set' } }[] = [];
     const after: BufferOp[] = [];
+    const opLines = new Map<BufferOp, Buffer>();
     for (const c of changes) {
       const s = status.get(c.abs);
       if (c.type === 'delete') {
@@ -407,15 +420,10 @@ export class FileAccess {
       if (s?.modified) {
         if (basis.source !== 'buffer' || basis.changedtick !== s.changedtick) throw bufferChangedError(this.rel(c.abs));
         if (this.unsavedBuffers === 'refuse') throw unsavedBufferError(this.rel(c.abs), 'unsaved_buffers is "refuse"');
-        const dec = bytesToBufferText(c.bytes, s.format);
-        bufferSets.push({
-          change: c,
-          snap: s,
-          op: this.withHunks(
-            { type: 'set', abs: c.abs, text: dec.text, changedtick: s.changedtick, clean: false, returnBytes: s.format.fileencoding !== 'utf-8' },
-            s,
-          ),
-        });
+        const dec = bufferLines(c.bytes, s.format);
+        const op = this.setOp({ type: 'set', abs: c.abs, changedtick: s.changedtick, clean: false, returnBytes: s.format.fileencoding !== 'utf-8' }, dec.lines, s);
+        opLines.set(op, dec.lines);
+        bufferSets.push({ change: c, snap: s, op });
         continue;
       }
       if (basis.source === 'buffer') throw bufferChangedError(this.rel(c.abs));
@@ -424,19 +432,19 @@ export class FileAccess {
       // A buffer that was waiting for a new file (`:edit new.txt`) or a restored one is re-read.
       if (s && (c.reload || c.createOnly)) after.push({ type: 'reload', abs: c.abs });
       else if (s) {
-        const dec = bytesToBufferText(c.bytes, s.format);
+        const dec = bufferLines(c.bytes, s.format);
         // Neovim remembers the size it read; a new size needs an extra step to store the time silently.
         const sizeChanged = (fs.statSync(c.abs, { throwIfNoEntry: false })?.size ?? -1) !== c.bytes.length;
-        after.push(
-          this.withHunks({ type: 'set', abs: c.abs, text: dec.text, changedtick: s.changedtick, clean: true, finalEol: dec.finalEol, bom: dec.bom, sizeChanged }, s),
-        );
+        const op = this.setOp({ type: 'set', abs: c.abs, changedtick: s.changedtick, clean: true, finalEol: dec.finalEol, bom: dec.bom, sizeChanged }, dec.lines, s);
+        opLines.set(op, dec.lines);
+        after.push(op);
       }
     }
     await this.commitDisk(disk);
     const ops = [...bufferSets.map((b) => b.op), ...after];
     if (ops.length === 0) return report;
     const results = await this.bridge.update(ops);
-    this.learn(ops, results, status);
+    this.learn(ops, results, status, opLines);
     for (let i = 0; i < bufferSets.length; i++) {
       const r = results[i];
       const { change, snap } = bufferSets[i];
@@ -445,8 +453,9 @@ export class FileAccess {
         throw new ToolError('internal_error', `Could not update the buffer of ${this.rel(change.abs)}: ${r?.message ?? r?.reason ?? 'no reply'}`);
       }
       const k = this.known.get(change.abs);
-      const bytes = k?.bytes ?? r.bytes ?? bufferTextToBytes(bufferSets[i].op.text, snap.format);
-      const sha = sha256Hex(bytes);
+      const bytes = k?.bytes ?? r.bytes ?? linesToBytes(opLines.get(bufferSets[i].op)!, snap.format);
+      // The buffer usually writes exactly the planned bytes: their sha256 is then already known.
+      const sha = change.sha256 !== undefined && bytes.equals(change.bytes) ? change.sha256 : sha256Hex(bytes);
       if (k?.bytes) k.sha = sha;
       report.buffered.set(change.abs, { sha256: sha });
       this.remember(change.abs, sha, change.basis?.diskSha256 ?? null);
@@ -556,6 +565,30 @@ export function bytesToBufferText(bytes: Buffer, fmt: BufferFormat): { text: str
   return { text: s + '\n', finalEol, bom };
 }
 
+/**
+ * bytesToBufferText as UTF-8 bytes, without decoding: for "\n" buffers a view of `bytes` (a copy only
+ * when a final line break has to be added).
+ */
+export function bufferLines(bytes: Buffer, fmt: BufferFormat): { lines: Buffer; finalEol: boolean; bom: boolean } {
+  if (fmt.eol !== '\n') {
+    const dec = bytesToBufferText(bytes, fmt);
+    return { lines: Buffer.from(dec.text, 'utf8'), finalEol: dec.finalEol, bom: dec.bom };
+  }
+  const bom = bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
+  const body = bom ? bytes.subarray(3) : bytes;
+  if (body.length === 0) return { lines: body, finalEol: fmt.finalEol, bom };
+  const finalEol = body[body.length - 1] === 0x0a;
+  return { lines: finalEol ? body : Buffer.concat([body, NEWLINE]), finalEol, bom };
+}
+
+/** bufferTextToBytes for lines given as UTF-8 bytes (a view of `lines` when possible). */
+export function linesToBytes(lines: Buffer, fmt: BufferFormat): Buffer {
+  if (lines.length === 0) return Buffer.alloc(0);
+  if (fmt.eol !== '\n') return bufferTextToBytes(lines.toString('utf8'), fmt);
+  const body = fmt.finalEol ? lines : lines.subarray(0, lines.length - 1);
+  return fmt.bom ? Buffer.concat([UTF8_BOM, body]) : body;
+}
+
 /** The bytes a UTF-8 buffer with these lines (see bytesToBufferText) writes. */
 export function bufferTextToBytes(text: string, fmt: BufferFormat): Buffer {
   if (text.length === 0) return Buffer.alloc(0);
@@ -572,7 +605,8 @@ export function toTextView(v: FileView, rel: string, maxFileBytes = Infinity): T
   return { ...(v as FileView & { kind: 'file'; bytes: Buffer; sha256: string; mode: number }), text, encoding };
 }
 
-function assertTextFile(v: FileView, rel: string, maxFileBytes: number): void {
+/** The checks of toTextView without decoding: not_found, is_directory, file_too_large, binary_file. */
+export function assertTextFile(v: FileView, rel: string, maxFileBytes: number): void {
   if (v.kind === 'missing') {
     throw new ToolError('not_found', `"${rel}" does not exist.`, { path: rel, suggestedAction: 'Check the path with list_directory or glob.' });
   }
