@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ToolError } from './errors';
 import type { ToolDefinition } from './tool';
 import { fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
-import { assertTextFile, basisOf, savedFields, sha256Hex, toTextView, unsavedBufferError, type FileView } from '../workspace/file-access';
+import { assertTextFile, basisOf, savedFields, sha256HexAsync, toTextView, unsavedBufferError, type FileView } from '../workspace/file-access';
 import { encodeText, keepFinalNewline, normalizeEol } from '../workspace/encoding';
 import { applyEdits, applyEditsToBytes, type TextEdit } from '../workspace/edits';
 import { fileDiff, fileDiffBytes } from '../workspace/text-diff';
@@ -25,7 +25,15 @@ export const editFileParameters = z.object({
 
 export type EditFileData = { path: string; sha256: string; previousSha256: string; edits: number; savedToDisk?: boolean; unsavedBuffer?: boolean } & CappedDiff;
 
-async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>, d: AuditDraft): Promise<WritePlan<EditFileData>> {
+/** The plan, with the diff and the new sha256 still being computed (see plan). */
+type EditPlan = WritePlan<EditFileData> & { diffReady: Promise<string> };
+
+/**
+ * Plans the edit against the current content. The new bytes' sha256 (on the thread pool) and the diff
+ * (on the next turn of the event loop) are computed while the commit waits for Neovim and the disk;
+ * both are in the result and the audit row before the tool returns.
+ */
+async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>, d: AuditDraft): Promise<EditPlan> {
   const r = ws.resolve(args.path);
   d.path = r.rel;
   const v = await ws.files.view(r.abs);
@@ -35,31 +43,58 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
   if (v.source === 'buffer' && ws.files.unsavedBuffers === 'refuse') throw unsavedBufferError(r.rel, 'unsaved_buffers is "refuse"');
   ws.files.assertFresh(v, args.expectedSha256, r.rel);
   const fast = editBytes(v, args.edits, r.rel, ws.files.maxFileBytes);
-  const tv = fast ? null : toTextView(v, r.rel, ws.files.maxFileBytes);
   let bytes: Buffer;
-  let diff: string;
+  let diffReady: Promise<string>;
   if (fast) {
     bytes = fast.bytes;
-    diff = fileDiffBytes(r.rel, r.rel, fast.oldBody, fast.newBody);
+    diffReady = later(() => fileDiffBytes(r.rel, r.rel, fast.oldBody, fast.newBody));
   } else {
-    const enc = tv!.encoding;
+    const tv = toTextView(v, r.rel, ws.files.maxFileBytes);
+    const enc = tv.encoding;
     const edits = args.edits.map((e) => ({ ...e, oldText: normalizeEol(e.oldText, enc), newText: normalizeEol(e.newText, enc) }));
-    const text = keepFinalNewline(applyEdits(tv!.text, edits, r.rel), enc.finalNewline);
+    const text = keepFinalNewline(applyEdits(tv.text, edits, r.rel), enc.finalNewline);
     bytes = encodeText(text, enc);
-    diff = fileDiff(r.rel, r.rel, tv!.text, text);
+    diffReady = Promise.resolve(fileDiff(r.rel, r.rel, tv.text, text));
   }
-  const sha = sha256Hex(bytes);
-  Object.assign(d, { afterSha256: sha, diff });
-  const result: EditFileData = { path: r.rel, sha256: sha, previousSha256: v.sha256!, edits: args.edits.length, ...capDiff(diff, r.rel) };
-  return {
-    changes: bytes.equals(v.bytes!) ? [] : [{ type: 'write', abs: r.abs, bytes, sha256: sha, mode: v.mode ?? undefined, basis: basisOf(v) }],
-    diff,
+  const shaReady = sha256HexAsync(bytes);
+  // Awaited in afterCommit/onFailure; marked handled so a failed commit cannot leave them unobserved.
+  shaReady.catch(() => undefined);
+  diffReady.catch(() => undefined);
+  const result: EditFileData = { path: r.rel, sha256: '', previousSha256: v.sha256!, edits: args.edits.length } as EditFileData;
+  const audit = { ...d, operation: 'edit' };
+  const finish = async () => {
+    const [sha, diff] = await Promise.all([shaReady, diffReady]);
+    Object.assign(d, { afterSha256: sha, diff });
+    Object.assign(audit, { afterSha256: sha, diff });
+    Object.assign(result, { sha256: sha }, capDiff(diff, r.rel));
+    p.diff = diff;
+  };
+  const p: EditPlan = {
+    changes: bytes.equals(v.bytes!) ? [] : [{ type: 'write', abs: r.abs, bytes, sha256: shaReady, mode: v.mode ?? undefined, basis: basisOf(v) }],
+    diff: '',
+    diffReady,
     result,
-    audit: [{ ...d, operation: 'edit' }],
+    audit: [audit],
     afterCommit: async (report) => {
+      await finish();
       Object.assign(result, savedFields(report, r.abs), v.source === 'buffer' && !report.buffered.has(r.abs) ? { savedToDisk: false, unsavedBuffer: true } : {});
     },
+    onFailure: finish,
   };
+  return p;
+}
+
+/** Runs `fn` on a later turn of the event loop (while the caller awaits I/O). */
+function later<T>(fn: () => T): Promise<T> {
+  return new Promise((resolve, reject) =>
+    setImmediate(() => {
+      try {
+        resolve(fn());
+      } catch (err) {
+        reject(err);
+      }
+    }),
+  );
 }
 
 const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
@@ -108,6 +143,6 @@ export const editFileTool: ToolDefinition<typeof editFileParameters, EditFileDat
   },
   async preview(args, ctx) {
     const p = await plan(fileWorkspace(ctx.workspace), args, empty());
-    return { kind: 'diff', path: p.result.path, diff: p.diff };
+    return { kind: 'diff', path: p.result.path, diff: await p.diffReady };
   },
 };

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, webcrypto } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
@@ -16,6 +16,11 @@ export const DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024;
 
 export function sha256Hex(bytes: Buffer | string): string {
   return createHash('sha256').update(bytes).digest('hex');
+}
+
+/** sha256Hex computed on the thread pool (the calling thread stays free). */
+export async function sha256HexAsync(bytes: Buffer): Promise<string> {
+  return Buffer.from(await webcrypto.subtle.digest('SHA-256', bytes)).toString('hex');
 }
 
 /** A file's current state as the agent sees it. */
@@ -61,8 +66,8 @@ export type FileChange =
       type: 'write';
       abs: string;
       bytes: Buffer;
-      /** sha256 of `bytes` when the caller already computed it (not hashed again). */
-      sha256?: string;
+      /** sha256 of `bytes` when the caller computes it anyway (not hashed again). */
+      sha256?: string | Promise<string>;
       /** Permission bits for the written file (kept from the old file by callers). */
       mode?: number;
       /** Fail with already_exists instead of replacing an existing file. */
@@ -405,7 +410,8 @@ export class FileAccess {
     const status = await this.bridge.status(paths, 'never');
     const disk: FileChange[] = [];
     const bufferSets: { change: FileChange & { type: 'write' }; snap: BufferSnapshot; op: BufferOp & { type: 'set' } }[] = [];
-    const after: BufferOp[] = [];
+    // Clean buffers' ops are built (line hunks computed) while the disk write runs.
+    const after: (BufferOp | (() => BufferOp))[] = [];
     const opLines = new Map<BufferOp, Buffer>();
     for (const c of changes) {
       const s = status.get(c.abs);
@@ -435,15 +441,32 @@ export class FileAccess {
         const dec = bufferLines(c.bytes, s.format);
         // Neovim remembers the size it read; a new size needs an extra step to store the time silently.
         const sizeChanged = (fs.statSync(c.abs, { throwIfNoEntry: false })?.size ?? -1) !== c.bytes.length;
-        const op = this.setOp({ type: 'set', abs: c.abs, changedtick: s.changedtick, clean: true, finalEol: dec.finalEol, bom: dec.bom, sizeChanged }, dec.lines, s);
-        opLines.set(op, dec.lines);
-        after.push(op);
+        after.push(() => {
+          const op = this.setOp({ type: 'set', abs: c.abs, changedtick: s.changedtick, clean: true, finalEol: dec.finalEol, bom: dec.bom, sizeChanged }, dec.lines, s);
+          opLines.set(op, dec.lines);
+          return op;
+        });
       }
     }
-    await this.commitDisk(disk);
-    const ops = [...bufferSets.map((b) => b.op), ...after];
-    if (ops.length === 0) return report;
-    const results = await this.bridge.update(ops);
+    const written = this.commitDisk(disk, false);
+    let ops: BufferOp[];
+    try {
+      ops = [...bufferSets.map((b) => b.op), ...after.map((a) => (typeof a === 'function' ? a() : a))];
+    } finally {
+      await written;
+    }
+    // The folders' fsync runs while Neovim updates the buffers; both end before the commit returns.
+    const synced = this.syncDirs(disk);
+    if (ops.length === 0) {
+      await synced;
+      return report;
+    }
+    let results: BufferOpResult[];
+    try {
+      results = await this.bridge.update(ops);
+    } finally {
+      await synced;
+    }
     this.learn(ops, results, status, opLines);
     for (let i = 0; i < bufferSets.length; i++) {
       const r = results[i];
@@ -455,7 +478,7 @@ export class FileAccess {
       const k = this.known.get(change.abs);
       const bytes = k?.bytes ?? r.bytes ?? linesToBytes(opLines.get(bufferSets[i].op)!, snap.format);
       // The buffer usually writes exactly the planned bytes: their sha256 is then already known.
-      const sha = change.sha256 !== undefined && bytes.equals(change.bytes) ? change.sha256 : sha256Hex(bytes);
+      const sha = change.sha256 !== undefined && bytes.equals(change.bytes) ? await change.sha256 : sha256Hex(bytes);
       if (k?.bytes) k.sha = sha;
       report.buffered.set(change.abs, { sha256: sha });
       this.remember(change.abs, sha, change.basis?.diskSha256 ?? null);
@@ -468,7 +491,7 @@ export class FileAccess {
    * folder (fsynced) first; then the temps are renamed into place. A failure before the renames removes
    * the temps; a failure during them restores every file already replaced or deleted.
    */
-  private async commitDisk(changes: FileChange[]): Promise<void> {
+  private async commitDisk(changes: FileChange[], syncDirs = true): Promise<void> {
     const temps = new Map<number, string>();
     const createdDirs: string[] = [];
     const steps: Step[] = [];
@@ -513,6 +536,11 @@ export class FileAccess {
       throw err;
     }
     for (const s of steps) if (s.kind !== 'created') await fsp.unlink(s.backup).catch(() => undefined);
+    if (syncDirs) await this.syncDirs(changes);
+  }
+
+  /** fsyncs the folders of the changed files (the renames' durability). */
+  private async syncDirs(changes: FileChange[]): Promise<void> {
     const dirs = new Set(changes.map((c) => path.dirname(c.abs)));
     for (const d of dirs) await fsyncDir(d);
   }
