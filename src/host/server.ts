@@ -68,6 +68,8 @@ export class HostServer {
         const { mode } = parse(protocol().SetModeParams, params, method);
         const rt = await this.ensureRuntime();
         rt.session.setMode(mode);
+        // A later :CabooseNew keeps the mode the user chose.
+        this.requireInit().config.mode = mode;
         return { mode };
       }
       case METHODS.approvalResolve: {

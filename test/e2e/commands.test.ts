@@ -54,6 +54,7 @@ forEachNvim((bin) => {
       await e.t.waitFor(async () => (await e.t.lua<{ state: string }>("return require('caboose').state()")).state === 'idle', 'idle');
       const s1 = await e.t.lua<string>("return require('caboose').state().session");
       const b1 = await e.t.lua<string>("return vim.api.nvim_buf_get_name(require('caboose.ui.chat').buf())");
+      await e.t.cmd('CabooseMode plan');
       await e.t.cmd('CabooseNew');
       await e.t.cmd('Caboose second');
       await e.fake.waitForRequest(2);
@@ -63,6 +64,8 @@ forEachNvim((bin) => {
       const s2 = await e.t.lua<string>("return require('caboose').state().session");
       const b2 = await e.t.lua<string>("return vim.api.nvim_buf_get_name(require('caboose.ui.chat').buf())");
       assert.notEqual(s2, s1);
+      assert.equal(await e.t.lua("return require('caboose').state().mode"), 'plan', 'the new conversation keeps the mode');
+      assert.match(String(e.fake.chatRequests[1].body!.messages![0].content), /plan mode/, 'and the host uses it');
       assert.notEqual(b2, b1);
       assert.doesNotMatch((await e.t.chatLines()).join('\n'), /first/);
     });
