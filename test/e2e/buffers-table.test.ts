@@ -10,19 +10,11 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { forEachNvim, startNvim, type TestNvim } from '../support/nvim';
+import { bufferOf, toolCall, type BufferState as Buf } from '../support/buffers';
 
 type State = 'not_loaded' | 'clean' | 'unsaved';
 type Change = 'none' | 'disk' | 'buffer' | 'both';
 type Tool = 'write_file' | 'edit_file' | 'apply_patch' | 'delete_file' | 'move_file';
-interface Result {
-  ok: boolean;
-  data?: Record<string, unknown>;
-  error?: { kind: string; message: string; suggestedAction?: string };
-}
-interface Buf {
-  lines: string[];
-  modified: boolean;
-}
 
 const ORIGINAL = 'alpha\nbeta\ngamma\n';
 const DISK_CHANGED = 'alpha\nbeta\ngamma\ndisk\n';
@@ -30,22 +22,6 @@ const sha = (s: string | Buffer) => createHash('sha256').update(s).digest('hex')
 const STATES: State[] = ['not_loaded', 'clean', 'unsaved'];
 const CHANGES: Change[] = ['none', 'disk', 'buffer', 'both'];
 const TOOLS: Tool[] = ['write_file', 'edit_file', 'apply_patch', 'delete_file', 'move_file'];
-
-async function bufferOf(t: TestNvim, abs: string): Promise<Buf | null> {
-  return t.lua<Buf | null>(
-    `local p = ...
-    for _, b in ipairs(vim.api.nvim_list_bufs()) do
-      if vim.api.nvim_buf_is_loaded(b) and vim.api.nvim_buf_get_name(b) == p then
-        return { lines = vim.api.nvim_buf_get_lines(b, 0, -1, false), modified = vim.bo[b].modified }
-      end
-    end
-    return nil`,
-    [abs],
-  );
-}
-
-const toolCall = (t: TestNvim, name: string, args: unknown) =>
-  t.lua<Result>("return require('caboose').tool_call(...)", [name, args]);
 
 function argsFor(tool: Tool, expected: string): Record<string, unknown> {
   switch (tool) {

@@ -7,25 +7,7 @@ import path from 'node:path';
 import { forEachNvim, startNvim, type TestNvim } from '../support/nvim';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai';
 import { firstToolResult } from '../support/chat-requests';
-
-interface Result {
-  ok: boolean;
-  data?: Record<string, unknown>;
-  error?: { kind: string; message: string };
-}
-const toolCall = (t: TestNvim, name: string, args: unknown) => t.lua<Result>("return require('caboose').tool_call(...)", [name, args]);
-/** Lines and 'modified' of the loaded buffer named `abs`, or null. */
-const bufferOf = (t: TestNvim, abs: string) =>
-  t.lua<{ lines: string[]; modified: boolean } | null>(
-    `local p = ...
-    for _, b in ipairs(vim.api.nvim_list_bufs()) do
-      if vim.api.nvim_buf_is_loaded(b) and vim.api.nvim_buf_get_name(b) == p then
-        return { lines = vim.api.nvim_buf_get_lines(b, 0, -1, false), modified = vim.bo[b].modified }
-      end
-    end
-    return nil`,
-    [abs],
-  );
+import { bufferOf, toolCall } from '../support/buffers';
 
 const sha = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
 const lines = (n: number) => Array.from({ length: n }, (_, i) => `line ${i + 1}`);

@@ -1,17 +1,9 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { applyLineHunks, commonPrefix, commonSuffix, countByte, lineHunks, lineHunksBytes } from '../../src/workspace/buffer-hunks';
+import { seededRandom } from '../support/rng';
 
-/** Deterministic pseudo-random numbers (no flaky seeds). */
-function rng(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 2 ** 32;
-  };
-}
+const rng = seededRandom;
 
 const WORDS = ['a', 'b', 'x = 1', '', 'é', '日本', '😀', 'aé', 'value'];
 

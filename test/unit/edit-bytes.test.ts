@@ -8,16 +8,9 @@ import { applyEdits, applyEditsToBytes, type TextEdit } from '../../src/workspac
 import { fileDiff, fileDiffBytes } from '../../src/workspace/text-diff';
 import { keepFinalNewline } from '../../src/workspace/encoding';
 import { openWorkspace } from '../../src/index';
+import { seededRandom } from '../support/rng';
 
-function rng(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 2 ** 32;
-  };
-}
+const rng = seededRandom;
 
 const PARTS = ['a', 'b', 'ab', '\n', 'é', '日本', '😀', ' x = 1;', 'aa\n'];
 const pick = (r: () => number) => PARTS[Math.floor(r() * PARTS.length)];

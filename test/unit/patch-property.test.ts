@@ -6,18 +6,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTwoFilesPatch } from 'diff';
 import { parsePatch, planPatch, type FileState } from '../../src/workspace/patch';
+import { seededRandom } from '../support/rng';
 
-/** mulberry32: small, fast, seeded. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const prng = seededRandom;
 
 // Deliberately nasty lines: repeats, blanks, padding, and text that looks like patch syntax.
 const VOCABULARY = [

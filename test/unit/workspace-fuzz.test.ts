@@ -5,18 +5,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openWorkspace, ERROR_KINDS } from '../../src/index';
+import { seededRandom } from '../support/rng';
 
-/** Seeded PRNG (mulberry32) so a failure can be replayed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = seededRandom;
 const sha = (b: Buffer | string): string => createHash('sha256').update(b).digest('hex');
 const FILE_KINDS = new Set<string>(ERROR_KINDS.filter((k) => !['internal_error', 'unknown_tool', 'cancelled', 'timeout', 'network_error'].includes(k)));
 
