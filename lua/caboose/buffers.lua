@@ -321,19 +321,34 @@ H.op_set = function(op)
   return res
 end
 
-H.op_reload = function(op)
-  local b = H.find(op.abs)
+--- The clean buffer an op acts on: `b`, or nil and the op's result (not loaded: nothing to do; unsaved
+--- changes: refused).
+H.clean_target = function(abs, include_unloaded)
+  local b = H.find(abs, include_unloaded)
   if not b then
-    return { ok = true }
+    return nil, { ok = true }
   end
   if vim.bo[b].modified then
-    return { ok = false, reason = 'changed' }
+    return nil, { ok = false, reason = 'changed' }
   end
+  return b
+end
+
+--- Re-reads `b` from disk with `:edit!`, keeping every window's view.
+H.reread = function(b)
   local views = H.save_views(b)
   vim.api.nvim_buf_call(b, function()
     vim.cmd('silent edit!')
   end)
   H.restore_views(views)
+end
+
+H.op_reload = function(op)
+  local b, res = H.clean_target(op.abs)
+  if not b then
+    return res
+  end
+  H.reread(b)
   return { ok = true }
 end
 
@@ -348,12 +363,9 @@ H.replacement = function(b)
 end
 
 H.op_wipe = function(op)
-  local b = H.find(op.abs, true)
+  local b, res = H.clean_target(op.abs, true)
   if not b then
-    return { ok = true }
-  end
-  if vim.bo[b].modified then
-    return { ok = false, reason = 'changed' }
+    return res
   end
   local other
   for _, w in ipairs(vim.api.nvim_list_wins()) do
@@ -367,12 +379,9 @@ H.op_wipe = function(op)
 end
 
 H.op_rename = function(op)
-  local b = H.find(op.from, true)
+  local b, res = H.clean_target(op.from, true)
   if not b then
-    return { ok = true }
-  end
-  if vim.bo[b].modified then
-    return { ok = false, reason = 'changed' }
+    return res
   end
   -- A clean buffer already named like the destination (e.g. `:edit new.txt` never written) makes way.
   local target = H.find(op.to, true)
@@ -390,11 +399,7 @@ H.op_rename = function(op)
   end
   if vim.api.nvim_buf_is_loaded(b) then
     -- Renaming marks the buffer "not edited" (E13 on :w); re-reading the identical file clears that.
-    local views = H.save_views(b)
-    vim.api.nvim_buf_call(b, function()
-      vim.cmd('silent edit!')
-    end)
-    H.restore_views(views)
+    H.reread(b)
   end
   return { ok = true }
 end
