@@ -3,15 +3,9 @@ import assert from 'node:assert/strict';
 import { createAskUserTool } from '../../src/tools/ask_user';
 import { ToolRegistry } from '../../src/tools/registry';
 import type { AskRequest, ToolContext } from '../../src/tools/tool';
+import { testToolContext } from '../support/tool-context';
 
-function makeCtx(extra: Partial<ToolContext> = {}): ToolContext {
-  return {
-    signal: new AbortController().signal,
-    workspace: { root: '/nonexistent-root', dataDir: '/nonexistent-data', sessionId: 's1' },
-    sessionId: 's1',
-    ...extra,
-  };
-}
+const makeCtx = (extra: Partial<ToolContext> = {}): ToolContext => testToolContext(undefined, extra);
 
 const registry = new ToolRegistry([createAskUserTool()]);
 

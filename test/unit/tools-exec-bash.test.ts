@@ -7,17 +7,11 @@ import { createBashTool, OutputCollector, takeTail, type BashResult } from '../.
 import { ToolRegistry } from '../../src/tools/registry';
 import type { ToolContext } from '../../src/tools/tool';
 import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from '../../src/tools/output';
+import { testToolContext } from '../support/tool-context';
 
 let root: string;
 
-function makeCtx(extra: Partial<ToolContext> = {}): ToolContext {
-  return {
-    signal: new AbortController().signal,
-    workspace: { root, dataDir: path.join(root, '.data'), sessionId: 's1' },
-    sessionId: 's1',
-    ...extra,
-  };
-}
+const makeCtx = (extra: Partial<ToolContext> = {}): ToolContext => testToolContext(root, extra);
 
 /** Alive = present in /proc and not a zombie (PID 1 here may never reap orphans, so zombies count as dead). */
 function alive(pid: number): boolean {

@@ -12,17 +12,12 @@ import type { FetchResult } from '../../src/tools/fetch';
 import * as http from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
+import { testToolContext } from '../support/tool-context';
 
 const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'caboose-exec-')));
 after(() => rmSync(root, { recursive: true, force: true }));
 
-function makeCtx(): ToolContext {
-  return {
-    signal: new AbortController().signal,
-    workspace: { root, dataDir: path.join(root, '.data'), sessionId: 's1' },
-    sessionId: 's1',
-  };
-}
+const makeCtx = (): ToolContext => testToolContext(root);
 
 /** Every property of every object schema (nested ones too) must carry a description for the model. */
 function undescribed(schema: unknown, at = ''): string[] {

@@ -8,15 +8,10 @@ import { htmlToText, decodeEntities } from '../../src/tools/html-to-text';
 import { ToolRegistry } from '../../src/tools/registry';
 import type { ToolContext } from '../../src/tools/tool';
 import { MAX_OUTPUT_BYTES } from '../../src/tools/output';
+import { testToolContext } from '../support/tool-context';
+import { startLocalHttp, type LocalHttp } from '../support/local-http';
 
-function makeCtx(extra: Partial<ToolContext> = {}): ToolContext {
-  return {
-    signal: new AbortController().signal,
-    workspace: { root: '/nonexistent-root', dataDir: '/nonexistent-data', sessionId: 's1' },
-    sessionId: 's1',
-    ...extra,
-  };
-}
+const makeCtx = (extra: Partial<ToolContext> = {}): ToolContext => testToolContext(undefined, extra);
 
 const PAGE = `<!DOCTYPE html><html><head><title>Test &amp; Page</title><style>body{color:red}</style>
 <script>var secret = "do not show";</script></head>
@@ -25,14 +20,14 @@ const PAGE = `<!DOCTYPE html><html><head><title>Test &amp; Page</title><style>bo
 <ul><li>one</li><li>two &lt;b&gt;</li></ul><div>caf&eacute; &#233; &#x263A;</div><pre>  keep
     indent</pre></body></html>`;
 
-let server: http.Server;
+let local: LocalHttp;
 let base: string;
 /** Resolved each time the /slow route receives a request. */
 let onSlow: (() => void) | undefined;
 let hugeBytesSent = 0;
 
 before(async () => {
-  server = http.createServer((req, res) => {
+  local = await startLocalHttp((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     switch (url.pathname) {
       case '/page.html':
@@ -111,16 +106,10 @@ before(async () => {
         res.end();
     }
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  base = local.base;
 });
 
-after(async () => {
-  server.closeAllConnections();
-  server.close();
-  await once(server, 'close');
-});
+after(() => local.close());
 
 const registry = new ToolRegistry([createFetchTool()]);
 

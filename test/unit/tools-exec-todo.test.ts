@@ -6,14 +6,9 @@ import { createTodoWriteTool, type TodoWriteResult } from '../../src/tools/todo_
 import { ToolRegistry } from '../../src/tools/registry';
 import { ToolError } from '../../src/tools/errors';
 import type { ToolContext } from '../../src/tools/tool';
+import { testToolContext } from '../support/tool-context';
 
-function makeCtx(): ToolContext {
-  return {
-    signal: new AbortController().signal,
-    workspace: { root: '/nonexistent-root', dataDir: '/nonexistent-data', sessionId: 's1' },
-    sessionId: 's1',
-  };
-}
+const makeCtx = (): ToolContext => testToolContext();
 
 function setup(): { todos: TodoList; registry: ToolRegistry } {
   const todos = new TodoList();

@@ -6,18 +6,13 @@ import type { AddressInfo } from 'node:net';
 import { createWebSearchTool, searxngBackend, type WebSearchResult } from '../../src/tools/web_search';
 import { ToolRegistry } from '../../src/tools/registry';
 import type { ToolContext } from '../../src/tools/tool';
+import { testToolContext } from '../support/tool-context';
+import { startLocalHttp, type LocalHttp } from '../support/local-http';
 
-function makeCtx(extra: Partial<ToolContext> = {}): ToolContext {
-  return {
-    signal: new AbortController().signal,
-    workspace: { root: '/nonexistent-root', dataDir: '/nonexistent-data', sessionId: 's1' },
-    sessionId: 's1',
-    ...extra,
-  };
-}
+const makeCtx = (extra: Partial<ToolContext> = {}): ToolContext => testToolContext(undefined, extra);
 
 /** A fake SearXNG: /search?q=…&format=json, plus misbehaving instances under other prefixes. */
-let server: http.Server;
+let local: LocalHttp;
 let base: string;
 const seen: URL[] = [];
 let onHang: (() => void) | undefined;
@@ -30,7 +25,7 @@ const HITS = Array.from({ length: 12 }, (_, i) => ({
 }));
 
 before(async () => {
-  server = http.createServer((req, res) => {
+  local = await startLocalHttp((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     seen.push(url);
     if (url.pathname === '/search' || url.pathname === '/searx/search') {
@@ -60,16 +55,10 @@ before(async () => {
     res.writeHead(404);
     res.end();
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  base = local.base;
 });
 
-after(async () => {
-  server.closeAllConnections();
-  server.close();
-  await once(server, 'close');
-});
+after(() => local.close());
 
 function registryFor(url: string, timeoutMs?: number): ToolRegistry {
   return new ToolRegistry([createWebSearchTool({ backend: searxngBackend({ url }), timeoutMs })]);
