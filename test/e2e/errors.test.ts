@@ -1,17 +1,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import type { FakeReply } from '../support/fake-openai';
 import { forEachNvim } from '../support/nvim';
 import { useE2E } from '../support/e2e';
+import { closedPort } from '../support/local-http';
 
-async function closedPort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 const SETUP = (extra = '') => `require('caboose').setup({ provider = { max_retries = 0, retry_base_delay_ms = 1 ${extra} } })`;
 

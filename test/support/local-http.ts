@@ -24,3 +24,11 @@ export async function startLocalHttp(handler: http.RequestListener): Promise<Loc
     },
   };
 }
+
+/** A port on 127.0.0.1 that nothing listens on (connections are refused). */
+export async function closedPort(): Promise<number> {
+  const local = await startLocalHttp(() => undefined);
+  const port = Number(new URL(local.base).port);
+  await local.close();
+  return port;
+}

@@ -1,15 +1,12 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import * as http from 'node:http';
-import { once } from 'node:events';
-import type { AddressInfo } from 'node:net';
 import { createFetchTool, classifyContentType, type FetchResult } from '../../src/tools/fetch';
 import { htmlToText, decodeEntities } from '../../src/tools/html-to-text';
 import { ToolRegistry } from '../../src/tools/registry';
 import type { ToolContext } from '../../src/tools/tool';
 import { MAX_OUTPUT_BYTES } from '../../src/tools/output';
 import { testToolContext } from '../support/tool-context';
-import { startLocalHttp, type LocalHttp } from '../support/local-http';
+import { closedPort, startLocalHttp, type LocalHttp } from '../support/local-http';
 
 const makeCtx = (extra: Partial<ToolContext> = {}): ToolContext => testToolContext(undefined, extra);
 
@@ -240,12 +237,7 @@ describe('fetch: limits and failures', () => {
   });
 
   test('connection refused is network_error', async () => {
-    const closed = http.createServer();
-    closed.listen(0, '127.0.0.1');
-    await once(closed, 'listening');
-    const port = (closed.address() as AddressInfo).port;
-    closed.close();
-    await once(closed, 'close');
+    const port = await closedPort();
     const e = await fails({ url: `http://127.0.0.1:${port}/` });
     assert.equal(e.kind, 'network_error');
     assert.match(e.message, /ECONNREFUSED/);

@@ -1,13 +1,10 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import * as http from 'node:http';
-import { once } from 'node:events';
-import type { AddressInfo } from 'node:net';
 import { createWebSearchTool, searxngBackend, type WebSearchResult } from '../../src/tools/web_search';
 import { ToolRegistry } from '../../src/tools/registry';
 import type { ToolContext } from '../../src/tools/tool';
 import { testToolContext } from '../support/tool-context';
-import { startLocalHttp, type LocalHttp } from '../support/local-http';
+import { closedPort, startLocalHttp, type LocalHttp } from '../support/local-http';
 
 const makeCtx = (extra: Partial<ToolContext> = {}): ToolContext => testToolContext(undefined, extra);
 
@@ -109,12 +106,7 @@ describe('web_search (SearXNG)', () => {
   });
 
   test('an unreachable engine is a network_error', async () => {
-    const closed = http.createServer();
-    closed.listen(0, '127.0.0.1');
-    await once(closed, 'listening');
-    const port = (closed.address() as AddressInfo).port;
-    closed.close();
-    await once(closed, 'close');
+    const port = await closedPort();
     const res = await registryFor(`http://127.0.0.1:${port}`).call('web_search', { query: 'x' }, makeCtx());
     assert.equal(res.ok, false);
     if (!res.ok) assert.equal(res.error.kind, 'network_error');
