@@ -165,6 +165,45 @@ forEachNvim((bin) => {
       assert.equal(fs.readFileSync(path.join(e.t.cwd, 'm.txt'), 'utf8'), 'm');
     });
 
+    it('the approval preview diffs against what the agent saw: the unsaved buffer, not the disk', async () => {
+      await start('create');
+      fs.writeFileSync(path.join(e.t.cwd, 'u.txt'), 'disk line\n');
+      await e.t.cmd('edit u.txt');
+      await e.t.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, {'buffer line'})");
+      e.fake.script(
+        { toolCalls: [{ name: 'read_file', arguments: { path: 'u.txt' } }] },
+        (req) => {
+          const read = firstToolResult(req);
+          return { toolCalls: [{ name: 'edit_file', arguments: { path: 'u.txt', expectedSha256: read.data!.sha256 as string, edits: [{ oldText: 'buffer line', newText: 'agent line' }] } }] };
+        },
+        { text: 'edited' },
+      );
+      await e.t.cmd('Caboose edit u');
+      const text = (await waitFloat()).join('\n');
+      assert.match(text, /-buffer line\n\+agent line/);
+      assert.doesNotMatch(text, /disk line/);
+      await e.t.lua("require('caboose').approval_respond('once')");
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('edited'), 'answer');
+      assert.deepEqual(await e.t.lua("return vim.api.nvim_buf_get_lines(vim.fn.bufnr('u.txt'), 0, -1, false)"), ['agent line']);
+      assert.equal(fs.readFileSync(path.join(e.t.cwd, 'u.txt'), 'utf8'), 'disk line\n', 'unsaved buffer: nothing written to disk');
+    });
+
+    it(':CabooseStop while an approval is pending closes the float, tells the model, returns to idle', async () => {
+      await start('create');
+      e.fake.script({ toolCalls: [{ name: 'create_file', arguments: { path: 's.txt', content: 's' } }] }, { text: 'after stop' });
+      await e.t.cmd('Caboose make s');
+      await waitFloat();
+      await e.t.cmd('CabooseStop');
+      await waitState('idle');
+      await e.t.waitFor(async () => (await approvalFloat()) === null, 'float closed');
+      assert.equal(fs.existsSync(path.join(e.t.cwd, 's.txt')), false);
+      await e.t.cmd('Caboose next');
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('after stop'), 'next turn');
+      const msgs = e.fake.chatRequests[1].body!.messages!;
+      const tool = msgs.find((m) => m.role === 'tool');
+      assert.match(String(tool?.content), /rejected_by_user|cancelled/);
+    });
+
     it('parallel tool calls, malformed arguments and an unknown tool go back to the model in order', async () => {
       await start('create');
       fs.writeFileSync(path.join(e.t.cwd, 'b.txt'), 'bee\n');
