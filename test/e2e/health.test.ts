@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { forEachNvim, type TestNvim } from '../support/nvim';
 import { useE2E } from '../support/e2e';
 
@@ -65,6 +66,28 @@ forEachNvim((bin) => {
       assert.equal(req.body?.model, 'setup-model');
       assert.equal(req.headers.authorization, 'Bearer from-cmd');
       assert.equal(req.headers['x-extra'], 'yes');
+    });
+
+    it('the host logs to stdpath("log")/caboose.log at the configured level, never the key', async () => {
+      const t = await e.start({ env: { OPENAI_API_KEY: 'sk-log-secret' }, initLua: "require('caboose').setup({ log = { level = 'debug' } })" });
+      e.fake.script({ text: 'logged' });
+      await t.cmd('Caboose hi');
+      await t.waitFor(async () => (await t.chatLines()).join('\n').includes('logged'), 'reply');
+      const file = await t.lua<string>("return vim.fn.stdpath('log') .. '/caboose.log'");
+      assert.equal(file, t.logFile);
+      const text = fs.readFileSync(file, 'utf8');
+      assert.match(text, /INFO .*host started/);
+      assert.match(text, /DEBUG .*request session\.send/);
+      assert.doesNotMatch(text, /sk-log-secret/);
+    });
+
+    it("log level 'warn' keeps info and debug lines out", async () => {
+      const t = await e.start({ initLua: "require('caboose').setup({ log = { level = 'warn' } })" });
+      e.fake.script({ text: 'quiet' });
+      await t.cmd('Caboose hi');
+      await t.waitFor(async () => (await t.chatLines()).join('\n').includes('quiet'), 'reply');
+      const text = fs.existsSync(t.logFile) ? fs.readFileSync(t.logFile, 'utf8') : '';
+      assert.doesNotMatch(text, /INFO|DEBUG/);
     });
   });
 });
