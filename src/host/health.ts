@@ -19,12 +19,10 @@ export async function checkHealth(config: HostConfig, _dataDir: string): Promise
     key_present: false,
   };
   try {
+    // Loaded here, not at start-up: the native module is what this check is about.
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const Database = require('better-sqlite3') as typeof import('better-sqlite3');
-    const db = new Database(':memory:');
-    const row = db.prepare('select sqlite_version() as v').get() as { v: string };
-    db.close();
-    report.sqlite = { ok: true, version: row.v };
+    const { sqliteVersion } = require('../store/db') as typeof import('../store/db');
+    report.sqlite = { ok: true, version: sqliteVersion() };
   } catch (err) {
     report.sqlite = { ok: false, error: err instanceof Error ? err.message : String(err) };
   }

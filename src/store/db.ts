@@ -26,3 +26,13 @@ export function openDatabase(dbPathOrDataDir: string): Database.Database {
   migrate(db);
   return db;
 }
+
+/** The SQLite version better-sqlite3 runs (proves the native module loads; for :checkhealth). */
+export function sqliteVersion(): string {
+  const db = new Database(':memory:');
+  try {
+    return (db.prepare('select sqlite_version() as v').get() as { v: string }).v;
+  } finally {
+    db.close();
+  }
+}

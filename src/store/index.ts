@@ -4,7 +4,7 @@ import { AuditRepository, type AuditVerification } from './audit';
 import { TrashRepository } from './trash';
 import { ArchiveRepository } from './archive';
 
-export { openDatabase, dbPathFor, DB_FILE_NAME } from './db';
+export { openDatabase, dbPathFor, DB_FILE_NAME, sqliteVersion } from './db';
 export * from './audit';
 export * from './trash';
 export * from './archive';
