@@ -114,8 +114,8 @@ H.handlers = {
     pcall(function()
       require('caboose.ui.approval').close_all()
     end)
-    H.set_state('idle', { session = vim.NIL })
     H.state.session = nil
+    H.set_state('idle')
   end,
 }
 
