@@ -145,7 +145,7 @@ H.request = function(method, params)
   if not ok then
     local msg = tostring(res):gsub('^%(caboose%) ', '')
     H.notify(msg, vim.log.levels.ERROR)
-    return nil
+    return nil, msg
   end
   return res
 end
@@ -166,7 +166,12 @@ function M.send(text)
     return nil
   end
   M.open_chat()
-  return H.request(require('caboose.rpc').methods.send, { text = text })
+  local res, err = H.request(require('caboose.rpc').methods.send, { text = text })
+  if not res and err then
+    -- The host could not take the message (e.g. api_key_cmd failed): say so where the user looks.
+    H.chat().error(err)
+  end
+  return res
 end
 
 function M.open_chat()

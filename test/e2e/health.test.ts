@@ -89,5 +89,18 @@ forEachNvim((bin) => {
       const text = fs.existsSync(t.logFile) ? fs.readFileSync(t.logFile, 'utf8') : '';
       assert.doesNotMatch(text, /INFO|DEBUG/);
     });
+
+    it('a failing api_key_cmd is reported in the chat and by vim.notify', async () => {
+      const t = await e.start({ initLua: "require('caboose').setup({ provider = { api_key_cmd = 'echo nope >&2; exit 3' } })" });
+      await t.cmd('Caboose hi');
+      const chat = await t.waitFor(async () => {
+        const text = (await t.chatLines()).join('\n');
+        return /\*\*Error:\*\*.*api_key_cmd failed/.test(text) ? text : null;
+      }, 'error in chat');
+      assert.ok(chat);
+      const notes = await t.notifications();
+      assert.ok(notes.some((n) => /api_key_cmd failed/.test(n.msg) && n.level === 4));
+      assert.equal((await t.lua<{ state: string }>("return require('caboose').state()")).state, 'idle');
+    });
   });
 });
