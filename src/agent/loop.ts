@@ -413,10 +413,12 @@ export class Agent {
       }
     }
     const req: ApprovalRequest = { id: randomUUID(), toolCallId: p.call.id, tool: def.name, args, ...(preview ? { preview } : {}) };
-    this.setState('pending_approval');
     const aborted = abortPromise(signal);
     try {
-      const decision = await Promise.race([this.opts.requestApproval(req), aborted.promise]);
+      // The request goes out before the state change, so whoever reacts to `pending_approval` finds it.
+      const pending = this.opts.requestApproval(req);
+      this.setState('pending_approval');
+      const decision = await Promise.race([pending, aborted.promise]);
       if (decision === null) this.emit('approvalCancelled', { id: req.id });
       return decision;
     } catch (e) {

@@ -149,6 +149,25 @@ forEachNvim((bin) => {
       assert.deepEqual(completion, ['plan', 'create', 'auto-edit', 'chug']);
     });
 
+    it('approval_respond works from a CabooseStateChanged autocmd the moment the state is pending_approval', async () => {
+      await start('create');
+      await e.t.lua(`
+        _G.answers = {}
+        vim.api.nvim_create_autocmd('User', {
+          pattern = 'CabooseStateChanged',
+          callback = function(ev)
+            if ev.data.state == 'pending_approval' then
+              table.insert(_G.answers, require('caboose').approval_respond('once'))
+            end
+          end,
+        })`);
+      e.fake.script({ toolCalls: [{ name: 'create_file', arguments: { path: 'auto.txt', content: 'a' } }] }, { text: 'auto-approved' });
+      await e.t.cmd('Caboose make auto');
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('auto-approved'), 'answer');
+      assert.deepEqual(await e.t.lua('return _G.answers'), [true]);
+      assert.equal(fs.readFileSync(path.join(e.t.cwd, 'auto.txt'), 'utf8'), 'a');
+    });
+
     it('the float is not modal: move away, come back, answer', async () => {
       await start('create');
       e.fake.script({ toolCalls: [{ name: 'create_file', arguments: { path: 'm.txt', content: 'm' } }] }, { text: 'made' });
