@@ -366,7 +366,7 @@ export class Agent {
   }
 
   private permission(p: PendingCall): 'run' | 'ask' | 'block' {
-    if (!p.def) return 'run'; // the registry answers unknown_tool
+    if (!p.def) return 'run'; // the registry answers invalid_arguments (unknown tool)
     const perm = permissionFor(this.currentMode, p.def.policy);
     if (perm === 'ask' && this.alwaysAllowed.has(p.def.name)) return 'run';
     return perm;

@@ -18,7 +18,6 @@ export const ERROR_KINDS = [
   'unsaved_buffer',
   'blocked_by_mode',
   'rejected_by_user',
-  'unknown_tool',
   'cancelled',
   'timeout',
   'network_error',

@@ -63,10 +63,13 @@ export class ToolRegistry {
   async call(name: string, args: unknown, ctx: ToolContext): Promise<ToolResult> {
     const def = this.defs.get(name);
     if (!def) {
+      // An unknown name is a bad call like any other: invalid_arguments, with the names that exist.
+      const available = this.names();
       return errorResult({
-        kind: 'unknown_tool',
+        kind: 'invalid_arguments',
         message: `Unknown tool "${name}".`,
-        suggestedAction: `Use one of: ${this.names().join(', ')}.`,
+        suggestedAction: `Call one of: ${available.join(', ')}.`,
+        details: { issues: [{ path: 'name', message: `unknown tool "${name}"` }], available },
       });
     }
     const parsed = def.parameters.safeParse(args ?? {});

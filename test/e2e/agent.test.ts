@@ -245,7 +245,8 @@ forEachNvim((bin) => {
       assert.deepEqual([...results.keys()], ['c1', 'c2', 'c3', 'c4', 'c5']);
       assert.equal(results.get('c1')!.ok, true);
       assert.equal(results.get('c2')!.error!.kind, 'invalid_arguments');
-      assert.equal(results.get('c3')!.error!.kind, 'unknown_tool');
+      assert.equal(results.get('c3')!.error!.kind, 'invalid_arguments');
+      assert.match(results.get('c3')!.error!.message, /Unknown tool "no_such_tool"/);
       assert.equal(results.get('c4')!.error!.kind, 'invalid_arguments');
       assert.equal(results.get('c5')!.ok, true);
       assert.equal(alive(await e.t.lua<number>("return require('caboose.rpc').host_pid()")), true, 'host still alive');

@@ -338,7 +338,8 @@ test('malformed JSON, unknown tools and schema violations go back to the model a
   const bad = errorOf(r.get('bad'));
   assert.equal(bad.kind, 'invalid_arguments');
   assert.match(bad.message, /^arguments are not valid JSON: /);
-  assert.equal(errorOf(r.get('unk')).kind, 'unknown_tool');
+  assert.equal(errorOf(r.get('unk')).kind, 'invalid_arguments');
+  assert.match(errorOf(r.get('unk')).message, /Unknown tool/);
   assert.equal(errorOf(r.get('schema')).kind, 'invalid_arguments');
   assert.equal(r.get('good')?.ok, true);
   assert.deepEqual(h.executed, ['read:b.ts']);

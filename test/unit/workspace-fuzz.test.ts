@@ -9,7 +9,7 @@ import { seededRandom } from '../support/rng';
 
 const rng = seededRandom;
 const sha = (b: Buffer | string): string => createHash('sha256').update(b).digest('hex');
-const FILE_KINDS = new Set<string>(ERROR_KINDS.filter((k) => !['internal_error', 'unknown_tool', 'cancelled', 'timeout', 'network_error'].includes(k)));
+const FILE_KINDS = new Set<string>(ERROR_KINDS.filter((k) => !['internal_error', 'cancelled', 'timeout', 'network_error'].includes(k)));
 
 function snapshot(root: string): Map<string, Buffer> {
   const out = new Map<string, Buffer>();
