@@ -114,7 +114,10 @@ H.checks = {
   ['deny_globs'] = H.string_list,
   ['trash_retention_days'] = H.positive,
   ['bash_timeout_ms'] = H.positive,
-  ['web_search'] = H.opt_type('table'),
+  ['web_search'] = function(v)
+    local ok = v == nil or (type(v) == 'table' and type(v.searxng_url) == 'string' and v.searxng_url:match('^https?://') ~= nil)
+    return ok, 'nil or { searxng_url = "http(s)://…" }'
+  end,
   ['system_prompt'] = H.opt_type('string'),
   ['data_dir'] = function(v)
     return type(v) == 'string' and v ~= '', 'a non-empty string'
@@ -145,11 +148,39 @@ end
 --- Merges `opts` over the defaults and validates every known key. Errors name the dotted key.
 ---@param opts table|nil
 ---@return caboose.Config
+--- Provider settings are also accepted at the top level (`setup({ model = '…' })`).
+H.provider_keys = { 'base_url', 'api_key', 'api_key_cmd', 'model', 'max_tokens', 'context_window', 'headers', 'timeout_ms', 'max_retries', 'retry_base_delay_ms' }
+
+H.normalize = function(opts)
+  opts = vim.deepcopy(opts or {})
+  for _, k in ipairs(H.provider_keys) do
+    if opts[k] ~= nil then
+      opts.provider = opts.provider or {}
+      if opts.provider[k] == nil then
+        opts.provider[k] = opts[k]
+      end
+      opts[k] = nil
+    end
+  end
+  -- web_search = 'http://…' or { url = '…' } mean the SearXNG URL.
+  if type(opts.web_search) == 'string' then
+    opts.web_search = { searxng_url = opts.web_search }
+  elseif type(opts.web_search) == 'table' and opts.web_search.searxng_url == nil and opts.web_search.url ~= nil then
+    opts.web_search = { searxng_url = opts.web_search.url }
+  end
+  for k in pairs(opts) do
+    if defaults[k] == nil and k ~= 'web_search' and k ~= 'system_prompt' then
+      vim.notify(string.format('(caboose) setup(): unknown option `%s` (ignored)', k), vim.log.levels.WARN)
+    end
+  end
+  return opts
+end
+
 function M.build(opts)
   if opts ~= nil and type(opts) ~= 'table' then
     error('(caboose) setup(opts): opts must be a table', 0)
   end
-  local cfg = vim.tbl_deep_extend('force', vim.deepcopy(defaults), opts or {})
+  local cfg = vim.tbl_deep_extend('force', vim.deepcopy(defaults), H.normalize(opts))
   local keys = vim.tbl_keys(H.checks)
   table.sort(keys)
   for _, key in ipairs(keys) do

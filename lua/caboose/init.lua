@@ -37,6 +37,7 @@ end
 
 --- { state = 'idle'|'streaming'|'executing_tools'|'pending_approval', mode, session }
 function M.state()
+  H.cfg() -- the mode is known before the host starts (reading the config starts nothing)
   return vim.deepcopy(H.state)
 end
 

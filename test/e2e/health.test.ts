@@ -39,6 +39,8 @@ forEachNvim((bin) => {
       assert.match(err, /`chat\.position` should be one of right, left, bottom, top/);
       const err2 = await t.lua<string>("local ok, e = pcall(require('caboose').setup, { provider = { model = 42 } }) return e");
       assert.match(err2, /`provider\.model` should be string or nil/);
+      const err3 = await t.lua<string>("local ok, e = pcall(require('caboose').setup, { web_search = { engine = 'x' } }) return e");
+      assert.match(err3, /`web_search` should be nil or \{ searxng_url/);
       const ok = await t.lua<boolean>("return pcall(require('caboose').setup, { provider = { model = 'x' }, mode = 'plan' })");
       assert.equal(ok, true);
       assert.equal(await t.lua("return require('caboose').state().mode"), 'plan');
@@ -46,6 +48,8 @@ forEachNvim((bin) => {
 
     it('works without setup(): defaults and the environment', async () => {
       const t = await e.start({ env: { OPENAI_BASE_URL: e.fake.url, CABOOSE_MODEL: 'env-model' } });
+      assert.deepEqual(await t.lua('return require(\'caboose\').state()'), { state: 'idle', mode: 'create' }, 'mode known before any command');
+      assert.equal(await t.lua("return require('caboose.rpc').is_running()"), false, 'state() starts no host');
       e.fake.script({ text: 'env ok' });
       const n = e.fake.requests.length;
       await t.cmd('Caboose ping');
@@ -101,6 +105,19 @@ forEachNvim((bin) => {
       const notes = await t.notifications();
       assert.ok(notes.some((n) => /api_key_cmd failed/.test(n.msg) && n.level === 4));
       assert.equal((await t.lua<{ state: string }>("return require('caboose').state()")).state, 'idle');
+    });
+
+    it('provider settings also work at the top level of setup(); web_search accepts a URL string', async () => {
+      const t = await e.start({
+        env: { OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' },
+        initLua: `require('caboose').setup({ base_url = ${JSON.stringify('URL')}, model = 'top-model', web_search = 'http://127.0.0.1:9' })`.replace('"URL"', JSON.stringify(e.fake.url)),
+      });
+      e.fake.script({ text: 'top ok' });
+      await t.cmd('Caboose hi');
+      const req = await e.fake.waitForRequest(1);
+      assert.equal(req.body?.model, 'top-model');
+      assert.ok((req.body?.tools ?? []).some((x) => x.function.name === 'web_search'));
+      assert.equal(await t.lua("return require('caboose').config().provider.model"), 'top-model');
     });
   });
 });
