@@ -30,8 +30,8 @@ export interface ReadFileData {
   notice?: string;
   size: number;
   encoding: { bom: boolean; eol: 'lf' | 'crlf'; finalNewline: boolean };
-  /** The file is loaded in a Neovim buffer with unsaved changes: content and sha256 are that buffer's. */
-  unsavedBuffer?: true;
+  /** true: the text is an unsaved buffer's; false: the disk's (only reported when Neovim is attached). */
+  unsavedBuffer?: boolean;
   /** With unsavedBuffer: sha256 of the file on disk (null when it is not on disk). */
   diskSha256?: string | null;
 }
@@ -74,7 +74,8 @@ export const readFileTool: ToolDefinition<typeof readFileParameters, ReadFileDat
       startLine: totalLines === 0 ? 0 : start,
       size: v.size,
       encoding: sl.encoding,
-      ...(v.source === 'buffer' ? { unsavedBuffer: true as const, diskSha256: v.diskSha256 ?? null } : {}),
+      // With Neovim attached, say whether the text came from an unsaved buffer; the library alone stays plain.
+      ...(v.source === 'buffer' ? { unsavedBuffer: true, diskSha256: v.diskSha256 ?? null } : ws.files.hasBridge ? { unsavedBuffer: false } : {}),
     };
     const wantedEnd = Math.min(args.endLine ?? totalLines, totalLines);
     if (!c.truncated && end >= wantedEnd) {

@@ -77,7 +77,7 @@ forEachNvim((bin) => {
             if (state === 'unsaved') {
               assert.equal(read.data!.unsavedBuffer, true);
               assert.equal(read.data!.diskSha256, sha(ORIGINAL));
-            } else assert.equal(read.data!.unsavedBuffer, undefined);
+            } else assert.equal(read.data!.unsavedBuffer, false);
 
             if (change === 'disk' || change === 'both') fs.writeFileSync(f(), DISK_CHANGED);
             if (change === 'buffer' || change === 'both') {
