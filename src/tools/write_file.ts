@@ -19,7 +19,20 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof writeFileParameters>
   const r = ws.resolve(args.path);
   d.path = r.rel;
   const v = await ws.files.view(r.abs);
-  if (v.kind === 'missing') throw notFound(r.rel, 'write_file only replaces existing files; use create_file for a new one.');
+  if (v.kind === 'missing') {
+    // expectedSha256 "" asserts the file does not exist yet: then write_file creates it (as create_file).
+    if (args.expectedSha256 !== '') throw notFound(r.rel, 'write_file replaces existing files; use create_file (or expectedSha256 "") for a new one.');
+    const bytes = Buffer.from(args.content, 'utf8');
+    const sha = sha256Hex(bytes);
+    const diff = fileDiff(null, r.rel, '', args.content);
+    Object.assign(d, { afterSha256: sha, diff });
+    return {
+      changes: [{ type: 'write', abs: r.abs, bytes, createOnly: true }],
+      diff,
+      result: { path: r.rel, sha256: sha, previousSha256: '', ...capDiff(diff, r.rel) },
+      audit: [{ ...d, operation: 'create' }],
+    };
+  }
   if (v.kind === 'directory') throw new ToolError('is_directory', `"${r.rel}" is a directory.`, { path: r.rel });
   d.beforeSha256 = v.sha256;
   if (v.source === 'buffer' && ws.files.unsavedBuffers === 'refuse') throw unsavedBufferError(r.rel, 'unsaved_buffers is "refuse"');
@@ -49,7 +62,8 @@ const empty = (): AuditDraft => ({ path: null, toPath: null, beforeSha256: null,
 export const writeFileTool: ToolDefinition<typeof writeFileParameters, WriteFileData> = {
   name: 'write_file',
   description:
-    'Replace the whole content of an EXISTING file (use create_file for new files, edit_file for small changes). ' +
+    'Replace the whole content of an existing file (edit_file is better for small changes); with expectedSha256 "" it ' +
+    'creates a file that must not exist yet. ' +
     STALE_PROTOCOL +
     ' The file keeps its permissions, BOM and CRLF line breaks. The write is atomic. Returns the new sha256 and a diff.',
   parameters: writeFileParameters,

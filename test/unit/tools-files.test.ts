@@ -246,6 +246,14 @@ describe('write_file', () => {
     assert.equal(read('a.txt'), 'v1');
   });
 
+  test('expectedSha256 "" creates a file that does not exist (and is stale once it does)', async () => {
+    const d = data(await ws.call('write_file', { path: 'sub/new.txt', content: 'fresh\n', expectedSha256: '' }));
+    assert.equal(d.sha256, sha('fresh\n'));
+    assert.equal(read('sub/new.txt'), 'fresh\n');
+    err(await ws.call('write_file', { path: 'sub/new.txt', content: 'again', expectedSha256: '' }), 'stale_file');
+    assert.equal(read('sub/new.txt'), 'fresh\n');
+  });
+
   test('not_found and is_directory', async () => {
     err(await ws.call('write_file', { path: 'nope.txt', content: 'x', expectedSha256: sha('') }), 'not_found');
     fs.mkdirSync(path.join(root, 'd'));
