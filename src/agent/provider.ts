@@ -232,7 +232,12 @@ export class OpenAIProvider implements ModelClient {
       if (req.signal?.aborted) throw new ProviderError('aborted', 'request cancelled', { partialText: text });
       const e = this.mapError(err, req.signal);
       if (sawChunk && (e.kind === 'unreachable' || e.kind === 'bad_response' || e.kind === 'server')) {
-        throw new ProviderError('interrupted', `the response stream was interrupted (${e.message})`, { partialText: text, cause: err });
+        // The server was reached (chunks arrived): name the low-level cause, not "cannot reach".
+        const cause = err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err);
+        throw new ProviderError('interrupted', `the response stream from ${this.config.baseURL} was interrupted midway (${cause}); the partial reply is kept`, {
+          partialText: text,
+          cause: err,
+        });
       }
       throw e;
     } finally {
