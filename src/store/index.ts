@@ -30,9 +30,12 @@ export function openStore(dbPathOrDataDir: string): Store {
   };
 }
 
-/** Re-checks the audit log hash chain of a database (a data folder or the .sqlite file). */
-export function verifyAuditLog(dbPathOrDataDir: string): AuditVerification {
-  const store = openStore(dbPathOrDataDir);
+/**
+ * Re-checks the audit log hash chain of a database: a data folder or the .sqlite file, as a path or as
+ * `{ dataDir }` (the options given to openWorkspace).
+ */
+export function verifyAuditLog(target: string | { dataDir: string }): AuditVerification {
+  const store = openStore(typeof target === 'string' ? target : target.dataDir);
   try {
     return store.audit.verify();
   } finally {

@@ -2,6 +2,7 @@ import { ToolRegistry } from '../tools/registry';
 import type { ToolContext, ToolDefinition, ToolResult, ToolSpec } from '../tools/tool';
 import { FILE_TOOLS, FILE_WRITE_TOOL_NAMES } from '../tools/file-tools';
 import { FileWorkspace, type WorkspaceOptions } from './workspace';
+import type { AuditVerification, TrashEntry } from '../store';
 
 /**
  * The file tools' registry. Besides the shared validation, it audits write attempts refused for invalid
@@ -35,6 +36,10 @@ export interface OpenedWorkspace {
   /** Validates and runs a tool; `{ ok: true, data }` or `{ ok: false, error }`, never throws. */
   call(name: string, args: unknown, opts?: { signal?: AbortSignal }): Promise<ToolResult>;
   close(): void;
+  /** Re-checks this workspace's audit log hash chain (see verifyAuditLog). */
+  verifyAuditLog(): AuditVerification;
+  /** Files in the trash, newest first (for restore_file / :CabooseRestore). */
+  listTrash(): TrashEntry[];
   workspace: FileWorkspace;
   registry: FileToolRegistry;
 }
@@ -56,6 +61,8 @@ export function openWorkspace(opts: OpenWorkspaceOptions): OpenedWorkspace {
       };
       return registry.call(name, args, ctx);
     },
+    verifyAuditLog: () => workspace.audit.verify(),
+    listTrash: () => workspace.trash.list(),
     close: () => workspace.close(),
   };
 }

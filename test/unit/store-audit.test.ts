@@ -134,3 +134,22 @@ describe('audit log', () => {
     assert.equal(db.pragma('user_version', { simple: true }), MIGRATIONS.at(-1)!.version);
   });
 });
+
+test('verifyAuditLog takes a data folder path, { dataDir }, or is a method of the opened workspace', async () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-verify-'));
+  fs.mkdirSync(path.join(tmp, 'ws'));
+  const opts = { root: path.join(tmp, 'ws'), dataDir: path.join(tmp, 'data') };
+  const ws = openWorkspace(opts);
+  try {
+    await ws.call('create_file', { path: 'a.txt', content: 'a' });
+    const del = await ws.call('delete_file', { path: 'a.txt' });
+    assert.ok(del.ok);
+    assert.deepEqual(ws.verifyAuditLog(), { ok: true, rows: 2 });
+    assert.deepEqual(verifyAuditLog(opts), { ok: true, rows: 2 });
+    assert.deepEqual(verifyAuditLog(opts.dataDir), { ok: true, rows: 2 });
+    assert.deepEqual(ws.listTrash().map((e) => e.originalPath), ['a.txt']);
+  } finally {
+    ws.close();
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+});
