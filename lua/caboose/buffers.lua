@@ -64,6 +64,8 @@ H.is_empty = function(b, lines)
 end
 
 --- The bytes `:write` would put on disk for buffer `b`.
+--- The bytes `:write` would produce; for a non-UTF-8 'fileencoding' also the same text in UTF-8 (what
+--- the tools read and edit; no BOM).
 H.bytes = function(b, fmt)
   local lines = vim.api.nvim_buf_get_lines(b, 0, -1, false)
   if H.is_empty(b, lines) then
@@ -73,13 +75,15 @@ H.bytes = function(b, fmt)
   if fmt.final_eol then
     text = text .. fmt.eol
   end
+  local utf8
   if fmt.fileencoding ~= 'utf-8' and not vim.bo[b].binary then
+    utf8 = text
     text = vim.iconv(text, 'utf-8', fmt.fileencoding) or text
   end
   if fmt.bom then
     text = H.BOMS[fmt.fileencoding] .. text
   end
-  return text
+  return text, utf8
 end
 
 H.snapshot = function(b, with_bytes)
@@ -92,7 +96,11 @@ H.snapshot = function(b, with_bytes)
     format = fmt,
   }
   if with_bytes == 'always' or (with_bytes == 'modified' and modified) then
-    snap.bytes64 = vim.base64.encode(H.bytes(b, fmt))
+    local bytes, utf8 = H.bytes(b, fmt)
+    snap.bytes64 = vim.base64.encode(bytes)
+    if utf8 then
+      snap.utf8_64 = vim.base64.encode(utf8)
+    end
   end
   return snap
 end

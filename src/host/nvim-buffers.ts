@@ -12,6 +12,8 @@ interface RawSnapshot {
   changedtick: number;
   format: { eol: string; final_eol: boolean; bom: boolean; fileencoding: string };
   bytes64?: string;
+  /** Non-UTF-8 'fileencoding': the same text in UTF-8. */
+  utf8_64?: string;
   path?: string;
 }
 
@@ -35,6 +37,7 @@ function toFormat(f: RawSnapshot['format']): BufferFormat {
 function toSnapshot(r: RawSnapshot): BufferSnapshot {
   const s: BufferSnapshot = { bufnr: r.bufnr, modified: !!r.modified, changedtick: r.changedtick, format: toFormat(r.format) };
   if (typeof r.bytes64 === 'string') s.bytes = Buffer.from(r.bytes64, 'base64');
+  if (typeof r.utf8_64 === 'string') s.utf8 = Buffer.from(r.utf8_64, 'base64');
   return s;
 }
 

@@ -99,6 +99,8 @@ export interface BufferSnapshot {
   format: BufferFormat;
   /** The bytes `:write` would produce (present for modified buffers, or when asked). */
   bytes?: Buffer;
+  /** With a non-UTF-8 'fileencoding': the same text in UTF-8 (tools read and edit this; sha256 is over `bytes`). */
+  utf8?: Buffer;
 }
 
 /** An update the bridge performs on the buffers after (or instead of) a disk commit. */
@@ -238,8 +240,9 @@ export class FileAccess {
         } else loaded = (await this.bridge.status([abs], 'modified')).get(abs);
       }
       if (loaded?.modified && loaded.bytes) {
-        const bytes = loaded.bytes;
-        const sha = cachedSha ?? sha256Hex(bytes);
+        // The gate hashes what the buffer would write; the tools see the text in UTF-8 (same bytes for UTF-8).
+        const sha = cachedSha ?? sha256Hex(loaded.bytes);
+        const bytes = loaded.utf8 ?? loaded.bytes;
         this.known.set(abs, { tick: loaded.changedtick, fmt: fmtKey(loaded.format), bytes, sha });
         const disk = await diskView(abs);
         const v: FileView = {
@@ -358,7 +361,7 @@ export class FileAccess {
   async unsavedBufferTexts(): Promise<Map<string, Buffer>> {
     const out = new Map<string, Buffer>();
     if (!this.bridge) return out;
-    for (const [abs, s] of await this.bridge.modified()) if (s.bytes) out.set(abs, s.bytes);
+    for (const [abs, s] of await this.bridge.modified()) if (s.bytes) out.set(abs, s.utf8 ?? s.bytes);
     return out;
   }
 

@@ -162,6 +162,30 @@ forEachNvim((bin) => {
       });
     }
 
+    it("an unsaved buffer with 'fileencoding=latin1': read, sha256 of the latin1 bytes, edit into the buffer", async () => {
+      await reset('');
+      fs.writeFileSync(F(), Buffer.from('café\n', 'latin1'));
+      await t.cmd('edit ++enc=latin1 f.txt');
+      assert.equal(await t.lua('return vim.bo.fileencoding'), 'latin1');
+      await t.lua("vim.api.nvim_buf_set_lines(0, -1, -1, false, {'crème'})");
+      const r = await toolCall(t, 'read_file', { path: 'f.txt' });
+      assert.ok(r.ok, JSON.stringify(r));
+      assert.equal(r.data!.content, 'café\ncrème\n');
+      assert.equal(r.data!.unsavedBuffer, true);
+      assert.equal(r.data!.sha256, sha(Buffer.from('café\ncrème\n', 'latin1')));
+      assert.equal(r.data!.sha256, await writtenSha(t, 'latin1.bin'));
+      assert.equal(r.data!.diskSha256, sha(Buffer.from('café\n', 'latin1')));
+      const w = await toolCall(t, 'edit_file', { path: 'f.txt', expectedSha256: r.data!.sha256, edits: [{ oldText: 'crème', newText: 'brûlée' }] });
+      assert.ok(w.ok, JSON.stringify(w));
+      assert.equal(w.data!.savedToDisk, false);
+      assert.deepEqual(await bufferOf(t, F()), { lines: ['café', 'brûlée'], modified: true });
+      assert.equal(w.data!.sha256, await writtenSha(t, 'latin1b.bin'));
+      assert.deepEqual(fs.readFileSync(F()), Buffer.from('café\n', 'latin1'), 'the disk is untouched');
+      const g = await toolCall(t, 'grep', { pattern: 'brûlée' });
+      assert.equal((g.data!.matches as unknown[]).length, 1, JSON.stringify(g));
+      await noProblems(t);
+    });
+
     it("a 'fileformat=dos' buffer (and BOM, noeol) round-trips with matching sha256", async () => {
       await reset('one\r\ntwo\r\nthree\r\n');
       await t.cmd('edit f.txt');
