@@ -48,7 +48,7 @@ forEachNvim((bin) => {
       assert.match(text, /Tool: edit_file/);
       assert.match(text, /Args: .*path=a\.txt/);
       assert.match(text, /-two\n\+TWO/, 'the float shows a unified diff');
-      assert.equal((await state()).state, 'pending_approval');
+      await waitState('pending_approval');
       assert.equal(await e.t.lua("return require('caboose').statusline()"), 'caboose: pending approval');
       const marks = await e.t.lua<[number, number, number, { hl_group: string }][]>(`
         for _, w in ipairs(vim.api.nvim_list_wins()) do
@@ -176,7 +176,7 @@ forEachNvim((bin) => {
       await e.t.cmd('wincmd p'); // move away: the float stays, nothing is answered
       await e.t.cmd('enew');
       assert.notEqual(await e.t.lua('return vim.bo.filetype'), 'caboose_approval');
-      assert.equal((await state()).state, 'pending_approval');
+      await waitState('pending_approval');
       await e.t.cmd('CabooseApproval');
       assert.equal(await e.t.lua("return vim.bo.filetype"), 'caboose_approval');
       await e.t.nvim.input('o');
