@@ -269,7 +269,7 @@ forEachNvim((bin) => {
         const txt = fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8').trim().split('\n') : [];
         return txt.length >= 3 ? txt.map(Number) : null;
       }, 'bash started');
-      assert.equal((await state()).state, 'executing_tools');
+      await waitState('executing_tools');
       await e.t.cmd('CabooseStop');
       await waitState('idle');
       await e.t.waitFor(async () => pids.every((p) => !alive(p)), 'all children gone', 5000);
