@@ -24,14 +24,20 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof createFileParameters
       suggestedAction: `Read it with read_file, then use edit_file or write_file with its sha256. ${STALE_FILE_ACTION}`,
     });
   }
-  const bytes = Buffer.from(args.content, 'utf8');
+  const p = planNewFile(r, args.content, d);
+  return { ...p, result: { ...p.result, created: true } };
+}
+
+/** Writing a file that must not exist yet (create_file, and write_file with expectedSha256 ""). */
+export function planNewFile(r: { abs: string; rel: string }, content: string, d: AuditDraft): WritePlan<{ path: string; sha256: string } & CappedDiff> {
+  const bytes = Buffer.from(content, 'utf8');
   const sha = sha256Hex(bytes);
-  const diff = fileDiff(null, r.rel, '', args.content);
+  const diff = fileDiff(null, r.rel, '', content);
   Object.assign(d, { afterSha256: sha, diff });
   return {
     changes: [{ type: 'write', abs: r.abs, bytes, createOnly: true }],
     diff,
-    result: { path: r.rel, sha256: sha, created: true, ...capDiff(diff, r.rel) },
+    result: { path: r.rel, sha256: sha, ...capDiff(diff, r.rel) },
     audit: [{ ...d, operation: 'create' }],
   };
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ToolError } from './errors';
 import type { ToolDefinition } from './tool';
+import { planNewFile } from './create_file';
 import { fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
 import { basisOf, savedFields, sha256Hex, toTextView, unsavedBufferError } from '../workspace/file-access';
 import { decodeText, encodeText, isBinary, normalizeEol } from '../workspace/encoding';
@@ -22,16 +23,8 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof writeFileParameters>
   if (v.kind === 'missing') {
     // expectedSha256 "" asserts the file does not exist yet: then write_file creates it (as create_file).
     if (args.expectedSha256 !== '') throw notFound(r.rel, 'write_file replaces existing files; use create_file (or expectedSha256 "") for a new one.');
-    const bytes = Buffer.from(args.content, 'utf8');
-    const sha = sha256Hex(bytes);
-    const diff = fileDiff(null, r.rel, '', args.content);
-    Object.assign(d, { afterSha256: sha, diff });
-    return {
-      changes: [{ type: 'write', abs: r.abs, bytes, createOnly: true }],
-      diff,
-      result: { path: r.rel, sha256: sha, previousSha256: '', ...capDiff(diff, r.rel) },
-      audit: [{ ...d, operation: 'create' }],
-    };
+    const p = planNewFile(r, args.content, d);
+    return { ...p, result: { ...p.result, previousSha256: '' } };
   }
   if (v.kind === 'directory') throw new ToolError('is_directory', `"${r.rel}" is a directory.`, { path: r.rel });
   d.beforeSha256 = v.sha256;
