@@ -163,16 +163,21 @@ H.set_text = function(b, new)
     shift = shift + new_size - (old_to - old_from)
     plan[#plan + 1] = { start = old_start, count = ca, lines = new_lines }
   end
-  -- Bottom-up, so earlier rows stay valid.
-  for i = #plan, 1, -1 do
-    local p = plan[i]
-    if p.count == 0 or #p.lines == 0 then
-      vim.api.nvim_buf_set_lines(b, p.start, p.start + p.count, false, p.lines)
+  H.apply_hunks(b, plan)
+  return #plan
+end
+
+--- Lands hunks ({start = 0-based row, count = old lines, lines = new lines}) bottom-up, so earlier rows
+--- stay valid; a replaced run of lines changes only the characters that differ.
+H.apply_hunks = function(b, hunks)
+  for i = #hunks, 1, -1 do
+    local h = hunks[i]
+    if h.count == 0 or #h.lines == 0 then
+      vim.api.nvim_buf_set_lines(b, h.start, h.start + h.count, false, h.lines)
     else
-      H.set_changed_chars(b, p.start, vim.list_slice(old_lines, p.start + 1, p.start + p.count), p.lines)
+      H.set_changed_chars(b, h.start, vim.api.nvim_buf_get_lines(b, h.start, h.start + h.count, false), h.lines)
     end
   end
-  return #plan
 end
 
 --- Applies hunks the host computed against the buffer's text at the checked changedtick
@@ -188,14 +193,7 @@ H.set_hunks = function(b, hunks)
     vim.api.nvim_buf_set_lines(b, 0, -1, false, lines)
     return
   end
-  for i = #hunks, 1, -1 do
-    local h = hunks[i]
-    if h.count == 0 or #h.lines == 0 then
-      vim.api.nvim_buf_set_lines(b, h.start, h.start + h.count, false, h.lines)
-    else
-      H.set_changed_chars(b, h.start, vim.api.nvim_buf_get_lines(b, h.start, h.start + h.count, false), h.lines)
-    end
-  end
+  H.apply_hunks(b, hunks)
 end
 
 --- Replaces old lines (at 0-based `row`) by new lines, touching only the bytes between their common
