@@ -10,8 +10,8 @@
  */
 import type { ToolPolicy } from '../tools/tool';
 
-export type PermissionMode = 'plan' | 'create' | 'auto-edit' | 'chug';
-export const PERMISSION_MODES: readonly PermissionMode[] = ['plan', 'create', 'auto-edit', 'chug'];
+export const PERMISSION_MODES = ['plan', 'create', 'auto-edit', 'chug'] as const;
+export type PermissionMode = (typeof PERMISSION_MODES)[number];
 export const DEFAULT_MODE: PermissionMode = 'create';
 
 export type Permission = 'run' | 'ask' | 'block';

@@ -1,8 +1,8 @@
 import { z } from 'zod';
+import { PERMISSION_MODES } from '../agent/permissions';
 
 export { METHODS, EVENTS } from './protocol-names';
 
-export const PERMISSION_MODES = ['plan', 'create', 'auto-edit', 'chug'] as const;
 
 const optStr = z.string().optional().nullable();
 
@@ -58,4 +58,3 @@ export const ApprovalResolveParams = z.object({
 export const AskResolveParams = z.object({ id: z.string(), answer: z.string().nullable().optional() });
 export const TrashRestoreParams = z.object({ trash_id: z.string(), target_path: z.string().optional().nullable() });
 export const ToolCallParams = z.object({ name: z.string().min(1), args: z.unknown().optional() });
-export const Empty = z.object({}).passthrough();
