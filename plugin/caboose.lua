@@ -4,6 +4,18 @@ if vim.g.loaded_caboose then
 end
 vim.g.loaded_caboose = true
 
+-- :help caboose from a checkout (a plugin manager that generates tags, like lazy.nvim, has done it already):
+-- (re)generate doc/tags when it is missing or older than the help file. Two stat calls when up to date.
+do
+  local doc = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h') .. '/doc'
+  local txt, tags = doc .. '/caboose.txt', doc .. '/tags'
+  local uv = vim.uv or vim.loop
+  local src, dst = uv.fs_stat(txt), uv.fs_stat(tags)
+  if src and (not dst or dst.mtime.sec < src.mtime.sec) and vim.fn.filewritable(doc) == 2 then
+    pcall(vim.cmd.helptags, vim.fn.fnameescape(doc))
+  end
+end
+
 local function caboose()
   return require('caboose')
 end
@@ -37,8 +49,8 @@ vim.api.nvim_create_user_command('CabooseRestore', function()
 end, { desc = 'Caboose: restore a file the agent deleted (from the trash)' })
 
 vim.api.nvim_create_user_command('CabooseChat', function()
-  caboose().open_chat()
-end, { desc = 'Caboose: open the chat window' })
+  caboose().focus_chat()
+end, { desc = 'Caboose: open the chat and go to its message area' })
 
 vim.api.nvim_create_user_command('CabooseApproval', function()
   if not require('caboose.ui.approval').focus() then

@@ -36,7 +36,10 @@ local H = {}
 
 ---@class caboose.ChatOptions
 ---@field position 'right'|'left'|'bottom'|'top'
----@field size integer Columns (left/right) or lines (top/bottom).
+---@field size number Share of the screen (0 < size <= 1: of the columns for left/right, of the lines for top/bottom) or, above 1, columns/lines.
+---@field min_size integer|nil Smallest size (default 40 columns, or 8 lines for top/bottom).
+---@field max_size integer|nil Largest size (default 120 columns, or 30 lines for top/bottom).
+---@field input_height integer Lines of the message area under the transcript.
 
 ---@class caboose.LogOptions
 ---@field level 'debug'|'info'|'warn'|'error'|'off'
@@ -56,7 +59,7 @@ local defaults = {
   system_prompt = nil,
   data_dir = vim.fn.stdpath('data') .. '/caboose',
   host = { node = 'node', transport = 'job' },
-  chat = { position = 'right', size = 80 },
+  chat = { position = 'right', size = 0.4, min_size = nil, max_size = nil, input_height = 5 },
   log = { level = 'info', file = vim.fn.stdpath('log') .. '/caboose.log' },
 }
 
@@ -128,6 +131,15 @@ H.checks = {
   ['host.transport'] = H.enum({ 'job', 'remote' }),
   ['chat.position'] = H.enum({ 'right', 'left', 'bottom', 'top' }),
   ['chat.size'] = H.positive,
+  ['chat.min_size'] = function(v)
+    return v == nil or (type(v) == 'number' and v >= 1), 'nil or a number >= 1'
+  end,
+  ['chat.max_size'] = function(v)
+    return v == nil or (type(v) == 'number' and v >= 1), 'nil or a number >= 1'
+  end,
+  ['chat.input_height'] = function(v)
+    return type(v) == 'number' and v >= 1 and v == math.floor(v), 'a whole number >= 1'
+  end,
   ['log.level'] = H.enum({ 'debug', 'info', 'warn', 'error', 'off' }),
   ['log.file'] = function(v)
     return type(v) == 'string' and v ~= '', 'a non-empty string'

@@ -11,6 +11,14 @@ M.groups = {
   CabooseNotice = 'Comment',
   CabooseToolCall = 'Special',
   CabooseMode = 'Visual',
+  CabooseTitle = 'Title',
+  CabooseInputTitle = 'Title',
+  CabooseQueued = 'DiagnosticHint',
+  CabooseWarn = 'DiagnosticWarn',
+  CabooseToolRunning = 'DiagnosticInfo',
+  CabooseToolOk = 'DiagnosticOk',
+  CabooseToolError = 'DiagnosticError',
+  CabooseToolRejected = 'DiagnosticWarn',
 }
 
 function M.apply()

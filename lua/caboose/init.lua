@@ -47,7 +47,7 @@ H.set_state = function(new, fields)
   for k, v in pairs(fields or {}) do
     H.state[k] = v
   end
-  H.chat().set_status(new, H.state.mode)
+  H.chat().set_status(new, H.state.mode, new == 'idle' and { retry = false } or nil)
   if previous ~= new or (fields and fields.mode) then
     vim.api.nvim_exec_autocmds('User', {
       pattern = 'CabooseStateChanged',
@@ -66,8 +66,17 @@ H.handlers = {
   state = function(p)
     H.set_state(p.state, { mode = p.mode, session = p.session })
   end,
+  session_info = function(p)
+    H.chat().set_status(nil, nil, { model = p.model })
+  end,
   user_message = function(p)
-    H.chat().user_message(p.text)
+    H.chat().user_message(p)
+  end,
+  queued = function(p)
+    H.chat().queued(p)
+  end,
+  queue_discarded = function(p)
+    H.chat().queue_discarded(p.messages or {})
   end,
   assistant_start = function()
     H.chat().assistant_start()
@@ -77,6 +86,12 @@ H.handlers = {
   end,
   assistant_end = function(p)
     H.chat().assistant_end(p)
+  end,
+  usage = function(p)
+    H.chat().set_status(nil, nil, { usage = p })
+  end,
+  retry = function(p)
+    H.chat().set_status(nil, nil, { retry = p })
   end,
   tool_call = function(p)
     H.chat().tool_call(p)
@@ -115,29 +130,50 @@ H.handlers = {
     pcall(function()
       require('caboose.ui.approval').close_all()
     end)
+    H.chat().queue_discarded(nil)
     H.state.session = nil
     H.set_state('idle')
   end,
 }
 
+H.report = function(msg)
+  msg = tostring(msg):gsub('^%(caboose%) ', '')
+  H.notify(msg, vim.log.levels.ERROR)
+  H.chat().error(msg)
+end
+
 H.start_host = function()
   local rpc = require('caboose.rpc')
   rpc.set_handlers(H.handlers)
-  return pcall(rpc.ensure, H.cfg())
+  return pcall(rpc.ensure, H.cfg(), H.report)
 end
 
---- Start the host (if needed). Returns true when it is up.
+--- Start the host (if needed), without waiting for it. Returns true when it is starting or up.
 H.ensure_host = function()
   local ok, err = H.start_host()
   if not ok then
-    local msg = tostring(err):gsub('^%(caboose%) ', '')
-    H.notify(msg, vim.log.levels.ERROR)
-    H.chat().error(msg)
+    H.report(err)
     return false
   end
   return true
 end
 
+--- Calls the host without waiting: `on_done(err, result)` runs when it answers. Errors are reported
+--- (notify) unless `on_done` returns true for them. Returns false when the host could not be started.
+H.call = function(method, params, on_done)
+  if not H.ensure_host() then
+    return false
+  end
+  require('caboose.rpc').call(method, params, function(err, result)
+    local handled = on_done and on_done(err, result)
+    if err and not handled then
+      H.notify(tostring(err):gsub('^%(caboose%) ', ''), vim.log.levels.ERROR)
+    end
+  end)
+  return true
+end
+
+--- Waits for the host's answer (API functions that return a value; never a user command's path).
 H.request = function(method, params)
   if not H.ensure_host() then
     return nil
@@ -159,25 +195,43 @@ function M.statusline()
   return 'caboose: ' .. H.state.state:gsub('_', ' ')
 end
 
---- Send a message to the agent (opens the chat).
+--- Send a message to the agent (opens the chat). Returns at once; the host answers asynchronously.
 ---@param text string
-function M.send(text)
+---@param opts { context: table[]|nil, on_done: fun(err: string|nil, result: table|nil)|nil }|nil
+---  context: items attached to the message (see |caboose-context|); on_done: called with the host's answer
+---  (`{ id, status = 'started'|'queued'|'rejected', position }`).
+---@return boolean sent
+function M.send(text, opts)
   if type(text) ~= 'string' or vim.trim(text) == '' then
     H.notify('nothing to send', vim.log.levels.WARN)
-    return nil
+    return false
   end
+  opts = opts or {}
   M.open_chat()
-  local res, err = H.request(require('caboose.rpc').methods.send, { text = text })
-  if not res and err then
-    -- The host could not take the message (e.g. api_key_cmd failed): say so where the user looks.
-    H.chat().error(err)
+  local params = { text = text }
+  if opts.context and #opts.context > 0 then
+    params.context = opts.context
   end
-  return res
+  return H.call(require('caboose.rpc').methods.send, params, function(err, res)
+    if err then
+      -- The host could not take the message (e.g. api_key_cmd failed): say so where the user looks.
+      H.chat().error(tostring(err):gsub('^%(caboose%) ', ''))
+    end
+    if opts.on_done then
+      opts.on_done(err, res)
+    end
+  end)
 end
 
 function M.open_chat()
   H.chat().set_status(H.state.state, H.state.mode or H.cfg().mode)
   return H.chat().open(H.cfg())
+end
+
+--- Open the chat and put the cursor in its message area.
+function M.focus_chat()
+  M.open_chat()
+  return H.chat().focus_input()
 end
 
 --- Ask for a message with vim.ui.input, then send it.
@@ -189,49 +243,40 @@ function M.prompt()
   end)
 end
 
-H.selection_prompt = function(o, text)
-  local buf = vim.api.nvim_get_current_buf()
-  local lines = vim.api.nvim_buf_get_lines(buf, o.line1 - 1, o.line2, false)
-  local name = vim.api.nvim_buf_get_name(buf)
-  local rel = name ~= '' and vim.fn.fnamemodify(name, ':.') or '[No Name]'
-  return string.format(
-    '%s\n\nSelection: %s lines %d-%d\n```%s\n%s\n```',
-    text,
-    rel,
-    o.line1,
-    o.line2,
-    vim.bo[buf].filetype,
-    table.concat(lines, '\n')
-  )
-end
-
---- :Caboose [prompt] — with a range, the selected lines go along with the prompt.
+--- :Caboose [prompt] — with a range, the selected lines go along with the prompt; `#buffer` and `@path`
+--- in the prompt attach the current buffer and files.
 function M.command_caboose(o)
-  local text = o.args or ''
-  if o.range and o.range > 0 then
-    if vim.trim(text) == '' then
-      vim.ui.input({ prompt = 'Caboose (selection)> ' }, function(t)
-        if t and vim.trim(t) ~= '' then
-          M.send(H.selection_prompt(o, t))
-        end
-      end)
-      return
+  local context = require('caboose.context')
+  local origin = vim.api.nvim_get_current_buf()
+  local selection = (o.range and o.range > 0) and context.selection(origin, o.line1, o.line2) or nil
+  local send = function(text)
+    local items = context.collect(text, origin)
+    if selection then
+      table.insert(items, 1, selection)
     end
-    text = H.selection_prompt(o, text)
+    M.send(text, { context = items })
   end
+  local text = o.args or ''
   if vim.trim(text) == '' then
-    M.open_chat()
-    return M.prompt()
+    if not selection then
+      M.open_chat()
+    end
+    vim.ui.input({ prompt = selection and 'Caboose (selection)> ' or 'Caboose> ' }, function(t)
+      if t and vim.trim(t) ~= '' then
+        send(t)
+      end
+    end)
+    return
   end
-  return M.send(text)
+  send(text)
 end
 
---- Stop the running turn: the stream, every running tool, pending approvals.
+--- Stop the running turn: the stream, every running tool, pending approvals; queued messages are dropped.
 function M.stop()
   if not require('caboose.rpc').is_running() then
     return
   end
-  H.request(require('caboose.rpc').methods.stop, {})
+  H.call(require('caboose.rpc').methods.stop, {})
 end
 
 --- Set the permission mode: 'plan' | 'create' | 'auto-edit' | 'chug'.
@@ -241,13 +286,18 @@ function M.set_mode(mode)
     H.notify('unknown mode ' .. tostring(mode) .. ' (plan, create, auto-edit, chug)', vim.log.levels.ERROR)
     return false
   end
+  local previous = H.state.mode or H.cfg().mode
   H.cfg().mode = mode
-  if require('caboose.rpc').is_running() then
-    if not H.request(require('caboose.rpc').methods.set_mode, { mode = mode }) then
-      return false
-    end
-  end
   H.set_state(H.state.state, { mode = mode })
+  if require('caboose.rpc').is_running() then
+    H.call(require('caboose.rpc').methods.set_mode, { mode = mode }, function(err)
+      if err then
+        -- The host kept the old mode: show the one in force.
+        H.cfg().mode = previous
+        H.set_state(H.state.state, { mode = previous })
+      end
+    end)
+  end
   H.notify('mode: ' .. mode)
   return true
 end
@@ -263,9 +313,8 @@ end
 --- Start a new conversation.
 function M.new_session()
   H.chat().reset()
-  local res = H.request(require('caboose.rpc').methods.reset, { cwd = vim.fn.getcwd() })
   M.open_chat()
-  return res
+  return H.call(require('caboose.rpc').methods.reset, { cwd = vim.fn.getcwd() })
 end
 
 --- Answer the pending approval: 'once' | 'always' | 'reject' (with an optional reason).
@@ -279,15 +328,16 @@ function M.restore()
 end
 
 --- Run one tool directly, as the user (no model, no approval). Returns `{ ok, data }` or `{ ok = false, error }`.
+--- Waits for the host: an API for scripts and tests, not a user command's path.
 ---@param name string e.g. 'read_file'
 ---@param args table
 function M.tool_call(name, args)
   return H.request(require('caboose.rpc').methods.tool_call, { name = name, args = args or vim.empty_dict() })
 end
 
---- Internal: used by the UI modules.
-M._request = function(method, params)
-  return H.request(method, params)
+--- Internal: used by the UI modules. Asynchronous: `on_done(err, result)` runs when the host answers.
+M._request = function(method, params, on_done)
+  return H.call(method, params, on_done)
 end
 M._notify = H.notify
 M._start_host = H.start_host

@@ -23,6 +23,11 @@ H.chan = nil ---@type integer|nil
 H.job = nil ---@type integer|nil
 H.stopping = false
 H.handlers = {} ---@type table<string, fun(payload: table)>
+H.callbacks = {} ---@type table<integer, fun(err: string|nil, result: any)|false>
+H.next_id = 0
+
+--- The notification that carries an asynchronous call; src/host/protocol-names.ts CALL_NOTIFICATION.
+M.call_notification = 'caboose.call'
 
 H.plugin_root = function()
   local src = debug.getinfo(1, 'S').source:sub(2)
@@ -36,6 +41,9 @@ end
 
 --- Called by the host through nvim_exec_lua for every event it emits.
 function M.on_event(name, payload)
+  if name == 'reply' then
+    return H.on_reply(payload or {})
+  end
   local fn = H.handlers[name]
   if not fn then
     return
@@ -43,6 +51,29 @@ function M.on_event(name, payload)
   local ok, err = pcall(fn, payload or {})
   if not ok then
     vim.notify('(caboose) error handling ' .. name .. ': ' .. tostring(err), vim.log.levels.ERROR)
+  end
+end
+
+H.on_reply = function(p)
+  local cb = H.callbacks[p.id]
+  H.callbacks[p.id] = nil
+  if not cb then
+    return
+  end
+  local ok, err = pcall(cb, (not p.ok) and tostring(p.error or 'the host failed') or nil, p.result)
+  if not ok then
+    vim.notify('(caboose) error handling a reply: ' .. tostring(err), vim.log.levels.ERROR)
+  end
+end
+
+--- Answers every call still waiting (the host is gone), so no callback waits forever.
+H.fail_pending = function(msg)
+  local pending = H.callbacks
+  H.callbacks = {}
+  for _, cb in pairs(pending) do
+    if cb then
+      pcall(cb, msg, nil)
+    end
   end
 end
 
@@ -69,6 +100,7 @@ H.on_exit = function(job, code)
   end
   local expected = H.stopping
   H.chan, H.job, H.stopping = nil, nil, false
+  H.fail_pending('the host exited' .. (H.last_stderr and H.last_stderr ~= '' and (': ' .. H.last_stderr) or ''))
   local fn = H.handlers['host_exit']
   if fn then
     pcall(fn, { code = code, expected = expected })
@@ -117,9 +149,12 @@ H.init_params = function(cfg)
   }
 end
 
---- Starts the host if needed and initialises it. Errors (with a clear message) when it cannot.
+--- Starts the host if needed and initialises it, without waiting for it: calls made meanwhile queue behind
+--- the init on the channel. Errors (with a clear message) when the host cannot be started; an init that
+--- fails later is reported through `on_init_error`.
 ---@param cfg caboose.Config
-function M.ensure(cfg)
+---@param on_init_error fun(msg: string)|nil
+function M.ensure(cfg, on_init_error)
   if H.chan then
     return
   end
@@ -133,14 +168,41 @@ function M.ensure(cfg)
   else
     H.start_job(cfg)
   end
-  local ok, err = pcall(M.request, M.methods.init, H.init_params(cfg))
-  if not ok then
-    M.shutdown()
-    error(err, 0)
+  local chan = H.chan
+  M.call(M.methods.init, H.init_params(cfg), function(err)
+    if err and H.chan == chan then
+      M.shutdown()
+      if on_init_error then
+        on_init_error(err)
+      end
+    end
+  end)
+end
+
+--- Asynchronous call: returns at once; `cb(err, result)` runs when the host answers (or exits).
+---@param method string
+---@param params table|nil
+---@param cb fun(err: string|nil, result: any)|nil
+function M.call(method, params, cb)
+  if not H.chan then
+    if cb then
+      cb('host is not running', nil)
+    end
+    return
+  end
+  H.next_id = H.next_id + 1
+  local id = H.next_id
+  H.callbacks[id] = cb or false
+  local payload = { id = id, method = method, params = params or vim.empty_dict() }
+  if H.chan == 'remote' then
+    vim.fn.CabooseHostNotify(M.call_notification, payload)
+  else
+    vim.rpcnotify(H.chan, M.call_notification, payload)
   end
 end
 
---- Sends a request and returns its result; raises '(caboose) …' on failure.
+--- Sends a request and waits for its result; raises '(caboose) …' on failure. Only for the API functions
+--- that return a value (tool_call) and :checkhealth; user commands use M.call.
 function M.request(method, params)
   if not H.chan then
     error('(caboose) host is not running', 0)
@@ -183,6 +245,7 @@ function M.shutdown()
     pcall(vim.fn.jobstop, H.job)
   end
   H.chan, H.job = nil, nil
+  H.fail_pending('the host was stopped')
 end
 
 return M

@@ -50,7 +50,13 @@ export interface AgentEvents {
   usage?(usage: Usage): void;
   /** The conversation was compacted: `removed` messages were replaced by `summary` (cold storage). */
   compacted?(c: { removed: ChatMessage[]; summary: string }): void;
+  /** A turn begins: the user's message (a queued one when its turn comes). */
+  turnStart?(message: QueuedMessage): void;
   turnEnd?(): void;
+  /** stop() dropped these queued messages. */
+  queueDiscarded?(messages: QueuedMessage[]): void;
+  /** The model request failed and is retried after `delayMs`. */
+  retry?(info: { attempt: number; delayMs: number; message: string }): void;
 }
 
 /** Structurally compatible with the host's Logger. */
@@ -72,6 +78,8 @@ export interface AgentOptions {
   maxQueue?: number;
   /** Replaces the default system prompt. */
   systemPrompt?: string;
+  /** The workspace root, named in the default system prompt. */
+  cwd?: string;
   requestApproval: (req: ApprovalRequest) => Promise<ApprovalDecision>;
   events?: AgentEvents;
   log?: AgentLogger;
@@ -81,6 +89,12 @@ export interface AgentOptions {
   compactAt?: number;
   /** Restrict which tools this agent offers and may call (subagents). Default: every registry tool. */
   toolFilter?: (def: ToolDefinition) => boolean;
+}
+
+/** A user message; `meta` is the caller's (e.g. what the chat shows of it), handed back in turnStart. */
+export interface QueuedMessage {
+  text: string;
+  meta?: unknown;
 }
 
 export type SendResult = { status: 'started' } | { status: 'queued'; position: number } | { status: 'rejected'; reason: string };
@@ -101,7 +115,7 @@ export class Agent {
   private readonly registry: ToolRegistry;
   private readonly opts: AgentOptions;
   private readonly history: ChatMessage[] = [];
-  private readonly queue: string[] = [];
+  private readonly queue: QueuedMessage[] = [];
   private readonly alwaysAllowed = new Set<string>();
   private readonly idleWaiters: (() => void)[] = [];
   private currentMode: PermissionMode;
@@ -136,7 +150,7 @@ export class Agent {
 
   /** Messages waiting to be processed (a copy). */
   get queued(): string[] {
-    return this.queue.slice();
+    return this.queue.map((m) => m.text);
   }
 
   /** Token usage reported with the last model reply. */
@@ -160,17 +174,17 @@ export class Agent {
   }
 
   /** Starts a turn, or queues the message while busy (up to `maxQueue`, processed in order). */
-  send(text: string): SendResult {
+  send(text: string, meta?: unknown): SendResult {
     if (!this.running) {
       this.running = true;
-      void this.runLoop(text);
+      void this.runLoop({ text, meta });
       return { status: 'started' };
     }
     const max = this.opts.maxQueue ?? DEFAULT_MAX_QUEUE;
     if (this.queue.length >= max) {
       return { status: 'rejected', reason: `the agent is busy and ${max} messages are already queued` };
     }
-    this.queue.push(text);
+    this.queue.push({ text, meta });
     return { status: 'queued', position: this.queue.length };
   }
 
@@ -179,9 +193,11 @@ export class Agent {
    * queue. Text already received stays in the history, marked interrupted. The state returns to idle as
    * soon as the turn unwinds (await `idle()`).
    */
-  stop(): void {
-    this.queue.length = 0;
+  stop(): QueuedMessage[] {
+    const discarded = this.queue.splice(0);
+    if (discarded.length > 0) this.emit('queueDiscarded', discarded);
     this.abort?.abort();
+    return discarded;
   }
 
   /** Resolves when idle with an empty queue. */
@@ -194,11 +210,12 @@ export class Agent {
    * Turn processing
    * ------------------------------------------------------------------------------------------- */
 
-  private async runLoop(first: string): Promise<void> {
-    let next: string | undefined = first;
+  private async runLoop(first: QueuedMessage): Promise<void> {
+    let next: QueuedMessage | undefined = first;
     while (next !== undefined) {
       try {
-        await this.runTurn(next);
+        this.emit('turnStart', next);
+        await this.runTurn(next.text);
       } catch (err) {
         // A bug in the loop or an event handler: report it, keep the agent usable.
         const message = err instanceof Error ? err.message : String(err);
@@ -288,6 +305,7 @@ export class Agent {
             this.emit('usage', ev.usage);
             break;
           case 'retry':
+            this.emit('retry', { attempt: ev.attempt, delayMs: ev.delayMs, message: ev.error.message });
             this.emit('notice', `${ev.error.message}; retrying in ${formatDelay(ev.delayMs)} (attempt ${ev.attempt})`);
             break;
           case 'tool_call_delta':
@@ -308,7 +326,8 @@ export class Agent {
       const aborted = signal.aborted || e.kind === 'aborted';
       // Partial text stays in the history, marked so the model knows its reply was cut.
       if (partial.length > 0) this.history.push(interruptedAssistantMessage(partial));
-      this.emit('assistantEnd', { interrupted: true });
+      // Only a reply that showed text was interrupted; a request that failed before any text has nothing to mark.
+      this.emit('assistantEnd', { interrupted: partial.length > 0 });
       if (aborted) this.emit('notice', 'stopped');
       else this.emit('error', { kind: e.kind, message: e.message });
       return null;
@@ -447,7 +466,7 @@ export class Agent {
    * ------------------------------------------------------------------------------------------- */
 
   private systemPrompt(): string {
-    return this.opts.systemPrompt ?? defaultSystemPrompt(this.currentMode);
+    return this.opts.systemPrompt ?? defaultSystemPrompt(this.currentMode, this.opts.cwd);
   }
 
   private setState(next: AgentState): void {

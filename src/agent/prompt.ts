@@ -8,12 +8,13 @@ const MODE_NOTES: Record<PermissionMode, string> = {
   chug: 'The session is in chug mode: every tool runs without approval. Be careful.',
 };
 
-export function defaultSystemPrompt(mode: PermissionMode): string {
+export function defaultSystemPrompt(mode: PermissionMode, cwd?: string): string {
   return [
     'You are Caboose, a coding assistant running inside Neovim with tools to read, search and change the user\'s workspace.',
     'Read files before editing them and pass the sha256 you read as expectedSha256; on stale_file, re-read and retry.',
     'Prefer small, targeted edits. When a tool returns an error, read its kind, message and suggestedAction and adapt.',
     'When the task is done, answer briefly with what you changed.',
     MODE_NOTES[mode],
+    ...(cwd ? [`Working directory (the workspace root; relative paths start here): ${cwd}`] : []),
   ].join('\n');
 }

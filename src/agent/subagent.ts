@@ -66,7 +66,7 @@ export function createSubagentTool(opts: SubagentToolOptions): ToolDefinition<ty
         },
         log: opts.log,
       });
-      const onAbort = (): void => child.stop();
+      const onAbort = (): void => void child.stop();
       ctx.signal.addEventListener('abort', onAbort, { once: true });
       try {
         child.send(args.task);

@@ -1,7 +1,8 @@
 import Module from 'node:module';
 import { createFileLogger, guardConsole, isLogLevel, type Logger } from './logger';
 import { LuaUi, type NvimNotifier } from './lua-ui';
-import { HostError, HostServer } from './server';
+import { CALL_NOTIFICATION } from './protocol-names';
+import { errorMessage, HostServer } from './server';
 
 function makeLogger(): Logger {
   const level = process.env.CABOOSE_LOG_LEVEL;
@@ -17,11 +18,6 @@ function clientLogger(log: Logger) {
     warn: (m: string, ...a: unknown[]) => log.warn(m, ...a),
     error: (m: string, ...a: unknown[]) => log.error(m, ...a),
   };
-}
-
-function errorMessage(err: unknown): string {
-  if (err instanceof HostError) return err.message;
-  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
 }
 
 /**
@@ -61,6 +57,7 @@ export function runStdio(): void {
     );
   });
   nvim.on('notification', (method: string, args: unknown[]) => {
+    if (method === CALL_NOTIFICATION) return server.call(args?.[0]);
     server.handle(method, args?.[0]).catch((err: unknown) => log.warn('notification %s failed: %s', method, errorMessage(err)));
   });
   const shutdown = (why: string) => {
@@ -107,6 +104,7 @@ export function remotePlugin(plugin: ClassicPlugin): void {
     'CabooseHostNotify',
     (args: unknown[]) => {
       const [method, params] = args as [string, unknown];
+      if (method === CALL_NOTIFICATION) return server.call(params);
       server.handle(method, params).catch((err: unknown) => log.warn('notify %s failed: %s', method, errorMessage(err)));
     },
     { sync: false },

@@ -16,6 +16,12 @@ export const METHODS = {
   toolCall: 'tool.call',
 } as const;
 
+/**
+ * Lua's asynchronous calls arrive as this notification, `{ id, method, params }`; the answer goes back as
+ * the `reply` event `{ id, ok, result | error }`. Nothing on a user's path waits for the host.
+ */
+export const CALL_NOTIFICATION = 'caboose.call';
+
 /** Host → Lua event names, delivered as `require('caboose.rpc').on_event(name, payload)`. */
 export const EVENTS = {
   state: 'state',
@@ -32,4 +38,10 @@ export const EVENTS = {
   error: 'error',
   notice: 'notice',
   diskChanged: 'disk_changed',
+  reply: 'reply',
+  queued: 'queued',
+  queueDiscarded: 'queue_discarded',
+  usage: 'usage',
+  retry: 'retry',
+  sessionInfo: 'session_info',
 } as const;

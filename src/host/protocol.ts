@@ -48,7 +48,17 @@ export const InitParams = z.object({
 });
 
 export const ResetParams = z.object({ cwd: z.string().min(1).optional() });
-export const SendParams = z.object({ text: z.string().min(1) });
+const n = z.number().int().positive().optional().nullable();
+export const ContextItemParams = z.object({
+  kind: z.enum(['buffer', 'selection', 'file']),
+  path: z.string().default(''),
+  filetype: z.string().optional().nullable(),
+  text: z.string().max(4_000_000).optional().nullable(),
+  start_line: n,
+  end_line: n,
+  modified: z.boolean().optional().nullable(),
+});
+export const SendParams = z.object({ text: z.string().min(1), context: z.array(ContextItemParams).max(50).optional().nullable() });
 export const SetModeParams = z.object({ mode: z.enum(PERMISSION_MODES) });
 export const ApprovalResolveParams = z.object({
   id: z.string(),

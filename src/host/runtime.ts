@@ -11,12 +11,14 @@ import { EVENTS } from './protocol';
 import type { ChatSession } from './session';
 import type { LuaUi } from './lua-ui';
 import type { Logger } from './logger';
-import { summarizeToolCall, summarizeToolResult } from './summaries';
+import { describeToolResult, summarizeToolCall } from './summaries';
+import { composeMessage, type ContextItem } from './message-context';
 import { NvimBufferBridge } from './nvim-buffers';
 
 export interface SessionRuntime {
   session: ChatSession;
-  send(text: string): { status: string; position?: number };
+  /** Starts a turn or queues the message; context items are read and attached first. */
+  send(text: string, context?: ContextItem[]): Promise<{ id: number; status: string; position?: number }>;
   listTrash(): unknown;
   restore(trashId: string, targetPath?: string): Promise<unknown>;
   /** Runs one tool as the user (no approval); the result is the tool's `{ ok, data | error }`. */
@@ -48,6 +50,18 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     unsavedBuffers: config.unsaved_buffers,
   });
   const todos = new TodoList();
+  const maxQueue = config.max_queue ?? 3;
+  // What the chat shows of a message (its words and context labels), carried through the agent's queue.
+  interface MessageMeta {
+    id: number;
+    display: string;
+    labels: string[];
+  }
+  let messageCount = 0;
+  let sending: Promise<unknown> = Promise.resolve();
+  const callArgs = new Map<string, unknown>();
+  const usage = { prompt: 0, completion: 0 };
+  const metaOf = (m: { text: string; meta?: unknown }): MessageMeta => (m.meta as MessageMeta | undefined) ?? { id: 0, display: m.text, labels: [] };
   todos.onChange((items) => ui.emit(EVENTS.todos, { items }));
   // The file tools' registry audits refused write attempts; the other tools join it.
   const registry = ws.registry;
@@ -65,7 +79,8 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     registry,
     mode: config.mode ?? 'create',
     stepLimit: config.step_limit ?? 50,
-    maxQueue: config.max_queue ?? 3,
+    maxQueue,
+    cwd: o.cwd,
     systemPrompt: config.system_prompt ?? undefined,
     toolFilter: isOffered,
     contextWindow: o.provider.contextWindow,
@@ -82,9 +97,25 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       assistantStart: () => ui.emit(EVENTS.assistantStart, {}),
       text: (delta) => ui.emit(EVENTS.assistantDelta, { text: delta }),
       assistantEnd: (info) => ui.emit(EVENTS.assistantEnd, { interrupted: info.interrupted }),
-      toolCall: (c) => ui.emit(EVENTS.toolCall, { id: c.id, name: c.name, summary: summarizeToolCall(c.name, c.args) }),
+      turnStart: (m) => {
+        const meta = metaOf(m);
+        ui.emit(EVENTS.userMessage, { id: meta.id, text: meta.display, context: meta.labels });
+      },
+      queueDiscarded: (ms) => ui.emit(EVENTS.queueDiscarded, { messages: ms.map((m) => ({ id: metaOf(m).id, text: metaOf(m).display })) }),
+      retry: (r) => ui.emit(EVENTS.retry, { attempt: r.attempt, delay_ms: r.delayMs, message: r.message }),
+      usage: (u) => {
+        usage.prompt += u.promptTokens;
+        usage.completion += u.completionTokens;
+        ui.emit(EVENTS.usage, { prompt: u.promptTokens, completion: u.completionTokens, session_prompt: usage.prompt, session_completion: usage.completion });
+      },
+      toolCall: (c) => {
+        callArgs.set(c.id, c.args);
+        ui.emit(EVENTS.toolCall, { id: c.id, name: c.name, summary: summarizeToolCall(c.name, c.args) });
+      },
       toolResult: (r) => {
-        ui.emit(EVENTS.toolResult, { id: r.id, name: r.name, ok: r.result.ok, summary: summarizeToolResult(r.result) });
+        const view = describeToolResult(r.name, callArgs.get(r.id), r.result);
+        callArgs.delete(r.id);
+        ui.emit(EVENTS.toolResult, { id: r.id, name: r.name, ok: r.result.ok, status: view.status, summary: view.summary, details: view.details });
         // A shell command may have changed files behind Neovim's back: clean buffers re-read them.
         if (r.name === 'bash') ui.emit(EVENTS.diskChanged, {});
       },
@@ -103,13 +134,27 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     },
   });
   session.bind(agent);
+  ui.emit(EVENTS.sessionInfo, { session: session.id, model: o.provider.model, cwd: o.cwd });
+  const sendNow = async (text: string, context: ContextItem[]) => {
+    const id = ++messageCount;
+    const composed = await composeMessage(text, context, (p) => ws.call('read_file', { path: p }));
+    const r = agent.send(composed.text, { id, display: text, labels: composed.labels } satisfies MessageMeta);
+    if (r.status === 'queued') ui.emit(EVENTS.queued, { id, text, context: composed.labels, position: r.position });
+    if (r.status === 'rejected') {
+      ui.emit(EVENTS.error, {
+        kind: 'queue_full',
+        message: `The agent is busy and ${maxQueue} message${maxQueue === 1 ? ' is' : 's are'} already queued; wait or :CabooseStop.`,
+      });
+    }
+    return { id, ...r };
+  };
   return {
     session,
-    send(text) {
-      ui.emit(EVENTS.userMessage, { text });
-      const r = agent.send(text);
-      if (r.status === 'rejected') ui.emit(EVENTS.error, { kind: 'queue_full', message: 'The agent is busy and 3 messages are already queued; wait or :CabooseStop.' });
-      return r;
+    send(text, context = []) {
+      // One after another, so a message whose context takes a moment to read keeps its place.
+      const next = sending.then(() => sendNow(text, context));
+      sending = next.catch(() => undefined);
+      return next;
     },
     listTrash: () => ws.workspace.trash.list(),
     restore: (trashId, targetPath) => ws.call('restore_file', { trashId, targetPath }),

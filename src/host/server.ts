@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { HostConfig } from './protocol';
-import { METHODS } from './protocol-names';
+import { CALL_NOTIFICATION, EVENTS, METHODS } from './protocol-names';
 import type { Logger } from './logger';
 import type { LuaUi } from './lua-ui';
 import type { SessionRuntime } from './runtime';
@@ -14,6 +14,11 @@ export const HOST_VERSION = '0.1.0';
 
 /** An error whose message is meant for the user (sent back as the RPC error). */
 export class HostError extends Error {}
+
+export function errorMessage(err: unknown): string {
+  if (err instanceof HostError) return err.message;
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+}
 
 interface InitState {
   config: HostConfig;
@@ -46,13 +51,27 @@ export class HostServer {
       case METHODS.init:
         return this.onInit(parse(protocol().InitParams, params, method));
       case METHODS.send: {
-        const { text } = parse(protocol().SendParams, params, method);
+        const { text, context } = parse(protocol().SendParams, params, method);
         const rt = await this.ensureRuntime();
-        return rt.send(text);
+        return rt.send(
+          text,
+          (context ?? []).map((c) => ({
+            kind: c.kind,
+            path: c.path,
+            filetype: c.filetype ?? undefined,
+            text: c.text ?? undefined,
+            startLine: c.start_line ?? undefined,
+            endLine: c.end_line ?? undefined,
+            modified: c.modified ?? undefined,
+          })),
+        );
       }
-      case METHODS.stop:
-        this.runtime?.session.stop();
+      case METHODS.stop: {
+        // A stop that arrives while the session is still starting applies once it has started.
+        const rt = this.runtime ?? (this.starting ? await this.starting.catch(() => null) : null);
+        rt?.session.stop();
         return { ok: true };
+      }
       case METHODS.reset: {
         // A new conversation works in Neovim's current directory (it may have changed with :cd).
         const { cwd } = parse(protocol().ResetParams, params, method);
@@ -104,6 +123,26 @@ export class HostServer {
       default:
         throw new HostError(`unknown method ${method}`);
     }
+  }
+
+  /**
+   * Lua's asynchronous call (the `caboose.call` notification): the result or the error goes back as the
+   * `reply` event, so Neovim never waits on the host.
+   */
+  call(raw: unknown): void {
+    const c = (raw ?? {}) as { id?: unknown; method?: unknown; params?: unknown };
+    if (typeof c.id !== 'number' || typeof c.method !== 'string') {
+      this.log.warn('%s without id or method', CALL_NOTIFICATION);
+      return;
+    }
+    const id = c.id;
+    this.handle(c.method, c.params).then(
+      (result) => this.ui.emit(EVENTS.reply, { id, ok: true, result: result ?? null }),
+      (err: unknown) => {
+        this.log.warn('call %s failed: %s', c.method, err instanceof Error ? err.stack : String(err));
+        this.ui.emit(EVENTS.reply, { id, ok: false, error: errorMessage(err) });
+      },
+    );
   }
 
   dispose(): void {

@@ -15,14 +15,95 @@ export function summarizeToolCall(name: string, args: unknown): string {
   return name;
 }
 
-export function summarizeToolResult(result: ToolResult): string {
-  if (!result.ok) return `${result.error.kind}: ${clip(result.error.message, 160)}`;
-  const d = result.data as Record<string, unknown> | null;
-  if (d && typeof d === 'object') {
-    if (typeof d.exitCode === 'number') return `exit ${d.exitCode}`;
-    if (typeof d.totalLines === 'number') return `${d.totalLines} lines`;
-    if (Array.isArray(d.matches)) return `${d.matches.length} matches`;
-    if (typeof d.sha256 === 'string') return `ok (${String(d.sha256).slice(0, 8)})`;
+export type ToolStatus = 'ok' | 'error' | 'rejected' | 'cancelled';
+
+/** What the chat shows of a finished call: a status, a few words for the call's line, and foldable details. */
+export interface ToolResultView {
+  status: ToolStatus;
+  summary: string;
+  details: string[];
+}
+
+const MAX_DETAIL_LINES = 40;
+
+/** Counts a unified diff's added and removed lines (not its ---/+++ headers). */
+export function diffStat(diff: string): { added: number; removed: number } {
+  let added = 0;
+  let removed = 0;
+  for (const line of diff.split('\n')) {
+    if (line.startsWith('+++ ') || line.startsWith('--- ')) continue;
+    if (line.startsWith('+')) added++;
+    else if (line.startsWith('-')) removed++;
   }
-  return 'ok';
+  return { added, removed };
+}
+
+/** At most `max` lines: the first ones, then a count of what was left out. */
+function capLines(lines: string[], max = MAX_DETAIL_LINES): string[] {
+  if (lines.length <= max) return lines;
+  return [...lines.slice(0, max - 1), `… ${lines.length - max + 1} more lines`];
+}
+
+const textLines = (s: string) => s.replace(/\n$/, '').split('\n');
+
+/** The call's arguments as readable lines: no sha256 proofs, long text shown by size only. */
+function argumentLines(args: unknown): string[] {
+  if (!args || typeof args !== 'object') return [];
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(args as Record<string, unknown>)) {
+    if (/sha256/i.test(k) || v === undefined || v === null) continue;
+    if (typeof v === 'string') {
+      const n = v.split('\n').length;
+      out.push(n > 1 || v.length > 120 ? `${k}: (${n} lines, ${v.length} chars)` : `${k}: ${v}`);
+    } else if (Array.isArray(v)) {
+      out.push(`${k}: ${v.length} item${v.length === 1 ? '' : 's'}`);
+    } else if (typeof v === 'object') {
+      out.push(`${k}: ${Object.keys(v as object).length} entries`);
+    } else {
+      out.push(`${k}: ${String(v)}`);
+    }
+  }
+  return out;
+}
+
+/** One line per finished call for the chat (`edit_file src/a.ts +3 −1`, `bash npm test → exit 1`) plus details. */
+export function describeToolResult(name: string, args: unknown, result: ToolResult): ToolResultView {
+  const details = argumentLines(args);
+  if (!result.ok) {
+    const kind = result.error.kind;
+    const status: ToolStatus = kind === 'rejected_by_user' ? 'rejected' : kind === 'cancelled' ? 'cancelled' : 'error';
+    details.push(`${kind}: ${result.error.message}`);
+    if (result.error.suggestedAction) details.push(`→ ${result.error.suggestedAction}`);
+    return { status, summary: status === 'error' ? `${kind}: ${clip(result.error.message, 100)}` : clip(result.error.message, 100), details: capLines(details) };
+  }
+  const d = (result.data ?? {}) as Record<string, unknown>;
+  const words: string[] = [];
+  if (typeof d.diff === 'string' && d.diff !== '') {
+    const { added, removed } = diffStat(d.diff);
+    words.push(`+${added} −${removed}`);
+    details.push(...capLines(textLines(d.diff)));
+  }
+  if (d.savedToDisk === false) {
+    words.push('(not saved: unsaved buffer)');
+    details.push('not saved: unsaved buffer (the change is in the buffer; :w saves it)');
+  }
+  if ('exitCode' in d) {
+    words.push(d.timedOut ? '→ timed out' : `→ exit ${d.exitCode === null ? '?' : String(d.exitCode)}`);
+    if (typeof d.output === 'string' && d.output !== '') details.push(...capLines(textLines(d.output)));
+  } else if (name === 'ask_user') {
+    const answer = typeof d.answer === 'string' ? d.answer : '(no answer)';
+    words.push(`→ ${clip(answer, 60)}`);
+    details.push(`answer: ${answer}`);
+  } else if (typeof d.totalLines === 'number') {
+    words.push(`${d.totalLines} lines${d.unsavedBuffer === true ? ' (unsaved buffer)' : ''}`);
+  } else if (Array.isArray(d.matches)) {
+    words.push(`${d.matches.length} matches`);
+  } else if (Array.isArray(d.entries)) {
+    words.push(`${d.entries.length} entries`);
+  } else if (Array.isArray(d.files)) {
+    words.push(`${d.files.length} files`);
+  } else if (typeof d.status === 'number') {
+    words.push(`→ ${d.status}`);
+  }
+  return { status: 'ok', summary: words.join(' '), details };
 }

@@ -305,8 +305,7 @@ forEachNvim((bin) => {
       await e.t.cmd('Caboose m1');
       await waitState('streaming');
       for (const m of ['m2', 'm3', 'm4', 'm5']) await e.t.cmd(`Caboose ${m}`);
-      const chat = (await e.t.chatLines()).join('\n');
-      assert.match(chat, /3 messages are already queued/);
+      await e.t.waitFor(async () => /3 messages are already queued/.test((await e.t.chatLines()).join('\n')), 'queue-full message');
       release();
       await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('r4'), 'all replies');
       await waitState('idle');

@@ -29,7 +29,7 @@ forEachNvim((bin) => {
       await e.fake.waitForRequest(1);
       const msg = lastUser(0);
       assert.match(msg, /^explain this/);
-      assert.match(msg, /Selection: m\.lua lines 2-3/);
+      assert.match(msg, /Selection from m\.lua \(lines 2-3, lua\)/);
       assert.match(msg, /```lua\nlocal b = 2\nlocal c = 3\n```/);
       await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('explained'), 'answer');
     });
@@ -93,18 +93,18 @@ forEachNvim((bin) => {
       await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('deleted it'), 'answer');
       assert.equal(fs.existsSync(path.join(e.t.cwd, 'gone.txt')), false);
       await e.t.cmd('CabooseRestore');
-      assert.equal(fs.readFileSync(path.join(e.t.cwd, 'gone.txt'), 'utf8'), 'precious\n');
+      const restored = path.join(e.t.cwd, 'gone.txt');
+      await e.t.waitFor(async () => fs.existsSync(restored), 'the restored file');
+      assert.equal(fs.readFileSync(restored, 'utf8'), 'precious\n');
       const calls = await e.t.lua<{ prompt: string; items: string[] }[]>('return _G.ui_calls');
       assert.match(calls.at(-1)!.items[0], /gone\.txt/);
-      const notes = await e.t.notifications();
-      assert.ok(notes.some((n) => /restored gone\.txt/.test(n.msg)));
+      await e.t.waitFor(async () => (await e.t.notifications()).some((n) => /restored gone\.txt/.test(n.msg)), 'restored notice');
     });
 
     it(':CabooseRestore with an empty trash says so', async () => {
       await start();
       await e.t.cmd('CabooseRestore');
-      const notes = await e.t.notifications();
-      assert.ok(notes.some((n) => /trash is empty/.test(n.msg)), JSON.stringify(notes));
+      await e.t.waitFor(async () => (await e.t.notifications()).some((n) => /trash is empty/.test(n.msg)), 'trash is empty notice');
     });
 
     it(':CabooseMode without argument shows the mode; a bad mode is an error', async () => {

@@ -1,107 +1,435 @@
---- The chat split: a markdown buffer named caboose://chat/<n>. It only displays what the host sends.
+--- The chat: a transcript buffer (caboose://chat/<n>, markdown, read-only) and below it a message area
+--- (caboose://input/<n>, an ordinary buffer: multi-line, undoable, your own mappings). It only displays
+--- what the host sends; streamed text arrives in frames and is appended once per frame.
 local M = {}
 local H = {}
 
-H.buf = nil ---@type integer|nil
+H.buf = nil ---@type integer|nil transcript
+H.input = nil ---@type integer|nil message area
 H.count = 0
 H.ns = vim.api.nvim_create_namespace('caboose_chat')
+H.ns_queue = vim.api.nvim_create_namespace('caboose_chat_queue')
+H.ns_hint = vim.api.nvim_create_namespace('caboose_chat_hint')
 
-H.valid = function()
-  return H.buf ~= nil and vim.api.nvim_buf_is_valid(H.buf)
+H.DETAIL = '  ┆ ' -- prefix of a tool call's detail lines (folded)
+H.ICONS = { running = '◌', ok = '✓', error = '✗', rejected = '⊘', cancelled = '⊘' }
+H.ICON_HL = {
+  running = 'CabooseToolRunning',
+  ok = 'CabooseToolOk',
+  error = 'CabooseToolError',
+  rejected = 'CabooseToolRejected',
+  cancelled = 'CabooseToolRejected',
+}
+
+H.valid = function(buf)
+  return buf ~= nil and vim.api.nvim_buf_is_valid(buf)
 end
 
---- Returns the chat buffer, creating it if needed.
-function M.buf()
-  if H.valid() then
-    return H.buf
-  end
-  H.count = H.count + 1
+H.cfg = function()
+  return require('caboose').config()
+end
+
+-- Buffers ------------------------------------------------------------------------------------------
+
+H.scratch = function(name, modifiable)
   local buf = vim.api.nvim_create_buf(false, true)
-  vim.api.nvim_buf_set_name(buf, 'caboose://chat/' .. H.count)
+  vim.api.nvim_buf_set_name(buf, name)
   vim.bo[buf].buftype = 'nofile'
   vim.bo[buf].bufhidden = 'hide'
   vim.bo[buf].swapfile = false
-  vim.bo[buf].filetype = 'markdown'
-  vim.bo[buf].modifiable = false
-  vim.b[buf].caboose_chat = true
-  H.buf = buf
-  H.set_keymaps(buf)
+  vim.bo[buf].modifiable = modifiable
   return buf
 end
 
-H.set_keymaps = function(buf)
-  local map = function(lhs, rhs, desc)
-    vim.keymap.set('n', lhs, rhs, { buffer = buf, desc = 'Caboose: ' .. desc, nowait = true })
+--- Returns the transcript buffer, creating it if needed.
+function M.buf()
+  if H.valid(H.buf) then
+    return H.buf
   end
-  map('<C-c>', function()
-    require('caboose').stop()
-  end, 'stop')
-  map('q', function()
-    M.close()
-  end, 'close chat')
-  map('i', function()
-    require('caboose').prompt()
-  end, 'send a message')
-  map('<CR>', function()
-    require('caboose').prompt()
-  end, 'send a message')
+  H.count = H.count + 1
+  local buf = H.scratch('caboose://chat/' .. H.count, false)
+  vim.b[buf].caboose_chat = true
+  vim.bo[buf].filetype = 'markdown'
+  -- Fenced code in replies is highlighted through markdown's injections.
+  pcall(vim.treesitter.start, buf, 'markdown')
+  H.buf = buf
+  H.reply = { open = false, last = nil }
+  H.tools = {}
+  H.queue = {}
+  H.set_transcript_keymaps(buf)
+  H.render_hint()
+  if not H.resize_autocmd then
+    H.resize_autocmd = vim.api.nvim_create_autocmd('VimResized', {
+      group = vim.api.nvim_create_augroup('CabooseChat', { clear = true }),
+      callback = function()
+        M.resize()
+      end,
+    })
+  end
+  require('caboose.context').track()
+  return buf
 end
 
---- Windows (in any tab) showing the chat.
+--- Returns the message-area buffer, creating it if needed.
+function M.input_buf()
+  if H.valid(H.input) then
+    return H.input
+  end
+  local buf = H.scratch('caboose://input/' .. H.count, true)
+  vim.b[buf].caboose_input = true
+  vim.bo[buf].filetype = 'markdown'
+  vim.bo[buf].omnifunc = "v:lua.require'caboose.context'.omnifunc"
+  H.input = buf
+  H.set_input_keymaps(buf)
+  vim.api.nvim_create_autocmd('TextChangedI', {
+    buffer = buf,
+    callback = H.complete_path,
+  })
+  return buf
+end
+
+--- Typing `@` starts path completion (unless a completion menu is already open).
+H.complete_path = function()
+  if vim.fn.pumvisible() == 1 then
+    return
+  end
+  local col = vim.api.nvim_win_get_cursor(0)[2]
+  local before = vim.api.nvim_get_current_line():sub(1, col)
+  local at = before:find('@[^%s@]*$')
+  if not at or (at > 1 and not before:sub(at - 1, at - 1):match('%s')) then
+    return
+  end
+  local items = require('caboose.context').omnifunc(0, before:sub(at + 1))
+  if #items > 0 then
+    vim.fn.complete(at + 1, items)
+  end
+end
+
+-- Keys ---------------------------------------------------------------------------------------------
+
+H.keys = {
+  { 'n', '<CR>', 'message area: send' },
+  { 'i', '<C-s>', 'message area: send (also normal mode)' },
+  { 'n', 'i a o <CR>', 'transcript: go to the message area' },
+  { 'n', '<C-c>', 'stop the running turn (:CabooseStop)' },
+  { 'n', 'gy', 'yank the code block under the cursor' },
+  { 'n', 'za', 'open/close a tool call\'s details' },
+  { 'n', 'ga', 'go to the pending approval (:CabooseApproval)' },
+  { 'n', 'q', 'transcript: close the chat' },
+  { 'n', '?', 'this list' },
+  { 'i', '@', 'complete a file path to attach' },
+  { 'i', '#buffer', 'attach the buffer you came from' },
+}
+
+H.map = function(buf, modes, lhs, fn, desc)
+  vim.keymap.set(modes, lhs, fn, { buffer = buf, desc = 'Caboose: ' .. desc, nowait = true })
+end
+
+H.set_transcript_keymaps = function(buf)
+  H.map(buf, 'n', '<C-c>', function()
+    require('caboose').stop()
+  end, 'stop')
+  H.map(buf, 'n', 'q', M.close, 'close chat')
+  for _, lhs in ipairs({ 'i', 'a', 'o' }) do
+    H.map(buf, 'n', lhs, function()
+      M.focus_input(true)
+    end, 'write a message')
+  end
+  H.map(buf, 'n', '<CR>', function()
+    M.focus_input(false)
+  end, 'go to the message area')
+  H.map(buf, 'n', 'gy', M.yank_code_block, 'yank the code block under the cursor')
+  H.map(buf, 'n', 'ga', function()
+    if not require('caboose.ui.approval').focus() then
+      vim.notify('(caboose) no approval is pending', vim.log.levels.INFO)
+    end
+  end, 'go to the pending approval')
+  H.map(buf, 'n', '?', M.show_keys, 'list the chat keys')
+end
+
+H.set_input_keymaps = function(buf)
+  H.map(buf, 'n', '<CR>', M.submit, 'send the message')
+  H.map(buf, { 'n', 'i' }, '<C-s>', M.submit, 'send the message')
+  H.map(buf, 'n', '<C-c>', function()
+    require('caboose').stop()
+  end, 'stop')
+  H.map(buf, 'n', '?', M.show_keys, 'list the chat keys')
+end
+
+--- A float listing the chat's keys (q, <Esc> or ? closes it).
+function M.show_keys()
+  local lines = {}
+  for _, k in ipairs(H.keys) do
+    table.insert(lines, string.format(' %-12s %s', k[2], k[3]))
+  end
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].filetype = 'caboose_keys'
+  local width = math.min(vim.o.columns - 4, 60)
+  local win = vim.api.nvim_open_win(buf, true, {
+    relative = 'editor',
+    width = width,
+    height = math.min(#lines, vim.o.lines - 4),
+    row = math.max(0, math.floor((vim.o.lines - #lines) / 2) - 1),
+    col = math.floor((vim.o.columns - width) / 2),
+    style = 'minimal',
+    border = 'rounded',
+    title = ' Caboose chat keys ',
+    title_pos = 'center',
+  })
+  for _, lhs in ipairs({ 'q', '<Esc>', '?' }) do
+    vim.keymap.set('n', lhs, function()
+      pcall(vim.api.nvim_win_close, win, true)
+    end, { buffer = buf, nowait = true })
+  end
+  return win
+end
+
+--- Yanks the fenced code block under the cursor (without its fences) into the register given (default ").
+function M.yank_code_block()
+  local buf = vim.api.nvim_get_current_buf()
+  local row = vim.api.nvim_win_get_cursor(0)[1]
+  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  local open, fence
+  for i, l in ipairs(lines) do
+    local f = l:match('^%s*(```+)')
+    if f and not open then
+      open, fence = i, f
+    elseif f and open and #f >= #fence and l:match('^%s*```+%s*$') then
+      if row >= open and row <= i then
+        local code = vim.list_slice(lines, open + 1, i - 1)
+        vim.fn.setreg(vim.v.register, code, 'l')
+        vim.notify(string.format('(caboose) yanked %d line%s of code', #code, #code == 1 and '' or 's'))
+        return code
+      end
+      open = nil
+    end
+  end
+  vim.notify('(caboose) the cursor is not in a code block', vim.log.levels.WARN)
+  return nil
+end
+
+-- Windows ------------------------------------------------------------------------------------------
+
+--- Windows (in any tab) showing the transcript.
 H.wins = function()
-  if not H.valid() then
+  if not H.valid(H.buf) then
     return {}
   end
   return vim.fn.win_findbuf(H.buf)
 end
 
---- Opens the chat in a split in the current tab (reuses one already there). Keeps focus where it was.
-function M.open(cfg)
-  local buf = M.buf()
+H.tab_win = function(buf)
+  if not H.valid(buf) then
+    return nil
+  end
   for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
     if vim.api.nvim_win_get_buf(win) == buf then
       return win
     end
   end
-  local pos = cfg and cfg.chat and cfg.chat.position or 'right'
-  local size = cfg and cfg.chat and cfg.chat.size or 80
-  local cmd = ({
-    right = 'botright vertical ' .. size .. 'split',
-    left = 'topleft vertical ' .. size .. 'split',
-    bottom = 'botright ' .. size .. 'split',
-    top = 'topleft ' .. size .. 'split',
-  })[pos]
+end
+
+H.vertical = function(pos)
+  return pos == 'right' or pos == 'left'
+end
+
+--- The chat's width (left/right) or height (top/bottom): a share of the screen within min and max.
+function M.size(chat_cfg)
+  chat_cfg = chat_cfg or H.cfg().chat
+  local vertical = H.vertical(chat_cfg.position)
+  local total = vertical and vim.o.columns or (vim.o.lines - vim.o.cmdheight)
+  local size = chat_cfg.size
+  if size <= 1 then
+    size = math.floor(total * size)
+  end
+  local min = chat_cfg.min_size or (vertical and 40 or 8)
+  local max = chat_cfg.max_size or (vertical and 120 or 30)
+  size = math.max(min, math.min(max, size))
+  return math.max(1, math.min(size, total - (vertical and 20 or 5)))
+end
+
+H.win_options = function(win, transcript)
+  local wo = vim.wo[win]
+  wo.wrap = true
+  wo.linebreak = true
+  wo.number = false
+  wo.relativenumber = false
+  wo.signcolumn = 'no'
+  wo.spell = false
+  if transcript then
+    wo.foldmethod = 'expr'
+    wo.foldexpr = "v:lua.require'caboose.ui.chat'.foldexpr()"
+    wo.foldtext = "v:lua.require'caboose.ui.chat'.foldtext()"
+    wo.foldlevel = 0
+    wo.foldenable = true
+    wo.conceallevel = 0
+  end
+end
+
+--- Opens the chat in a split in the current tab (reuses one already there). Keeps focus where it was.
+function M.open(cfg)
+  local buf = M.buf()
+  local input = M.input_buf()
+  cfg = cfg or H.cfg()
+  local win = H.tab_win(buf)
   local prev = vim.api.nvim_get_current_win()
-  vim.cmd(cmd)
-  local win = vim.api.nvim_get_current_win()
-  vim.api.nvim_win_set_buf(win, buf)
-  vim.wo[win].wrap = true
-  vim.wo[win].linebreak = true
-  vim.wo[win].number = false
-  vim.wo[win].relativenumber = false
-  vim.wo[win].signcolumn = 'no'
-  vim.wo[win].winfixwidth = pos == 'right' or pos == 'left'
+  if not win then
+    local pos = cfg.chat.position
+    local size = M.size(cfg.chat)
+    local cmd = ({
+      right = 'botright vertical ' .. size .. 'split',
+      left = 'topleft vertical ' .. size .. 'split',
+      bottom = 'botright ' .. size .. 'split',
+      top = 'topleft ' .. size .. 'split',
+    })[pos]
+    vim.cmd(cmd)
+    win = vim.api.nvim_get_current_win()
+    vim.api.nvim_win_set_buf(win, buf)
+    H.win_options(win, true)
+    vim.wo[win].winfixwidth = H.vertical(pos)
+    vim.wo[win].winfixheight = not H.vertical(pos)
+    H.apply_status(win)
+    H.scroll_to_end(win)
+  end
+  if not H.tab_win(input) then
+    vim.api.nvim_set_current_win(win)
+    vim.cmd('belowright ' .. cfg.chat.input_height .. 'split')
+    local iwin = vim.api.nvim_get_current_win()
+    vim.api.nvim_win_set_buf(iwin, input)
+    H.win_options(iwin, false)
+    vim.wo[iwin].winfixheight = true
+    vim.wo[iwin].winbar = ' %#CabooseInputTitle#Message%* %#CabooseNotice#<CR> send · <C-s> send in insert · @file #buffer · ? keys%*'
+  end
   if vim.api.nvim_win_is_valid(prev) then
     vim.api.nvim_set_current_win(prev)
   end
-  H.apply_status(win)
-  H.scroll_to_end()
   return win
 end
 
-H.status = { state = 'idle', mode = nil }
+--- Puts the cursor in the message area (opening the chat if needed); `insert` starts Insert mode.
+function M.focus_input(insert)
+  M.open()
+  local iwin = H.tab_win(H.input)
+  if not iwin then
+    return nil
+  end
+  vim.api.nvim_set_current_win(iwin)
+  if insert then
+    vim.cmd('startinsert!')
+  end
+  return iwin
+end
+
+function M.close()
+  for _, b in ipairs({ H.buf, H.input }) do
+    if H.valid(b) then
+      for _, win in ipairs(vim.fn.win_findbuf(b)) do
+        if #vim.api.nvim_list_wins() > 1 then
+          pcall(vim.api.nvim_win_close, win, false)
+        end
+      end
+    end
+  end
+end
+
+--- Forget the current buffers so the next message starts a fresh chat (new session). The message area's
+--- unsent text moves to the new chat.
+function M.reset()
+  local draft = H.valid(H.input) and vim.api.nvim_buf_get_lines(H.input, 0, -1, false) or nil
+  M.close()
+  for _, b in ipairs({ H.buf, H.input }) do
+    if H.valid(b) then
+      pcall(vim.api.nvim_buf_delete, b, { force = true })
+    end
+  end
+  H.buf, H.input = nil, nil
+  H.status.usage, H.status.retry = nil, nil
+  if draft and (#draft > 1 or draft[1] ~= '') then
+    vim.api.nvim_buf_set_lines(M.input_buf(), 0, -1, false, draft)
+  end
+end
+
+--- Re-apply the share-of-screen size after the terminal is resized.
+function M.resize()
+  local cfg = H.cfg()
+  for _, win in ipairs(H.wins()) do
+    if vim.api.nvim_win_get_tabpage(win) == vim.api.nvim_get_current_tabpage() then
+      if H.vertical(cfg.chat.position) then
+        pcall(vim.api.nvim_win_set_width, win, M.size(cfg.chat))
+      end
+    end
+  end
+end
+
+-- Folds for tool details -----------------------------------------------------------------------------
+
+function M.foldexpr()
+  local line = vim.fn.getline(vim.v.lnum)
+  return line:sub(1, #H.DETAIL) == H.DETAIL and '1' or '0'
+end
+
+function M.foldtext()
+  local n = vim.v.foldend - vim.v.foldstart + 1
+  return string.format('%s%d line%s of details (za)', H.DETAIL, n, n == 1 and '' or 's')
+end
+
+-- Status (winbar) ----------------------------------------------------------------------------------
+
+H.status = { state = 'idle', mode = nil, model = nil, usage = nil, retry = nil, grants = nil }
+
+H.tokens = function(n)
+  n = tonumber(n) or 0
+  if n >= 1000 then
+    return string.format('%.1fk', n / 1000)
+  end
+  return tostring(n)
+end
+
+H.esc = function(s)
+  return (tostring(s):gsub('%%', '%%%%'))
+end
+
+--- The transcript window's winbar: mode, state, model, token usage, queued messages, standing grants.
+function M.status_line()
+  local s = H.status
+  local parts = { ' %#CabooseTitle#Caboose%*', '%#CabooseMode# ' .. H.esc(s.mode or '?') .. ' %*' }
+  if s.retry and s.state ~= 'idle' then
+    table.insert(parts, '%#CabooseWarn#retrying (attempt ' .. tostring(s.retry.attempt) .. ')%*')
+  elseif s.state and s.state ~= 'idle' then
+    table.insert(parts, (s.state:gsub('_', ' ')))
+  end
+  if s.model then
+    table.insert(parts, H.esc(s.model))
+  end
+  if s.usage then
+    local u = s.usage
+    table.insert(parts, string.format('↑%s ↓%s Σ%s', H.tokens(u.prompt), H.tokens(u.completion), H.tokens((u.session_prompt or 0) + (u.session_completion or 0))))
+  end
+  local queued = H.queue and #H.queue or 0
+  if queued > 0 then
+    table.insert(parts, string.format('%%#CabooseQueued#%d queued%%*', queued))
+  end
+  if s.grants and #s.grants > 0 then
+    table.insert(parts, '%#CabooseWarn#always: ' .. H.esc(table.concat(s.grants, ', ')) .. '%*')
+  end
+  return table.concat(parts, ' │ ')
+end
 
 H.apply_status = function(win)
-  local s = H.status
-  local text = string.format(' Caboose %%#CabooseMode# %s %%* %s', s.mode or '?', s.state == 'idle' and '' or ('· ' .. s.state:gsub('_', ' ')))
   pcall(function()
-    vim.wo[win].winbar = text
+    vim.wo[win].winbar = M.status_line()
   end)
 end
 
---- Shows the mode and state in the chat windows' winbar.
-function M.set_status(state, mode)
-  H.status = { state = state or H.status.state, mode = mode or H.status.mode }
+--- Updates the status (state, mode and any of model, usage, retry, grants) and the chat winbars.
+function M.set_status(state, mode, fields)
+  H.status.state = state or H.status.state
+  H.status.mode = mode or H.status.mode
+  for k, v in pairs(fields or {}) do
+    H.status[k] = v or nil
+  end
   for _, win in ipairs(H.wins()) do
     H.apply_status(win)
   end
@@ -113,72 +441,99 @@ function M.status_text()
   return win and vim.wo[win].winbar or nil
 end
 
-function M.close()
-  for _, win in ipairs(H.wins()) do
-    if #vim.api.nvim_list_wins() > 1 then
-      pcall(vim.api.nvim_win_close, win, false)
+-- Transcript -----------------------------------------------------------------------------------------
+
+H.scroll_to_end = function(win)
+  local last = vim.api.nvim_buf_line_count(H.buf)
+  pcall(vim.api.nvim_win_set_cursor, win, { last, 0 })
+end
+
+--- Windows whose cursor is on the last line follow the text; the others stay where the user put them
+--- (and a window in Visual mode never moves).
+H.followers = function(buf)
+  local last = vim.api.nvim_buf_line_count(buf)
+  local cur = vim.api.nvim_get_current_win()
+  local visual = vim.fn.mode():match('^[vV\22sS\19]') ~= nil
+  local out = {}
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    if vim.api.nvim_win_get_cursor(win)[1] >= last and not (visual and win == cur) then
+      table.insert(out, win)
     end
   end
+  return out
 end
 
---- Forget the current buffer so the next message starts a fresh one (new session).
-function M.reset()
-  if H.valid() then
-    M.close()
-    pcall(vim.api.nvim_buf_delete, H.buf, { force = true })
-  end
-  H.buf = nil
-end
-
-H.scroll_to_end = function()
-  local buf = H.buf
-  if not buf then
-    return
-  end
-  local last = vim.api.nvim_buf_line_count(buf)
-  for _, win in ipairs(H.wins()) do
-    pcall(vim.api.nvim_win_set_cursor, win, { last, 0 })
+H.edit = function(buf, fn)
+  vim.bo[buf].modifiable = true
+  local ok, err = pcall(fn)
+  vim.bo[buf].modifiable = false
+  if not ok then
+    error(err, 0)
   end
 end
 
---- Appends raw text at the very end of the buffer (continuing the last line).
+--- Appends raw text at the very end of the buffer (continuing the last line), in one change.
 function M.append(text)
   if text == nil or text == '' then
     return
   end
   local buf = M.buf()
+  local follow = H.followers(buf)
   local lines = vim.split(text, '\n', { plain = true })
   local last = vim.api.nvim_buf_line_count(buf) - 1
   local last_line = vim.api.nvim_buf_get_lines(buf, last, last + 1, false)[1] or ''
-  vim.bo[buf].modifiable = true
-  vim.api.nvim_buf_set_text(buf, last, #last_line, last, #last_line, lines)
-  vim.bo[buf].modifiable = false
-  H.scroll_to_end()
+  H.edit(buf, function()
+    vim.api.nvim_buf_set_text(buf, last, #last_line, last, #last_line, lines)
+  end)
+  local new_last = vim.api.nvim_buf_line_count(buf)
+  for _, win in ipairs(follow) do
+    pcall(vim.api.nvim_win_set_cursor, win, { new_last, 0 })
+  end
+  if H.hint then
+    vim.api.nvim_buf_clear_namespace(buf, H.ns_hint, 0, -1)
+    H.hint = false
+  end
+  if #H.queue > 0 then
+    H.render_queue()
+  end
+end
+
+H.is_empty = function(buf)
+  return vim.api.nvim_buf_line_count(buf) == 1 and (vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1] or '') == ''
 end
 
 --- Starts a new block on its own line(s), separated by a blank line from what came before.
 function M.block(text)
   local buf = M.buf()
-  local count = vim.api.nvim_buf_line_count(buf)
-  local first = vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1] or ''
-  local empty = count == 1 and first == ''
-  local last_line = vim.api.nvim_buf_get_lines(buf, count - 1, count, false)[1] or ''
   local prefix = ''
-  if not empty then
+  if not H.is_empty(buf) then
+    local count = vim.api.nvim_buf_line_count(buf)
+    local last_line = vim.api.nvim_buf_get_lines(buf, count - 1, count, false)[1] or ''
     prefix = last_line == '' and '\n' or '\n\n'
   end
   M.append(prefix .. text)
 end
 
 function M.lines()
-  if not H.valid() then
+  if not H.valid(H.buf) then
     return {}
   end
   return vim.api.nvim_buf_get_lines(H.buf, 0, -1, false)
 end
 
+--- The one-line hint an empty chat shows.
+H.render_hint = function()
+  vim.api.nvim_buf_set_extmark(H.buf, H.ns_hint, 0, 0, {
+    virt_text = { { 'Write below and press <CR> (or <C-s> in Insert mode) to send · ? lists the keys', 'CabooseNotice' } },
+    virt_text_pos = 'overlay',
+  })
+  H.hint = true
+end
+
 -- One "## Caboose" heading per reply, however many model steps (text, tool calls) it takes.
 H.reply = { open = false, last = nil } ---@type { open: boolean, last: 'text'|'tool'|nil }
+H.tools = {} ---@type table<string, { mark: integer, text: string }>
+H.queue = {} ---@type { id: integer, text: string }[]
 
 H.ensure_reply = function(kind)
   if not H.reply.open then
@@ -190,9 +545,82 @@ H.ensure_reply = function(kind)
   H.reply.last = kind
 end
 
-function M.user_message(text)
+--- A message whose turn starts now (a queued one leaves the queue here).
+function M.user_message(p)
+  if type(p) == 'string' then
+    p = { text = p }
+  end
+  M.buf()
+  H.queue_remove({ p.id })
   H.reply = { open = false, last = nil }
-  M.block('## You\n\n' .. text)
+  local text = '## You\n\n' .. (p.text or '')
+  for _, label in ipairs(p.context or {}) do
+    text = text .. '\n> 📎 ' .. label
+  end
+  M.block(text)
+end
+
+-- Queued messages: shown under the transcript (not in it) until their turn starts.
+H.render_queue = function()
+  local buf = H.buf
+  vim.api.nvim_buf_clear_namespace(buf, H.ns_queue, 0, -1)
+  if #H.queue == 0 then
+    return
+  end
+  local virt = {}
+  for i, q in ipairs(H.queue) do
+    local first = vim.split(q.text, '\n', { plain = true })[1]
+    table.insert(virt, { { string.format('⧗ queued %d: %s', i, first), 'CabooseQueued' } })
+  end
+  local last = vim.api.nvim_buf_line_count(buf) - 1
+  vim.api.nvim_buf_set_extmark(buf, H.ns_queue, last, 0, { virt_lines = virt })
+end
+
+H.queue_remove = function(ids)
+  local drop = {}
+  for _, id in ipairs(ids) do
+    drop[id] = true
+  end
+  local kept = {}
+  for _, q in ipairs(H.queue) do
+    if not drop[q.id] then
+      table.insert(kept, q)
+    end
+  end
+  if #kept ~= #H.queue then
+    H.queue = kept
+    H.render_queue()
+    M.set_status()
+  end
+end
+
+function M.queued(p)
+  M.buf()
+  table.insert(H.queue, { id = p.id, text = p.text or '' })
+  H.render_queue()
+  M.set_status()
+end
+
+--- Queued messages a stop dropped (nil: all of them, e.g. the host exited). Says which.
+function M.queue_discarded(messages)
+  if not H.valid(H.buf) then
+    return
+  end
+  local ids, texts = {}, {}
+  for _, m in ipairs(messages or H.queue) do
+    table.insert(ids, m.id)
+    table.insert(texts, '“' .. vim.split(m.text or '', '\n', { plain = true })[1] .. '”')
+  end
+  if #ids == 0 then
+    return
+  end
+  H.queue_remove(ids)
+  M.notice(string.format('discarded %d queued message%s: %s', #texts, #texts == 1 and '' or 's', table.concat(texts, ', ')))
+end
+
+--- The queued messages (id, text), oldest first.
+function M.queue()
+  return vim.deepcopy(H.queue)
 end
 
 function M.assistant_start()
@@ -202,6 +630,9 @@ end
 function M.assistant_delta(text)
   if text == nil or text == '' then
     return
+  end
+  if H.status.retry then
+    M.set_status(nil, nil, { retry = false })
   end
   H.ensure_reply('text')
   M.append(text)
@@ -214,22 +645,74 @@ function M.assistant_end(info)
   end
 end
 
+H.tool_line = function(status, text, summary)
+  return (H.ICONS[status] or '•') .. ' ' .. text .. ((summary and summary ~= '') and (' ' .. summary) or '')
+end
+
+H.mark_icon = function(buf, row, status)
+  local icon = H.ICONS[status] or '•'
+  vim.api.nvim_buf_set_extmark(buf, H.ns, row, 0, { end_col = #icon, hl_group = H.ICON_HL[status] or 'CabooseToolCall' })
+end
+
+--- One compact line per tool call; its status and summary are filled in when the result arrives.
 function M.tool_call(p)
-  H.ensure_reply('tool')
-  M.block('> `' .. (p.summary or p.name or '?') .. '`')
+  local text = p.summary or p.name or '?'
+  local line = H.tool_line('running', text)
+  if H.reply.open and H.reply.last == 'tool' then
+    M.append('\n' .. line)
+  else
+    H.ensure_reply('tool')
+    M.block(line)
+  end
+  H.reply.last = 'tool'
+  local buf = H.buf
+  local row = vim.api.nvim_buf_line_count(buf) - 1
+  H.mark_icon(buf, row, 'running')
+  H.tools[p.id or text] = { mark = vim.api.nvim_buf_set_extmark(buf, H.ns, row, 0, {}), text = text }
 end
 
 function M.tool_result(p)
-  local mark = p.ok and 'ok' or 'failed'
-  M.append(string.format('\n> %s %s: %s', p.name or '?', mark, p.summary or ''))
+  local buf = M.buf()
+  local t = H.tools[p.id or '']
+  local status = p.status or (p.ok and 'ok' or 'error')
+  if not t then
+    -- A result without its call line (should not happen): show it on its own.
+    M.tool_call({ id = p.id, name = p.name, summary = p.name })
+    t = H.tools[p.id or p.name]
+  end
+  local row = vim.api.nvim_buf_get_extmark_by_id(buf, H.ns, t.mark, {})[1]
+  if not row then
+    return
+  end
+  local details = {}
+  for _, d in ipairs(p.details or {}) do
+    for _, l in ipairs(vim.split(d, '\n', { plain = true })) do
+      table.insert(details, H.DETAIL .. l)
+    end
+  end
+  local follow = H.followers(buf)
+  H.edit(buf, function()
+    vim.api.nvim_buf_set_lines(buf, row, row + 1, false, { H.tool_line(status, t.text, p.summary) })
+    if #details > 0 then
+      vim.api.nvim_buf_set_lines(buf, row + 1, row + 1, false, details)
+    end
+  end)
+  H.mark_icon(buf, row, status)
+  local last = vim.api.nvim_buf_line_count(buf)
+  for _, win in ipairs(follow) do
+    pcall(vim.api.nvim_win_set_cursor, win, { last, 0 })
+  end
+  if #H.queue > 0 then
+    H.render_queue()
+  end
 end
 
 function M.error(message)
-  M.block('> **Error:** ' .. message:gsub('\n', '\n> '))
+  M.block('> **Error:** ' .. tostring(message):gsub('\n', '\n> '))
 end
 
 function M.notice(text)
-  M.block('> _' .. text:gsub('\n', ' ') .. '_')
+  M.block('> _' .. tostring(text):gsub('\n', ' ') .. '_')
 end
 
 function M.todos(items)
@@ -239,6 +722,35 @@ function M.todos(items)
     table.insert(out, string.format('- %s %s', marks[it.status] or '[ ]', it.content))
   end
   M.block(table.concat(out, '\n'))
+end
+
+-- Sending ------------------------------------------------------------------------------------------
+
+--- Sends the message area's text (with the context it names); the area is cleared once the host took
+--- the message (`u` brings the text back), and keeps it when the host refused it.
+function M.submit()
+  local input = M.input_buf()
+  local lines = vim.api.nvim_buf_get_lines(input, 0, -1, false)
+  local text = table.concat(lines, '\n')
+  if vim.trim(text) == '' then
+    vim.notify('(caboose) nothing to send', vim.log.levels.WARN)
+    return false
+  end
+  if vim.fn.mode() == 'i' then
+    vim.cmd('stopinsert')
+  end
+  local context = require('caboose.context').collect(text, nil)
+  return require('caboose').send(text, {
+    context = context,
+    on_done = function(err, res)
+      if err or (type(res) == 'table' and res.status == 'rejected') then
+        return
+      end
+      if H.valid(input) and table.concat(vim.api.nvim_buf_get_lines(input, 0, -1, false), '\n') == text then
+        vim.api.nvim_buf_set_lines(input, 0, -1, false, {})
+      end
+    end,
+  })
 end
 
 return M

@@ -1,0 +1,95 @@
+/**
+ * Context the user attaches to a message from the editor (`#buffer`, `@path`, a visual range): the text
+ * the model receives with it, and the one-line labels the chat shows under the message.
+ */
+import type { ToolResult } from '../tools/tool';
+
+export interface ContextItem {
+  kind: 'buffer' | 'selection' | 'file';
+  /** Path as the user sees it (relative to the workspace when inside it); '' for an unnamed buffer. */
+  path: string;
+  filetype?: string;
+  /** The text Lua read from the buffer (buffer, selection); files are read by the host. */
+  text?: string;
+  startLine?: number;
+  endLine?: number;
+  /** The buffer has unsaved changes. */
+  modified?: boolean;
+}
+
+/** read_file through the workspace (buffer-aware, path-checked). */
+export type ReadFile = (path: string) => Promise<ToolResult>;
+
+export interface ComposedMessage {
+  /** What the model receives. */
+  text: string;
+  /** What the chat shows under the message, one line per item. */
+  labels: string[];
+}
+
+const FENCE = '```';
+
+/** A fence longer than any run of backticks in `text`, so the block cannot end early. */
+function fenceFor(text: string): string {
+  const runs = text.match(/`{3,}/g) ?? [];
+  const longest = runs.reduce((n, r) => Math.max(n, r.length), 0);
+  return longest >= 3 ? '`'.repeat(longest + 1) : FENCE;
+}
+
+function block(header: string, filetype: string | undefined, text: string): string {
+  const fence = fenceFor(text);
+  const body = text.endsWith('\n') ? text : `${text}\n`;
+  return `${header}\n${fence}${filetype ?? ''}\n${body}${fence}`;
+}
+
+const lineCount = (text: string) => (text === '' ? 0 : text.replace(/\n$/, '').split('\n').length);
+
+async function one(item: ContextItem, read: ReadFile): Promise<{ text: string; label: string }> {
+  const name = item.path || '[No Name]';
+  if (item.kind === 'selection') {
+    const text = item.text ?? '';
+    const range = `lines ${item.startLine ?? '?'}-${item.endLine ?? '?'}`;
+    return {
+      text: block(`Selection from ${name} (${range}${item.filetype ? `, ${item.filetype}` : ''}):`, item.filetype, text),
+      label: `selection ${name}:${item.startLine ?? '?'}-${item.endLine ?? '?'}`,
+    };
+  }
+  const tag = item.kind === 'buffer' ? '#buffer' : `@${item.path}`;
+  // A file in the workspace is read like the agent reads it: the live buffer when it has unsaved changes, with
+  // the sha256 the edit tools ask for, so the model can edit without reading it again.
+  if (item.path !== '') {
+    const r = await read(item.path);
+    if (r.ok) {
+      const d = r.data as { path: string; content: string; sha256: string; totalLines: number; truncated: boolean; notice?: string; unsavedBuffer?: boolean };
+      const notes = [`${d.totalLines} lines`, item.filetype, d.unsavedBuffer ? 'unsaved changes in the buffer' : undefined, `sha256 ${d.sha256}`].filter(Boolean);
+      const body = d.truncated && d.notice ? `${d.content}\n${d.notice}` : d.content;
+      return {
+        text: block(`File ${d.path} (${notes.join(', ')}):`, item.filetype, body),
+        label: `${tag} ${d.path} (${d.totalLines} lines${d.unsavedBuffer ? ', unsaved' : ''})`,
+      };
+    }
+    if (item.kind === 'file' || item.text === undefined) {
+      return {
+        text: `(The user attached ${tag}, but it could not be read: ${r.error.kind}: ${r.error.message})`,
+        label: `${tag} — not attached: ${r.error.kind}`,
+      };
+    }
+  }
+  // Unnamed buffers, and buffers outside the workspace: the text Lua sent.
+  const text = item.text ?? '';
+  const n = lineCount(text);
+  return {
+    text: block(`Buffer ${name} (${n} lines${item.filetype ? `, ${item.filetype}` : ''}${item.modified ? ', unsaved' : ''}; not a workspace file):`, item.filetype, text),
+    label: `${tag} ${name} (${n} lines${item.modified ? ', unsaved' : ''})`,
+  };
+}
+
+/** The message text followed by each attached item, in order. */
+export async function composeMessage(text: string, items: ContextItem[], read: ReadFile): Promise<ComposedMessage> {
+  if (items.length === 0) return { text, labels: [] };
+  const parts = await Promise.all(items.map((i) => one(i, read)));
+  return {
+    text: [text, ...parts.map((p) => p.text)].join('\n\n'),
+    labels: parts.map((p) => p.label),
+  };
+}

@@ -1,0 +1,346 @@
+/** The chat as a user lives in it (issue 8): no cursor yanking, a readable queue, a message area, context. */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { forEachNvim } from '../support/nvim';
+import { useE2E } from '../support/e2e';
+import { firstToolResult } from '../support/chat-requests';
+
+type State = { state: string };
+const SETUP = (extra = '') => `require('caboose').setup({ mode = 'chug', provider = { max_retries = 0 } ${extra} })`;
+
+forEachNvim((bin) => {
+  describe(`chat UI (Neovim ${bin.version})`, () => {
+    const e = useE2E(bin);
+    const chat = async () => (await e.t.chatLines()).join('\n');
+    const waitChat = (re: RegExp, what = String(re)) => e.t.waitFor(async () => re.test(await chat()), what);
+    const waitState = (s: string) => e.t.waitFor(async () => (await e.t.lua<State>("return require('caboose').state()")).state === s, `state ${s}`);
+    const chatWin = () => e.t.lua<number>("return vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1]");
+    const winbar = () => e.t.lua<string>("return require('caboose.ui.chat').status_text() or ''");
+    const lastUser = (i: number) => String(e.fake.chatRequests[i].body!.messages!.filter((m) => m.role === 'user').at(-1)!.content);
+    const gated = () => {
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      return { gate, release: () => release() };
+    };
+
+    it('a chat window scrolled up keeps its cursor through a streamed reply, and can select and yank meanwhile', async () => {
+      await e.start({ initLua: SETUP() });
+      e.fake.script({ text: 'intro line one\nintro line two\nintro three' });
+      await e.t.cmd('Caboose first');
+      await waitState('idle');
+      await waitChat(/intro three/);
+      const g = gated();
+      const many = Array.from({ length: 30 }, (_, i) => `streamed ${i}\n`);
+      e.fake.script({ text: many.join(''), chunks: many, gate: g.gate, gateAfterChunks: 2 });
+      await e.t.cmd('Caboose second');
+      await waitChat(/streamed 1\b/);
+      // The user goes into the chat, scrolls to the top and starts selecting.
+      const win = await chatWin();
+      await e.t.lua('vim.api.nvim_set_current_win(...) vim.api.nvim_win_set_cursor(0, { 1, 0 })', [win]);
+      await e.t.nvim.input('Vj');
+      g.release();
+      await waitChat(/streamed 29/);
+      await waitState('idle');
+      assert.deepEqual(await e.t.lua('return vim.api.nvim_win_get_cursor(0)'), [2, 0], 'the cursor stayed where the user put it');
+      assert.match(await e.t.lua<string>('return vim.fn.mode()'), /^V/, 'still in Visual mode');
+      await e.t.nvim.input('y');
+      await e.t.waitFor(async () => (await e.t.lua<string>('return vim.fn.mode()')) === 'n', 'normal mode');
+      const lines = await e.t.chatLines();
+      assert.equal(await e.t.lua<string>("return vim.fn.getreg('\"')"), `${lines[0]}\n${lines[1]}\n`, 'yanked the selected lines');
+    });
+
+    it('a chat window whose cursor is on the last line follows the stream', async () => {
+      await e.start({ initLua: SETUP() });
+      const many = Array.from({ length: 40 }, (_, i) => `line ${i}\n`);
+      e.fake.script({ text: many.join('') + 'the end' });
+      await e.t.cmd('Caboose go');
+      await waitChat(/the end/);
+      const win = await chatWin();
+      const [row] = await e.t.lua<[number, number]>('return vim.api.nvim_win_get_cursor(...)', [win]);
+      assert.equal(row, (await e.t.chatLines()).length, 'the chat follows the reply to its end');
+    });
+
+    it('a message sent mid-reply waits as queued and is printed after the reply it waited for', async () => {
+      await e.start({ initLua: SETUP() });
+      const g = gated();
+      e.fake.script({ text: 'first reply words', chunks: ['first re', 'ply words'], gate: g.gate }, { text: 'second reply' });
+      await e.t.cmd('Caboose m1');
+      await waitChat(/first re/);
+      await e.t.cmd('Caboose m2 please');
+      await e.t.waitFor(async () => (await e.t.lua<unknown[]>("return require('caboose.ui.chat').queue()")).length === 1, 'queued');
+      assert.doesNotMatch(await chat(), /m2 please/, 'not printed in the transcript while queued');
+      assert.match(await winbar(), /1 queued/);
+      const virt = await e.t.lua<string>(`
+        local buf = require('caboose.ui.chat').buf()
+        local ns = vim.api.nvim_get_namespaces().caboose_chat_queue
+        local marks = vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })
+        return marks[1] and marks[1][4].virt_lines[1][1][1] or ''`);
+      assert.match(virt, /queued 1: m2 please/);
+      g.release();
+      await waitChat(/second reply/);
+      await waitState('idle');
+      const text = await chat();
+      assert.match(text, /## You\n\nm1\n\n## Caboose\n\nfirst reply words\n\n## You\n\nm2 please\n\n## Caboose\n\nsecond reply/);
+      assert.doesNotMatch(await winbar(), /queued/);
+    });
+
+    it(':CabooseStop says which queued messages it discarded', async () => {
+      await e.start({ initLua: SETUP() });
+      e.fake.script({ hang: true });
+      await e.t.cmd('Caboose m1');
+      await waitState('streaming');
+      await e.t.cmd('Caboose m2');
+      await e.t.cmd('Caboose m3');
+      await e.t.waitFor(async () => (await e.t.lua<unknown[]>("return require('caboose.ui.chat').queue()")).length === 2, 'two queued');
+      await e.t.cmd('CabooseStop');
+      await waitChat(/discarded 2 queued messages: “m2”, “m3”/);
+      await waitState('idle');
+      assert.equal((await e.t.lua<unknown[]>("return require('caboose.ui.chat').queue()")).length, 0);
+      assert.doesNotMatch(await winbar(), /queued/);
+      assert.doesNotMatch(await chat(), /## You\n\nm2/);
+    });
+
+    it('the queue-full message names max_queue', async () => {
+      await e.start({ initLua: SETUP(', max_queue = 1') });
+      e.fake.script({ hang: true });
+      await e.t.cmd('Caboose m1');
+      await waitState('streaming');
+      await e.t.cmd('Caboose m2');
+      await e.t.cmd('Caboose m3');
+      await waitChat(/busy and 1 message is already queued/);
+    });
+
+    it('a failed request prints the error, without an empty reply heading or "response interrupted"', async () => {
+      await e.start({ initLua: SETUP() });
+      e.fake.script({ status: 500 });
+      await e.t.cmd('Caboose hi');
+      await waitChat(/Error/);
+      await waitState('idle');
+      const text = await chat();
+      assert.doesNotMatch(text, /## Caboose/);
+      assert.doesNotMatch(text, /interrupted/);
+    });
+
+    it('the winbar says retrying (not streaming) while a request is retried', async () => {
+      await e.start({ initLua: `require('caboose').setup({ mode = 'chug', provider = { max_retries = 2, retry_base_delay_ms = 1500 } })` });
+      e.fake.script({ status: 503 }, { text: 'made it' });
+      await e.t.cmd('Caboose hi');
+      const bar = await e.t.waitFor(async () => {
+        const w = await winbar();
+        return /retrying/.test(w) ? w : null;
+      }, 'retrying in the winbar');
+      assert.doesNotMatch(bar, /streaming/);
+      await waitChat(/made it/);
+      await waitState('idle');
+      assert.doesNotMatch(await winbar(), /retrying/);
+    });
+
+    it('the winbar shows the model and token usage; the chat width is a share of the screen', async () => {
+      await e.start({ initLua: `vim.o.columns = 200 vim.o.lines = 50 ${SETUP()}`, env: { CABOOSE_MODEL: 'fake-model-x' } });
+      e.fake.script({ text: 'one', usage: { prompt_tokens: 1234, completion_tokens: 56 } }, { text: 'two', usage: { prompt_tokens: 2000, completion_tokens: 100 } });
+      await e.t.cmd('Caboose hi');
+      await waitChat(/one/);
+      await waitState('idle');
+      await e.t.cmd('Caboose again');
+      await waitChat(/two/);
+      await waitState('idle');
+      const bar = await winbar();
+      assert.match(bar, /fake-model-x/);
+      assert.match(bar, /↑2\.0k ↓100 Σ3\.4k/, bar);
+      assert.match(bar, /chug/);
+      assert.equal(await e.t.lua('return vim.api.nvim_win_get_width(...)', [await chatWin()]), 80, '40% of 200 columns');
+      await e.t.lua('vim.o.columns = 120');
+      await e.t.waitFor(async () => (await e.t.lua<number>('return vim.api.nvim_win_get_width(...)', [await chatWin()])) === 48, 'resized to 40% of 120');
+    });
+
+    it('the message area: multi-line, <C-s> in insert mode and <CR> in normal mode send, undo brings the text back', async () => {
+      await e.start({ initLua: SETUP() });
+      e.fake.script({ text: 'got it' }, { text: 'second' });
+      await e.t.cmd('CabooseChat');
+      assert.equal(await e.t.lua('return vim.b.caboose_input == true'), true, ':CabooseChat puts the cursor in the message area');
+      const hint = await e.t.lua<string>(`
+        local buf = require('caboose.ui.chat').buf()
+        local marks = vim.api.nvim_buf_get_extmarks(buf, vim.api.nvim_get_namespaces().caboose_chat_hint, 0, -1, { details = true })
+        return marks[1] and marks[1][4].virt_text[1][1] or ''`);
+      assert.match(hint, /<CR>/, 'an empty chat shows a one-line hint');
+      await e.t.nvim.input('iline one<CR>line two<C-s>');
+      await e.fake.waitForRequest(1);
+      assert.equal(lastUser(0), 'line one\nline two');
+      await waitChat(/got it/);
+      await e.t.waitFor(async () => (await e.t.lua<string[]>('return vim.api.nvim_buf_get_lines(0, 0, -1, false)')).join('') === '', 'cleared');
+      assert.equal(await e.t.lua('return vim.fn.mode()'), 'n');
+      await e.t.nvim.input('u');
+      await e.t.waitFor(async () => (await e.t.lua<string[]>('return vim.api.nvim_buf_get_lines(0, 0, -1, false)')).join('\n') === 'line one\nline two', 'undo restores');
+      await e.t.lua('vim.api.nvim_buf_set_lines(0, 0, -1, false, { "again" })');
+      await e.t.nvim.input('<CR>');
+      await e.fake.waitForRequest(2);
+      assert.equal(lastUser(1), 'again');
+      await waitChat(/second/);
+    });
+
+    it('chat keys: ? lists them, i goes to the message area, q closes the chat', async () => {
+      await e.start({ initLua: SETUP() });
+      await e.t.cmd('CabooseChat');
+      await e.t.lua('vim.api.nvim_set_current_win(...)', [await chatWin()]);
+      await e.t.nvim.input('?');
+      const keys = await e.t.waitFor(async () => {
+        const l = await e.t.lua<string[] | null>("if vim.bo.filetype == 'caboose_keys' then return vim.api.nvim_buf_get_lines(0, 0, -1, false) end return nil");
+        return l;
+      }, 'keys float');
+      const text = keys.join('\n');
+      for (const k of ['<C-s>', 'gy', '<C-c>', '@', '#buffer']) assert.ok(text.includes(k), k);
+      await e.t.nvim.input('q');
+      await e.t.nvim.input('i');
+      await e.t.waitFor(async () => (await e.t.lua<boolean>('return vim.b.caboose_input == true and vim.fn.mode() == "i"')), 'insert in the message area');
+      await e.t.nvim.input('<Esc>');
+      await e.t.lua('vim.api.nvim_set_current_win(...)', [await chatWin()]);
+      await e.t.nvim.input('q');
+      await e.t.waitFor(async () => (await e.t.lua<number>("return #vim.fn.win_findbuf(require('caboose.ui.chat').buf())")) === 0, 'chat closed');
+    });
+
+    it('#buffer (unsaved text included) and @path reach the model with their text; the transcript shows them', async () => {
+      await e.start({ initLua: SETUP() });
+      fs.writeFileSync(path.join(e.t.cwd, 'a.lua'), 'local x = 1\n');
+      fs.mkdirSync(path.join(e.t.cwd, 'src'));
+      fs.writeFileSync(path.join(e.t.cwd, 'src', 'b.txt'), 'bee content\n');
+      await e.t.cmd('edit a.lua');
+      await e.t.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'local x = 2 -- unsaved' })");
+      e.fake.script({ text: 'seen' });
+      await e.t.cmd('CabooseChat');
+      await e.t.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'explain #buffer and @src/b.txt.' })");
+      await e.t.nvim.input('<CR>');
+      await e.fake.waitForRequest(1);
+      const msg = lastUser(0);
+      assert.match(msg, /^explain #buffer and @src\/b\.txt\./);
+      assert.match(msg, /File a\.lua \(1 lines, lua, unsaved changes in the buffer, sha256 [0-9a-f]{64}\):\n```lua\nlocal x = 2 -- unsaved\n```/);
+      assert.match(msg, /File src\/b\.txt \(1 lines, sha256 [0-9a-f]{64}\):\n```\nbee content\n```/);
+      const system = String(e.fake.chatRequests[0].body!.messages![0].content);
+      assert.ok(system.includes(e.t.cwd), 'the system prompt names the working directory');
+      await waitChat(/seen/);
+      const text = await chat();
+      assert.match(text, /📎 #buffer a\.lua \(1 lines, unsaved\)/);
+      assert.match(text, /📎 @src\/b\.txt src\/b\.txt \(1 lines\)/);
+    });
+
+    it('@ completes paths in the message area', async () => {
+      await e.start({ initLua: SETUP() });
+      fs.mkdirSync(path.join(e.t.cwd, 'src'));
+      fs.writeFileSync(path.join(e.t.cwd, 'src', 'main.ts'), 'x\n');
+      await e.t.cmd('CabooseChat');
+      await e.t.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'look at @sr' }) vim.api.nvim_win_set_cursor(0, { 1, 11 })");
+      const omni = await e.t.lua<string>('return vim.bo.omnifunc');
+      assert.match(omni, /caboose/);
+      const start = await e.t.lua<number>("return require('caboose.context').omnifunc(1, '')");
+      assert.equal(start, 9);
+      const items = await e.t.lua<{ word: string }[]>("return require('caboose.context').omnifunc(0, 'sr')");
+      assert.deepEqual(items.map((i) => i.word), ['src/']);
+      await e.t.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, { '' })");
+      await e.t.nvim.input('a@src/m');
+      await e.t.waitFor(async () => (await e.t.lua<number>('return vim.fn.pumvisible()')) === 1, 'completion menu after @');
+      await e.t.nvim.input('<C-n><Esc>');
+      await e.t.waitFor(async () => (await e.t.lua<string>('return vim.api.nvim_get_current_line()')) === '@src/main.ts', 'completed');
+    });
+
+    it('tool calls: one line each with status and summary, details folded', async () => {
+      await e.start({ initLua: `require('caboose').setup({ mode = 'create', provider = { max_retries = 0 } })` });
+      fs.writeFileSync(path.join(e.t.cwd, 'a.txt'), 'one\ntwo\n');
+      e.fake.script(
+        { toolCalls: [{ name: 'read_file', arguments: { path: 'a.txt' } }] },
+        (req) => ({
+          toolCalls: [{ name: 'edit_file', arguments: { path: 'a.txt', expectedSha256: firstToolResult(req).data!.sha256 as string, edits: [{ oldText: 'two', newText: 'TWO\nthree' }] } }],
+        }),
+        { toolCalls: [{ name: 'bash', arguments: { command: 'echo out-text; exit 3' } }] },
+        { toolCalls: [{ name: 'bash', arguments: { command: 'echo never' } }] },
+        { text: 'done' },
+      );
+      await e.t.cmd('Caboose go');
+      await waitState('pending_approval');
+      await e.t.lua("require('caboose').approval_respond('once')");
+      await e.t.waitFor(async () => /bash echo out-text/.test(await chat()) && (await e.t.lua<State>("return require('caboose').state()")).state === 'pending_approval', 'bash approval');
+      await e.t.lua("require('caboose').approval_respond('once')");
+      await e.t.waitFor(async () => /bash echo never/.test(await chat()) && (await e.t.lua<State>("return require('caboose').state()")).state === 'pending_approval', 'second bash approval');
+      await e.t.lua("require('caboose').approval_respond('reject', 'no more')");
+      await waitChat(/done/);
+      const lines = await e.t.chatLines();
+      const text = lines.join('\n');
+      assert.match(text, /^✓ read_file a\.txt 2 lines$/m);
+      assert.match(text, /^✓ edit_file a\.txt \+2 −1$/m);
+      assert.match(text, /^✓ bash echo out-text; exit 3 → exit 3$/m);
+      assert.match(text, /^⊘ bash echo never .*no more/m);
+      assert.match(text, /^ {2}┆ out-text$/m, 'bash output in the details');
+      assert.match(text, /^ {2}┆ \+TWO$/m, 'the diff in the details');
+      assert.doesNotMatch(text, /expectedSha256/);
+      const row = lines.findIndex((l) => l.startsWith('✓ bash')) + 2; // 1-based row of its first detail line
+      const closed = await e.t.lua<number>('return vim.api.nvim_win_call(..., function() return vim.fn.foldclosed(' + row + ') end)', [await chatWin()]);
+      assert.notEqual(closed, -1, 'details are folded');
+      const hl = await e.t.lua<string[]>(`
+        local buf = require('caboose.ui.chat').buf()
+        local out = {}
+        for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, vim.api.nvim_get_namespaces().caboose_chat, 0, -1, { details = true })) do
+          if m[4].hl_group then table.insert(out, m[4].hl_group) end
+        end
+        return out`);
+      assert.ok(hl.includes('CabooseToolOk') && hl.includes('CabooseToolRejected'), hl.join(','));
+    });
+
+    it('an edit to an unsaved buffer says "not saved: unsaved buffer"', async () => {
+      await e.start({ initLua: SETUP() });
+      fs.writeFileSync(path.join(e.t.cwd, 'u.txt'), 'alpha\n');
+      await e.t.cmd('edit u.txt');
+      await e.t.lua("vim.api.nvim_buf_set_lines(0, 1, 1, false, { 'typed' })");
+      e.fake.script(
+        { toolCalls: [{ name: 'read_file', arguments: { path: 'u.txt' } }] },
+        (req) => ({ toolCalls: [{ name: 'edit_file', arguments: { path: 'u.txt', expectedSha256: firstToolResult(req).data!.sha256 as string, edits: [{ oldText: 'alpha', newText: 'beta' }] } }] }),
+        { text: 'edited' },
+      );
+      await e.t.cmd('Caboose edit');
+      await waitChat(/edited/);
+      assert.match(await chat(), /^✓ edit_file u\.txt \+1 −1 \(not saved: unsaved buffer\)$/m);
+    });
+
+    it('fenced code is highlighted by treesitter injections; gy yanks the block under the cursor', async () => {
+      await e.start({ initLua: SETUP() });
+      e.fake.script({ text: 'Here:\n\n```lua\nlocal answer = 42\nprint(answer)\n```\n\nbye' });
+      await e.t.cmd('Caboose code');
+      await waitChat(/bye/);
+      await waitState('idle');
+      const win = await chatWin();
+      const lines = await e.t.chatLines();
+      const row = lines.indexOf('local answer = 42');
+      await e.t.lua('vim.api.nvim_set_current_win(...) vim.api.nvim_win_set_cursor(0, { select(2, ...), 0 })', [win, row + 1]);
+      const langs = await e.t.lua<string[]>(`
+        local buf = require('caboose.ui.chat').buf()
+        local parser = vim.treesitter.get_parser(buf, 'markdown')
+        parser:parse(true)
+        local out = {}
+        for _, c in ipairs(vim.treesitter.get_captures_at_pos(buf, ${row}, 0)) do table.insert(out, c.lang) end
+        return out`);
+      assert.ok(langs.includes('lua'), `lua injection at the code line: ${langs.join(',')}`);
+      assert.equal(await e.t.lua("return vim.treesitter.highlighter.active[require('caboose.ui.chat').buf()] ~= nil"), true);
+      await e.t.nvim.input('gy');
+      await e.t.waitFor(async () => (await e.t.lua<string>("return vim.fn.getreg('\"')")) === 'local answer = 42\nprint(answer)\n', 'yanked code');
+    });
+
+    it('user commands never wait on the host (no rpcrequest on their path)', async () => {
+      await e.start({
+        initLua: `${SETUP()}
+          _G.sync_calls = {}
+          local orig = vim.rpcrequest
+          vim.rpcrequest = function(...) table.insert(_G.sync_calls, select(2, ...)) return orig(...) end`,
+      });
+      e.fake.script({ hang: true });
+      await e.t.cmd('Caboose hi');
+      await waitState('streaming');
+      await e.t.cmd('CabooseMode create');
+      await e.t.cmd('Caboose queued one');
+      await e.t.cmd('CabooseStop');
+      await waitState('idle');
+      await e.t.cmd('CabooseRestore');
+      await e.t.cmd('CabooseNew');
+      await e.t.waitFor(async () => (await e.t.notifications()).some((n) => /trash is empty/.test(n.msg)), 'restore answered');
+      assert.deepEqual(await e.t.lua('return _G.sync_calls'), []);
+    });
+  });
+});
