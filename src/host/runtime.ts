@@ -19,6 +19,8 @@ export interface SessionRuntime {
   session: ChatSession;
   /** Starts a turn or queues the message; context items are read and attached first. */
   send(text: string, context?: ContextItem[]): Promise<{ id: number; status: string; position?: number }>;
+  /** Resolves once every message sent so far reached the agent (started or queued). */
+  sent(): Promise<unknown>;
   listTrash(): unknown;
   restore(trashId: string, targetPath?: string): Promise<unknown>;
   /** Runs one tool as the user (no approval); the result is the tool's `{ ok, data | error }`. */
@@ -156,6 +158,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       sending = next.catch(() => undefined);
       return next;
     },
+    sent: () => sending,
     listTrash: () => ws.workspace.trash.list(),
     restore: (trashId, targetPath) => ws.call('restore_file', { trashId, targetPath }),
     callTool: (name, args) => ws.call(name, args),

@@ -69,6 +69,8 @@ export class HostServer {
       case METHODS.stop: {
         // A stop that arrives while the session is still starting applies once it has started.
         const rt = this.runtime ?? (this.starting ? await this.starting.catch(() => null) : null);
+        // Messages sent before the stop are in the queue when it is cleared (and reported as discarded).
+        await rt?.sent();
         rt?.session.stop();
         return { ok: true };
       }

@@ -309,7 +309,7 @@ forEachNvim((bin) => {
       const win = await chatWin();
       const lines = await e.t.chatLines();
       const row = lines.indexOf('local answer = 42');
-      await e.t.lua('vim.api.nvim_set_current_win(...) vim.api.nvim_win_set_cursor(0, { select(2, ...), 0 })', [win, row + 1]);
+      await e.t.lua('local w, r = ... vim.api.nvim_set_current_win(w) vim.api.nvim_win_set_cursor(0, { r, 0 })', [win, row + 1]);
       const langs = await e.t.lua<string[]>(`
         local buf = require('caboose.ui.chat').buf()
         local parser = vim.treesitter.get_parser(buf, 'markdown')
@@ -336,7 +336,9 @@ forEachNvim((bin) => {
       await e.t.cmd('CabooseMode create');
       await e.t.cmd('Caboose queued one');
       await e.t.cmd('CabooseStop');
-      await waitState('idle');
+      await waitState('idle').catch(async (err) => {
+        throw new Error(`${err}\n${JSON.stringify(await e.t.notifications())}\n${JSON.stringify(await e.t.lua('return _G.sync_calls'))}`);
+      });
       await e.t.cmd('CabooseRestore');
       await e.t.cmd('CabooseNew');
       await e.t.waitFor(async () => (await e.t.notifications()).some((n) => /trash is empty/.test(n.msg)), 'restore answered');

@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -25,6 +26,54 @@ forEachNvim((bin) => {
         }
         const msgs = await t.lua<string>("return vim.fn.execute('messages')");
         assert.doesNotMatch(msgs, /E\d+:/);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
+});
+
+/** A copy of the plugin as a user's checkout would have it (no doc/tags yet). */
+function checkoutCopy(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-checkout-'));
+  for (const sub of ['plugin', 'lua', 'doc', 'scripts']) fs.cpSync(path.join(REPO_ROOT, sub), path.join(dir, sub), { recursive: true });
+  fs.rmSync(path.join(dir, 'doc', 'tags'), { force: true });
+  return dir;
+}
+
+forEachNvim((bin) => {
+  describe(`help tags from a checkout (Neovim ${bin.version})`, () => {
+    const run = (dir: string, ...cmds: string[]) =>
+      execFileSync(bin.path, ['--headless', '-u', path.join(dir, 'scripts', 'minimal_init.lua'), '-i', 'NONE', '-n', ...cmds.map((c) => `+${c}`), '+qa!'], {
+        encoding: 'utf8',
+        env: { ...process.env, NVIM_APPNAME: 'caboose-help-test', XDG_CONFIG_HOME: dir, XDG_DATA_HOME: dir, XDG_STATE_HOME: dir },
+        timeout: 20_000,
+      });
+
+    it(':help caboose and :help :CabooseRestore resolve with the README main command (scripts/minimal_init.lua)', () => {
+      const dir = checkoutCopy();
+      try {
+        for (const tag of ['caboose', ':CabooseRestore']) {
+          const out = run(dir, `help ${tag}`, "lua io.stdout:write(vim.bo.buftype .. ' ' .. vim.fn.expand('%:t'))");
+          assert.match(out, /help caboose\.txt/, tag);
+        }
+        assert.ok(fs.existsSync(path.join(dir, 'doc', 'tags')), 'doc/tags generated');
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it('tags a plugin manager generated (lazy.nvim) are left alone while up to date', () => {
+      const dir = checkoutCopy();
+      try {
+        const tags = path.join(dir, 'doc', 'tags');
+        fs.writeFileSync(tags, 'caboose\tcaboose.txt\t/*caboose*\n');
+        const later = new Date(Date.now() + 60_000);
+        fs.utimesSync(tags, later, later);
+        const before = fs.statSync(tags).mtimeMs;
+        run(dir, 'help caboose');
+        assert.equal(fs.statSync(tags).mtimeMs, before);
+        assert.equal(fs.readFileSync(tags, 'utf8'), 'caboose\tcaboose.txt\t/*caboose*\n');
       } finally {
         fs.rmSync(dir, { recursive: true, force: true });
       }

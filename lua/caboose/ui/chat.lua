@@ -100,9 +100,21 @@ H.complete_path = function()
     return
   end
   local items = require('caboose.context').omnifunc(0, before:sub(at + 1))
-  if #items > 0 then
-    vim.fn.complete(at + 1, items)
+  if #items == 0 then
+    return
   end
+  -- Offer, never insert on its own: the menu shows even for one match and nothing is selected until the
+  -- user picks (the user's 'completeopt' comes back when the completion ends).
+  local saved = vim.o.completeopt
+  vim.o.completeopt = 'menuone,noinsert,noselect'
+  vim.api.nvim_create_autocmd({ 'CompleteDone', 'InsertLeave' }, {
+    once = true,
+    buffer = vim.api.nvim_get_current_buf(),
+    callback = function()
+      vim.o.completeopt = saved
+    end,
+  })
+  vim.fn.complete(at + 1, items)
 end
 
 -- Keys ---------------------------------------------------------------------------------------------
