@@ -57,3 +57,14 @@ vim.api.nvim_create_user_command('CabooseApproval', function()
     vim.notify('(caboose) no approval is pending', vim.log.levels.INFO)
   end
 end, { desc = 'Caboose: show the pending approval' })
+
+-- Typing a :Caboose… command starts the host in the background, so the first reply does not wait for it.
+vim.api.nvim_create_autocmd('CmdlineChanged', {
+  group = vim.api.nvim_create_augroup('CaboosePrestart', { clear = true }),
+  pattern = ':',
+  callback = function()
+    if vim.fn.getcmdline():match("^%s*[%d,.$'<>]*%s*Cab") then
+      require('caboose').prestart()
+    end
+  end,
+})

@@ -33,6 +33,7 @@ local H = {}
 ---@class caboose.HostOptions
 ---@field node string Node executable (20 or newer).
 ---@field transport 'job'|'remote' 'job': started with jobstart (default); 'remote': the classic remote-plugin host.
+---@field prestart boolean Start the host while a :Caboose… command is being typed or the message area is entered.
 
 ---@class caboose.ChatOptions
 ---@field position 'right'|'left'|'bottom'|'top'
@@ -58,7 +59,7 @@ local defaults = {
   web_search = nil,
   system_prompt = nil,
   data_dir = vim.fn.stdpath('data') .. '/caboose',
-  host = { node = 'node', transport = 'job' },
+  host = { node = 'node', transport = 'job', prestart = true },
   chat = { position = 'right', size = 0.4, min_size = nil, max_size = nil, input_height = 5 },
   log = { level = 'info', file = vim.fn.stdpath('log') .. '/caboose.log' },
 }
@@ -129,6 +130,9 @@ H.checks = {
     return type(v) == 'string' and v ~= '', 'a non-empty string'
   end,
   ['host.transport'] = H.enum({ 'job', 'remote' }),
+  ['host.prestart'] = function(v)
+    return type(v) == 'boolean', 'a boolean'
+  end,
   ['chat.position'] = H.enum({ 'right', 'left', 'bottom', 'top' }),
   ['chat.size'] = H.positive,
   ['chat.min_size'] = function(v)

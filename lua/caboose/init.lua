@@ -187,6 +187,15 @@ H.request = function(method, params)
   return res
 end
 
+--- Start the host ahead of the first message (e.g. while a :Caboose command is being typed), so the
+--- first reply streams without waiting for it to load. Costs the editor nothing: the host starts as a job.
+function M.prestart()
+  if require('caboose.rpc').is_running() or not H.cfg().host.prestart then
+    return
+  end
+  H.start_host()
+end
+
 --- A short status for statuslines: '' when idle, else e.g. 'caboose: streaming'.
 function M.statusline()
   if H.state.state == 'idle' then

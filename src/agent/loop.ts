@@ -163,6 +163,11 @@ export class Agent {
     return [...this.alwaysAllowed];
   }
 
+  /** Loads what the first model request needs, so the first reply does not wait for it. */
+  async prepare(): Promise<void> {
+    await this.model.prepare?.();
+  }
+
   setMode(mode: PermissionMode): void {
     this.currentMode = mode;
   }

@@ -81,6 +81,8 @@ export interface ModelClient {
   readonly model: string;
   /** Yields events; throws `ProviderError` on failure (after retries). */
   stream(req: ModelRequest): AsyncIterable<ModelEvent>;
+  /** Loads what the first request needs (SDK, HTTP stack) ahead of it. Optional. */
+  prepare?(): Promise<void>;
 }
 
 export type ProviderErrorKind = 'unreachable' | 'auth' | 'not_found' | 'rate_limited' | 'server' | 'interrupted' | 'aborted' | 'bad_response';
@@ -124,6 +126,12 @@ export class OpenAIProvider implements ModelClient {
 
   get model(): string {
     return this.config.model;
+  }
+
+  async prepare(): Promise<void> {
+    await this.ensureClient();
+    // Node loads its fetch implementation on the first call; a data: URL does that without any network.
+    await fetch('data:,').then((r) => r.arrayBuffer());
   }
 
   private async ensureClient(): Promise<{ client: OpenAI; sdk: OpenAIModule }> {

@@ -19,6 +19,8 @@ export interface SessionRuntime {
   session: ChatSession;
   /** Starts a turn or queues the message; context items are read and attached first. */
   send(text: string, context?: ContextItem[]): Promise<{ id: number; status: string; position?: number }>;
+  /** Loads what the first reply needs (model client, HTTP stack). */
+  prepare(): Promise<void>;
   /** Resolves once every message sent so far reached the agent (started or queued). */
   sent(): Promise<unknown>;
   listTrash(): unknown;
@@ -159,6 +161,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       return next;
     },
     sent: () => sending,
+    prepare: () => agent.prepare(),
     listTrash: () => ws.workspace.trash.list(),
     restore: (trashId, targetPath) => ws.call('restore_file', { trashId, targetPath }),
     callTool: (name, args) => ws.call(name, args),

@@ -49,9 +49,7 @@ function M.buf()
   H.count = H.count + 1
   local buf = H.scratch('caboose://chat/' .. H.count, false)
   vim.b[buf].caboose_chat = true
-  vim.bo[buf].filetype = 'markdown'
-  -- Fenced code in replies is highlighted through markdown's injections.
-  pcall(vim.treesitter.start, buf, 'markdown')
+  H.set_markdown(buf)
   H.buf = buf
   H.reply = { open = false, last = nil }
   H.tools = {}
@@ -77,13 +75,19 @@ function M.input_buf()
   end
   local buf = H.scratch('caboose://input/' .. H.count, true)
   vim.b[buf].caboose_input = true
-  vim.bo[buf].filetype = 'markdown'
+  H.set_markdown(buf)
   vim.bo[buf].omnifunc = "v:lua.require'caboose.context'.omnifunc"
   H.input = buf
   H.set_input_keymaps(buf)
   vim.api.nvim_create_autocmd('TextChangedI', {
     buffer = buf,
     callback = H.complete_path,
+  })
+  vim.api.nvim_create_autocmd('InsertEnter', {
+    buffer = buf,
+    callback = function()
+      require('caboose').prestart()
+    end,
   })
   return buf
 end
@@ -115,6 +119,61 @@ H.complete_path = function()
     end,
   })
   vim.fn.complete(at + 1, items)
+end
+
+--- Markdown with treesitter highlighting (fenced code through its injections). The parser and queries
+--- load once, one piece per event-loop tick (together they would freeze the editor for ~25 ms); the
+--- buffer gets its filetype when they are ready.
+H.md_ready = false
+H.md_waiting = {} ---@type integer[]
+H.md_steps = {
+  function()
+    vim.treesitter.language.add('markdown')
+    vim.treesitter.language.add('markdown_inline')
+  end,
+  function()
+    vim.treesitter.query.get('markdown', 'highlights')
+  end,
+  function()
+    vim.treesitter.query.get('markdown_inline', 'highlights')
+  end,
+  function()
+    vim.treesitter.query.get('markdown', 'injections')
+    vim.treesitter.query.get('markdown_inline', 'injections')
+  end,
+}
+
+H.md_apply = function(buf)
+  if vim.api.nvim_buf_is_valid(buf) then
+    vim.bo[buf].filetype = 'markdown'
+    if not vim.treesitter.highlighter.active[buf] then
+      pcall(vim.treesitter.start, buf, 'markdown')
+    end
+  end
+end
+
+H.set_markdown = function(buf)
+  if H.md_ready then
+    return H.md_apply(buf)
+  end
+  table.insert(H.md_waiting, buf)
+  if #H.md_waiting > 1 then
+    return
+  end
+  local i = 0
+  local function step()
+    i = i + 1
+    if H.md_steps[i] then
+      pcall(H.md_steps[i])
+      return vim.schedule(step)
+    end
+    H.md_ready = true
+    for _, b in ipairs(H.md_waiting) do
+      H.md_apply(b)
+    end
+    H.md_waiting = {}
+  end
+  vim.schedule(step)
 end
 
 -- Keys ---------------------------------------------------------------------------------------------
@@ -312,7 +371,7 @@ function M.open(cfg)
     vim.api.nvim_win_set_buf(iwin, input)
     H.win_options(iwin, false)
     vim.wo[iwin].winfixheight = true
-    vim.wo[iwin].winbar = ' %#CabooseInputTitle#Message%* %#CabooseNotice#<CR> send · <C-s> send in insert · @file #buffer · ? keys%*'
+    vim.wo[iwin].winbar = '%#CabooseInputTitle#Message%* %#CabooseNotice#<CR>/<C-s> send · @file #buffer · ? keys%*'
   end
   if vim.api.nvim_win_is_valid(prev) then
     vim.api.nvim_set_current_win(prev)
@@ -406,27 +465,33 @@ end
 --- The transcript window's winbar: mode, state, model, token usage, queued messages, standing grants.
 function M.status_line()
   local s = H.status
-  local parts = { ' %#CabooseTitle#Caboose%*', '%#CabooseMode# ' .. H.esc(s.mode or '?') .. ' %*' }
+  local head = { '%#CabooseMode# ' .. H.esc(s.mode or '?') .. ' %*' }
   if s.retry and s.state ~= 'idle' then
-    table.insert(parts, '%#CabooseWarn#retrying (attempt ' .. tostring(s.retry.attempt) .. ')%*')
+    table.insert(head, '%#CabooseWarn#retrying (attempt ' .. tostring(s.retry.attempt) .. ')%*')
   elseif s.state and s.state ~= 'idle' then
-    table.insert(parts, (s.state:gsub('_', ' ')))
-  end
-  if s.model then
-    table.insert(parts, H.esc(s.model))
-  end
-  if s.usage then
-    local u = s.usage
-    table.insert(parts, string.format('↑%s ↓%s Σ%s', H.tokens(u.prompt), H.tokens(u.completion), H.tokens((u.session_prompt or 0) + (u.session_completion or 0))))
+    table.insert(head, (s.state:gsub('_', ' ')))
   end
   local queued = H.queue and #H.queue or 0
   if queued > 0 then
-    table.insert(parts, string.format('%%#CabooseQueued#%d queued%%*', queued))
+    table.insert(head, string.format('%%#CabooseQueued#%d queued%%*', queued))
   end
   if s.grants and #s.grants > 0 then
-    table.insert(parts, '%#CabooseWarn#always: ' .. H.esc(table.concat(s.grants, ', ')) .. '%*')
+    table.insert(head, '%#CabooseWarn#always: ' .. H.esc(table.concat(s.grants, ', ')) .. '%*')
   end
-  return table.concat(parts, ' │ ')
+  local tail = {}
+  if s.model then
+    table.insert(tail, H.esc(s.model))
+  end
+  if s.usage then
+    local u = s.usage
+    table.insert(tail, string.format('↑%s ↓%s Σ%s', H.tokens(u.prompt), H.tokens(u.completion), H.tokens((u.session_prompt or 0) + (u.session_completion or 0))))
+  end
+  -- A narrow window cuts the model and usage (after %<), never the mode, state, queue or grants.
+  local bar = ' ' .. table.concat(head, ' │ ')
+  if #tail > 0 then
+    bar = bar .. ' │ %<' .. table.concat(tail, ' │ ')
+  end
+  return bar
 end
 
 H.apply_status = function(win)
