@@ -22,7 +22,7 @@
  *   npm run build && node --import tsx bench/chat.ts [cold|stream]
  *
  * Env: BENCH_CHAT_RUNS (cold runs, each a fresh Neovim; default 10), BENCH_STREAM_RUNS (runs per stream
- * case; default 3), BENCH_NODE (node executable for the host and the baseline; default `node`).
+ * case; default 5), BENCH_NODE (node executable for the host and the baseline; default `node`).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
@@ -403,7 +403,7 @@ async function streamCase(fake: FakeOpenAI, name: string, fill: string | null, r
   return c;
 }
 
-export async function runStreamBenchmark(runs = Number(process.env.BENCH_STREAM_RUNS ?? 3)): Promise<StreamCase[]> {
+export async function runStreamBenchmark(runs = Number(process.env.BENCH_STREAM_RUNS ?? 5)): Promise<StreamCase[]> {
   const fake = await startFakeOpenAI();
   try {
     return [
