@@ -170,3 +170,13 @@ export function formatBenchTable(rows: BenchRow[]): string {
   }
   return out.join('\n');
 }
+
+if (require.main === module) {
+  runFileBenchmarks().then(
+    (rows) => process.stdout.write(formatBenchTable(rows) + '\n'),
+    (err: unknown) => {
+      process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}

@@ -50,3 +50,7 @@ export function formatStartupTable(r: StartupResult): string {
     `| jobstart → first answer (host.ping), Neovim ${r.nvim} | ${r.medianMs.toFixed(1)} ${ok} | ${r.p90Ms.toFixed(1)} | ${r.minMs.toFixed(1)} | ${r.runs} | ≤ 150 |`,
   ].join('\n');
 }
+
+if (require.main === module) {
+  process.stdout.write(formatStartupTable(runStartupBenchmark()) + '\n');
+}

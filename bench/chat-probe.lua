@@ -1,0 +1,159 @@
+-- Instrumentation for bench/chat.ts, loaded with dofile() into the Neovim being measured.
+-- It only reads the chat through require('caboose.ui.chat').buf() (the buffer's text), so it keeps
+-- working when the chat's internals change (frames, a compose window, async RPC).
+local uv = vim.uv
+local B = { gaps = {} }
+_G.caboose_bench = B
+
+-- Main-loop stall probe. A libuv timer fires every 2 ms and queues a callback on the main loop
+-- (vim.schedule); the gap between two consecutive runs of those callbacks is how long the main loop
+-- could not run anything: a key press typed then would have waited as long. This sees both kinds of
+-- stall: Lua/C work hogging the loop, and a blocking vim.rpcrequest (its nested loop serves only the
+-- host's channel, so scheduled callbacks, other clients' requests and typed keys all wait).
+-- Resolution: the timer period (2 ms). Gaps >= 4 ms are kept as { end_ns, gap_ns }.
+function B.probe_start()
+  B.probe_stop()
+  B.gaps = {}
+  local last = uv.hrtime()
+  local pending = false
+  local timer = assert(uv.new_timer())
+  timer:start(2, 2, function()
+    if pending then
+      return
+    end
+    pending = true
+    vim.schedule(function()
+      pending = false
+      local now = uv.hrtime()
+      local gap = now - last
+      last = now
+      if gap >= 4e6 then
+        table.insert(B.gaps, { now, gap })
+      end
+    end)
+  end)
+  B.timer = timer
+end
+
+function B.probe_stop()
+  if B.timer then
+    B.timer:stop()
+    B.timer:close()
+    B.timer = nil
+  end
+end
+
+--- The longest main-loop gap (ms) that overlaps [from_ns, to_ns] (the probe must have run meanwhile).
+function B.max_stall(from_ns, to_ns)
+  local max = 0
+  for _, g in ipairs(B.gaps) do
+    local stop, len = g[1], g[2]
+    if stop >= from_ns and stop - len <= to_ns and len > max then
+      max = len
+    end
+  end
+  return max / 1e6
+end
+
+--- Watches the chat buffer's text: t_first when `first` appears, t_done when `done` appears
+--- (hrtime, ns). Reads only the changed lines (at most the last 200 of a change).
+function B.watch(first, done)
+  if done == vim.NIL then
+    done = nil
+  end
+  B.t_first, B.t_done, B.watch_error = nil, nil, nil
+  B.watch_id = (B.watch_id or 0) + 1
+  local id = B.watch_id
+  local buf = require('caboose.ui.chat').buf()
+  local function check(b, firstline, new_last)
+    local now = uv.hrtime()
+    local lines = vim.api.nvim_buf_get_lines(b, math.max(firstline, new_last - 200), new_last, false)
+    for _, l in ipairs(lines) do
+      if not B.t_first and l:find(first, 1, true) then
+        B.t_first = now
+      end
+      if done and not B.t_done and l:find(done, 1, true) then
+        B.t_done = now
+      end
+    end
+  end
+  vim.api.nvim_buf_attach(buf, false, {
+    on_lines = function(_, b, _, firstline, _, new_last)
+      if id ~= B.watch_id then
+        return true -- a newer watch took over
+      end
+      -- Never let the probe break the edit that triggered it.
+      local ok, err = pcall(check, b, firstline, new_last)
+      if not ok then
+        B.watch_error = tostring(err)
+        return true
+      end
+      if B.t_first and (B.t_done or not done) then
+        return true
+      end
+    end,
+  })
+end
+
+--- Runs an Ex command (e.g. 'Caboose hi') with t0 taken first, the chat watched for `first`/`done`.
+function B.run(cmd, first, done)
+  B.t0 = uv.hrtime()
+  B.watch(first, done)
+  vim.cmd(cmd)
+  B.t_returned = uv.hrtime()
+end
+
+--- What the client polls: times in ms since t0 (nil until seen).
+function B.result()
+  local rel = function(t)
+    return t and (t - B.t0) / 1e6 or nil
+  end
+  return {
+    first_ms = rel(B.t_first),
+    done_ms = rel(B.t_done),
+    returned_ms = rel(B.t_returned),
+    stall_first_ms = B.t_first and B.max_stall(B.t0, B.t_first) or nil,
+    stall_done_ms = B.t_done and B.max_stall(B.t0, B.t_done) or nil,
+    watch_error = B.watch_error,
+  }
+end
+
+--- CPU time (ms, user + system) of Neovim and of the host, from /proc/<pid>/stat.
+local function cpu_ms(pid)
+  if not pid then
+    return nil
+  end
+  local f = io.open('/proc/' .. pid .. '/stat', 'r')
+  if not f then
+    return nil
+  end
+  local s = f:read('*a')
+  f:close()
+  local fields = vim.split(s:sub(s:find(')', 1, true) + 2), ' ', { plain = true })
+  -- fields[1] is field 3 (state); utime and stime are fields 14 and 15 (clock ticks, 100 Hz on Linux)
+  return (tonumber(fields[12]) + tonumber(fields[13])) * 10
+end
+
+function B.cpu()
+  local ok, host = pcall(function()
+    return require('caboose.rpc').host_pid()
+  end)
+  return { nvim = cpu_ms(vim.fn.getpid()), host = ok and cpu_ms(host) or nil }
+end
+
+--- Puts `text` at the end of the chat through the chat module (as if it were earlier conversation).
+function B.fill(text)
+  local chat = require('caboose.ui.chat')
+  if chat.append then
+    chat.append(text)
+  else
+    local buf = chat.buf()
+    local ma = vim.bo[buf].modifiable
+    vim.bo[buf].modifiable = true
+    vim.api.nvim_buf_set_lines(buf, -1, -1, false, vim.split(text, '\n', { plain = true }))
+    vim.bo[buf].modifiable = ma
+  end
+  return #table.concat(chat.lines(), '\n')
+end
+
+return B

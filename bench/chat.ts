@@ -1,0 +1,478 @@
+/**
+ * Chat benchmarks (issue 8): what the user feels when talking to the agent, each figure beside a
+ * baseline measured in the same run.
+ *
+ * 1. Cold `:Caboose hi` → first token, in a fresh headless Neovim (0.12) whose host is not started yet,
+ *    with the longest editor stall meanwhile. Baseline: `node -e 0` (median of as many runs). Also the
+ *    warm figure: a second message in the same Neovim. The baseline runs are interleaved with the cold
+ *    runs (one before each), so a busy moment on a shared machine weighs on both.
+ * 2. Streaming: an 80,000-character reply in 10,000 chunks with no delay, (a) into a fresh chat, (b) into
+ *    a chat already holding ~400 KB of markdown (~100k tokens). Time until the last characters are in the
+ *    chat buffer vs the same SSE stream consumed by a plain Node HTTP client (bench/raw-stream.ts), and
+ *    the editor's responsiveness meanwhile: a second RPC client (bench/rpc-probe.ts, its own process)
+ *    calling nvim_eval('1') every 10 ms.
+ *
+ * Every time is taken inside Neovim (bench/chat-probe.lua: t0 just before the command runs, the chat
+ * buffer's text watched with nvim_buf_attach), so the measuring client's round trips are not counted.
+ * "First token" and "fully rendered" mean: that text is in `require('caboose.ui.chat').buf()`.
+ * Neovim has a UI attached (this process, 200×50, ext_linegrid) so it redraws as a real editor does
+ * (BENCH_CHAT_UI=0 to leave it off). Node, Neovim and luv share CLOCK_MONOTONIC (uv_hrtime), so the
+ * probe's samples are cut to exactly the measured window.
+ *
+ *   npm run build && node --import tsx bench/chat.ts [cold|stream]
+ *
+ * Env: BENCH_CHAT_RUNS (cold runs, each a fresh Neovim; default 10), BENCH_STREAM_RUNS (runs per stream
+ * case; default 5), BENCH_NODE (node executable for the host and the baseline; default `node`).
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import path from 'node:path';
+import readline from 'node:readline';
+import { startFakeOpenAI, type FakeOpenAI, type FakeTextReply } from '../test/support/fake-openai';
+import { defaultNvim, REPO_ROOT, startNvim, type TestNvim } from '../test/support/nvim';
+
+const NODE = process.env.BENCH_NODE ?? 'node';
+const UI = process.env.BENCH_CHAT_UI !== '0';
+const PROBE_LUA = path.join(__dirname, 'chat-probe.lua');
+const TSX = ['--import', 'tsx'];
+
+/* ------------------------------------------------------------------------------------------------
+ * Statistics
+ * ---------------------------------------------------------------------------------------------- */
+
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/** Nearest-rank quantile (p90 of 10 runs is the 9th). */
+export function quantile(xs: number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/* ------------------------------------------------------------------------------------------------
+ * Neovim under measurement
+ * ---------------------------------------------------------------------------------------------- */
+
+interface LuaResult {
+  t0: number;
+  t_first?: number;
+  t_done?: number;
+  first_ms?: number;
+  done_ms?: number;
+  returned_ms?: number;
+  stall_first_ms?: number;
+  stall_done_ms?: number;
+}
+
+async function openNvim(fake: FakeOpenAI): Promise<TestNvim> {
+  const setup = NODE === 'node' ? '{}' : `{ host = { node = ${JSON.stringify(NODE)} } }`;
+  const t = await startNvim({
+    nvim: defaultNvim(),
+    env: { OPENAI_BASE_URL: fake.url, CABOOSE_MODEL: 'fake-model' },
+    initLua: `require('caboose').setup(${setup})\ndofile(${JSON.stringify(PROBE_LUA)})`,
+  });
+  try {
+    if (UI) await t.nvim.uiAttach(200, 50, { ext_linegrid: true, rgb: true });
+  } catch (err) {
+    await t.close();
+    throw err;
+  }
+  return t;
+}
+
+/** Runs an Ex command inside Neovim with t0 taken just before it, watching the chat for `first`/`done`. */
+async function run(t: TestNvim, cmd: string, first: string, done?: string): Promise<void> {
+  await t.lua('caboose_bench.run(...)', [cmd, first, done ?? null]);
+}
+
+async function result(t: TestNvim): Promise<LuaResult> {
+  return t.lua<LuaResult>('local r = caboose_bench.result(); r.t0 = caboose_bench.t0; r.t_first = caboose_bench.t_first; r.t_done = caboose_bench.t_done; return r');
+}
+
+async function waitSeen(t: TestNvim, what: 't_first' | 't_done', timeoutMs: number): Promise<void> {
+  await t.waitFor(() => t.lua<boolean>(`assert(not caboose_bench.watch_error, caboose_bench.watch_error); return caboose_bench.${what} ~= nil`), what === 't_first' ? 'the first token in the chat' : 'the whole reply in the chat', timeoutMs);
+}
+
+/** Waits until the reply's `tail` is in the chat and the agent is idle again. */
+async function waitIdle(t: TestNvim, tail: string, timeoutMs = 60_000): Promise<void> {
+  await t.waitFor(
+    () => t.lua<boolean>("return require('caboose').state().state == 'idle' and table.concat(require('caboose.ui.chat').lines(), '\\n'):find(..., 1, true) ~= nil", [tail]),
+    `idle after "${tail}"`,
+    timeoutMs,
+  );
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * 1. Cold :Caboose → first token
+ * ---------------------------------------------------------------------------------------------- */
+
+const COLD_REPLY = 'Zephyr here: this reply arrives in small chunks, a few words at a time, the way a real model streams it. Cold done.';
+const WARM_REPLY = 'Quokka again: the second message goes to a host that is already running. Warm done.';
+
+export interface ColdResult {
+  runs: number;
+  nodeMs: number[];
+  coldFirstMs: number[];
+  coldStallMs: number[];
+  coldReturnMs: number[];
+  warmFirstMs: number[];
+  warmStallMs: number[];
+  nvim: string;
+}
+
+/** One `node -e 0`, timed around spawnSync. */
+export function nodeOnce(): number {
+  const t0 = process.hrtime.bigint();
+  const r = spawnSync(NODE, ['-e', '0']);
+  const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+  if (r.status !== 0) throw new Error(`${NODE} -e 0 failed: ${r.stderr}`);
+  return ms;
+}
+
+export async function runColdBenchmark(runs = Number(process.env.BENCH_CHAT_RUNS ?? 10)): Promise<ColdResult> {
+  const res: ColdResult = { runs, nodeMs: [], coldFirstMs: [], coldStallMs: [], coldReturnMs: [], warmFirstMs: [], warmStallMs: [], nvim: defaultNvim().version };
+  nodeOnce(); // warm the page cache
+  const fake = await startFakeOpenAI();
+  try {
+    for (let i = 0; i < runs; i++) {
+      // The baseline is interleaved with the runs, so a busy moment on the machine hits both.
+      res.nodeMs.push(nodeOnce());
+      const t = await openNvim(fake);
+      try {
+        await t.lua('caboose_bench.probe_start()');
+        await sleep(100); // let start-up settle; the probe is running
+        fake.script({ text: COLD_REPLY });
+        await run(t, 'Caboose hi', 'Zephyr');
+        await waitSeen(t, 't_first', 30_000);
+        await waitIdle(t, 'Cold done.');
+        await sleep(20);
+        const cold = await result(t);
+        res.coldFirstMs.push(cold.first_ms!);
+        res.coldStallMs.push(cold.stall_first_ms!);
+        res.coldReturnMs.push(cold.returned_ms!);
+
+        fake.script({ text: WARM_REPLY });
+        await run(t, 'Caboose again', 'Quokka');
+        await waitSeen(t, 't_first', 30_000);
+        await waitIdle(t, 'Warm done.');
+        await sleep(20);
+        const warm = await result(t);
+        res.warmFirstMs.push(warm.first_ms!);
+        res.warmStallMs.push(warm.stall_first_ms!);
+        await t.lua('caboose_bench.probe_stop()');
+      } finally {
+        await t.close();
+      }
+    }
+  } finally {
+    await fake.close();
+  }
+  return res;
+}
+
+const ok = (pass: boolean) => (pass ? ' ✓' : ' ✗');
+const f1 = (x: number) => x.toFixed(1);
+
+export function formatColdTable(r: ColdResult): string {
+  const node = median(r.nodeMs);
+  const max = (xs: number[]) => Math.max(...xs);
+  const cols = (xs: number[]) => `${f1(median(xs))} | ${f1(quantile(xs, 0.9))} | ${f1(max(xs))}`;
+  const first = (name: string, xs: number[], target?: number) => {
+    const ratio = median(xs) / node;
+    return `| ${name} | ${cols(xs)} | ${f1(node)} | ${ratio.toFixed(2)}×${target === undefined ? '' : ok(ratio <= target)} | ${target === undefined ? '—' : `≤ ${target}× \`node -e 0\``} |`;
+  };
+  const stall = (name: string, xs: number[]) => `| ${name} | ${cols(xs)} | — | — | ≤ 16 ms (worst run${ok(max(xs) <= 16)}) |`;
+  return [
+    `Neovim ${r.nvim}${UI ? ' (UI attached)' : ''}, ${r.runs} runs, each a fresh Neovim and host; baseline \`${NODE} -e 0\`: median of ${r.nodeMs.length} runs (p90 ${f1(quantile(r.nodeMs, 0.9))} ms).`,
+    '',
+    '| benchmark | median (ms) | p90 (ms) | worst (ms) | baseline `node -e 0` (ms) | ratio (median) | target |',
+    '|---|---:|---:|---:|---:|---:|---|',
+    first('cold `:Caboose hi` → first token in the chat', r.coldFirstMs, 1.5),
+    stall('longest editor stall, cold `:Caboose hi` → first token', r.coldStallMs),
+    first('warm (second message, same Neovim) → first token', r.warmFirstMs),
+    stall('longest editor stall, warm → first token', r.warmStallMs),
+    `| (information) cold \`:Caboose hi\` returns to the editor | ${cols(r.coldReturnMs)} | — | — | — |`,
+  ].join('\n');
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * 2. Streaming throughput and stalls
+ * ---------------------------------------------------------------------------------------------- */
+
+const STREAM_CHARS = 80_000;
+const STREAM_CHUNKS = 10_000;
+const STREAM_FIRST = 'Zephyr';
+const STREAM_MARKER = 'END-OF-STREAM-9f3c';
+const FILL_BYTES = 400_000;
+
+const WORDS = (
+  'the agent reads each file before it edits it and keeps your buffers in step with the disk so that ' +
+  'nothing you typed is lost when a tool runs while you keep working in another window of the editor'
+).split(' ');
+
+/** Prose of exactly n characters, wrapped near 76 columns, ending with a blank line. */
+function prose(n: number, seed: number): string {
+  let s = '';
+  let col = 0;
+  for (let i = seed; s.length < n; i++) {
+    const w = WORDS[(i * 7) % WORDS.length];
+    if (col + w.length + 1 > 76) {
+      s += '\n';
+      col = 0;
+    } else if (col > 0) {
+      s += ' ';
+      col++;
+    }
+    s += w;
+    col += w.length;
+  }
+  return s.slice(0, n - 2).replace(/\s+$/, (m) => 'x'.repeat(m.length)) + '\n\n';
+}
+
+/** A fenced TypeScript block of exactly n characters (n ≥ 40), followed by a blank line. */
+function code(n: number, seed: number): string {
+  const open = '```ts\n';
+  const close = '\n```\n\n';
+  let body = '';
+  for (let i = seed; body.length < n; i++) body += `const value${i} = compute(${i}, "item-${(i * 7919) % 100003}");\n`;
+  return open + body.slice(0, n - open.length - close.length).replace(/\n$/, ';') + close;
+}
+
+/** A bullet list of exactly n characters, followed by a blank line. */
+function list(n: number, seed: number): string {
+  let s = '';
+  for (let i = seed; s.length < n; i++) s += `- step ${i}: ${WORDS[i % WORDS.length]} ${WORDS[(i + 3) % WORDS.length]} ${WORDS[(i + 5) % WORDS.length]}\n`;
+  return s.slice(0, n - 2).replace(/\n$/, '.') + '\n\n';
+}
+
+/** The streamed reply: exactly 80,000 characters of markdown, starting with the first token, ending with the marker. */
+export function streamText(): string {
+  const head = `${STREAM_FIRST} streaming: a long answer.\n\n`;
+  const tail = `All of it arrived: ${STREAM_MARKER}`;
+  let body = '';
+  const kinds = [prose, code, prose, list];
+  for (let i = 0; body.length < STREAM_CHARS - head.length - tail.length; i++) {
+    const left = STREAM_CHARS - head.length - tail.length - body.length;
+    const n = left < 1600 ? left : 800;
+    body += (left < 1600 ? prose : kinds[i % kinds.length])(n, i * 13);
+  }
+  const text = head + body + tail;
+  if (text.length !== STREAM_CHARS) throw new Error(`stream text is ${text.length} chars`);
+  return text;
+}
+
+/** ~400 KB of earlier conversation (about 100k tokens at ~4 characters a token). */
+export function fillText(): string {
+  let s = '';
+  for (let i = 0; s.length < FILL_BYTES; i++) {
+    s += `## You\n\n${prose(200, i)}## Caboose\n\n${prose(1200, i + 1)}${code(1000, i * 50)}${list(600, i)}${prose(900, i + 2)}`;
+  }
+  return s;
+}
+
+function streamReply(text: string): FakeTextReply {
+  const chunks = text.match(/[\s\S]{1,8}/g) ?? [];
+  if (chunks.length !== STREAM_CHUNKS) throw new Error(`${chunks.length} chunks`);
+  return { text, chunks, delayMs: 0 };
+}
+
+/** One JSON line from a child process started with tsx, within timeoutMs. */
+function childJson<T>(script: string, args: string[], timeoutMs: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(NODE, [...TSX, path.join(__dirname, script), ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
+    p.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    p.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    p.on('exit', (code) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(JSON.parse(out.trim().split('\n').pop()!) as T);
+      else reject(new Error(`${script} exited ${code}: ${err}`));
+    });
+  });
+}
+
+interface Probe {
+  /** Stops the probe: every sample as [start (hrtime ns), latency ms]. */
+  stop(): Promise<[number, number][]>;
+}
+
+/** Starts bench/rpc-probe.ts against Neovim's server address; resolves once it is sampling. */
+function startProbe(socket: string): Promise<Probe> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(NODE, [...TSX, path.join(__dirname, 'rpc-probe.ts'), socket, '10'], { cwd: REPO_ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    let err = '';
+    p.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const timer = setTimeout(() => {
+      p.kill('SIGKILL');
+      reject(new Error(`rpc-probe did not start: ${err}`));
+    }, 30_000);
+    const lines = readline.createInterface({ input: p.stdout });
+    let done: ((v: [number, number][]) => void) | undefined;
+    lines.on('line', (line) => {
+      if (line === 'ready') {
+        clearTimeout(timer);
+        resolve({
+          stop: () =>
+            new Promise((res, rej) => {
+              done = res;
+              const kill = setTimeout(() => {
+                p.kill('SIGKILL');
+                rej(new Error('rpc-probe did not stop'));
+              }, 30_000);
+              p.once('exit', () => clearTimeout(kill));
+              p.stdin.end('stop\n');
+            }),
+        });
+      } else if (line.startsWith('{')) {
+        done?.((JSON.parse(line) as { samples: [number, number][] }).samples);
+      }
+    });
+    p.on('exit', (code) => {
+      if (code !== 0) reject(new Error(`rpc-probe exited ${code}: ${err}`));
+    });
+  });
+}
+
+export interface StreamCase {
+  name: string;
+  /** Chat size (characters) before the reply. */
+  chatChars: number[];
+  renderedMs: number[];
+  rawMs: number[];
+  firstMs: number[];
+  rawFirstMs: number[];
+  /** nvim_eval('1') round trips of the second client during [t0, rendered]. */
+  evalMs: number[];
+  /** Longest main-loop gap seen inside Neovim during [t0, rendered], per run. */
+  stallMs: number[];
+  nvimCpuMs: number[];
+  hostCpuMs: number[];
+}
+
+async function streamCase(fake: FakeOpenAI, name: string, fill: string | null, runs: number): Promise<StreamCase> {
+  const text = streamText();
+  const c: StreamCase = { name, chatChars: [], renderedMs: [], rawMs: [], firstMs: [], rawFirstMs: [], evalMs: [], stallMs: [], nvimCpuMs: [], hostCpuMs: [] };
+  const t = await openNvim(fake);
+  try {
+    const socket = path.join(t.home, 'bench.sock');
+    await t.lua('return vim.fn.serverstart(...)', [socket]);
+    // Warm-up: the host is running and has loaded the agent before anything is timed.
+    fake.script({ text: 'Ready.' });
+    await t.cmd('Caboose hi');
+    await waitIdle(t, 'Ready.');
+    for (let i = 0; i < runs; i++) {
+      // Baseline first, same stream, same server.
+      fake.script(streamReply(text));
+      const raw = await childJson<{ ms: number; firstMs: number; chars: number }>('raw-stream.ts', [fake.url], 150_000);
+      if (raw.chars !== text.length) throw new Error(`raw client got ${raw.chars} chars`);
+      c.rawMs.push(raw.ms);
+      c.rawFirstMs.push(raw.firstMs);
+
+      await t.cmd('CabooseNew');
+      c.chatChars.push(fill ? await t.lua<number>('return caboose_bench.fill(...)', [fill]) : (await t.chatLines()).join('\n').length);
+      fake.script(streamReply(text));
+      const probe = await startProbe(socket);
+      await t.lua('caboose_bench.probe_start()');
+      await sleep(500); // let the chat settle (redraw, a first parse of the filled chat) before timing
+      const cpu0 = await t.lua<{ nvim?: number; host?: number }>('return caboose_bench.cpu()');
+      await run(t, 'Caboose stream please', STREAM_FIRST, STREAM_MARKER);
+      await waitSeen(t, 't_done', 120_000);
+      const cpu1 = await t.lua<{ nvim?: number; host?: number }>('return caboose_bench.cpu()');
+      const samples = await probe.stop();
+      await waitIdle(t, STREAM_MARKER);
+      await sleep(20);
+      const r = await result(t);
+      await t.lua('caboose_bench.probe_stop()');
+      c.renderedMs.push(r.done_ms!);
+      c.firstMs.push(r.first_ms!);
+      c.stallMs.push(r.stall_done_ms!);
+      // Round trips that overlap [t0, rendered].
+      for (const [start, ms] of samples) if (start + ms * 1e6 >= r.t0 && start <= r.t_done!) c.evalMs.push(ms);
+      if (cpu0.nvim !== undefined && cpu1.nvim !== undefined) c.nvimCpuMs.push(cpu1.nvim - cpu0.nvim);
+      if (cpu0.host !== undefined && cpu1.host !== undefined) c.hostCpuMs.push(cpu1.host - cpu0.host);
+    }
+  } finally {
+    await t.close();
+  }
+  return c;
+}
+
+export async function runStreamBenchmark(runs = Number(process.env.BENCH_STREAM_RUNS ?? 5)): Promise<StreamCase[]> {
+  const fake = await startFakeOpenAI();
+  try {
+    return [
+      await streamCase(fake, 'fresh chat', null, runs),
+      await streamCase(fake, 'chat holding ~100k tokens of markdown', fillText(), runs),
+    ];
+  } finally {
+    await fake.close();
+  }
+}
+
+export function formatStreamTables(cases: StreamCase[]): string {
+  const runs = cases[0]?.renderedMs.length ?? 0;
+  const out = [
+    `${STREAM_CHARS.toLocaleString('en')} characters in ${STREAM_CHUNKS.toLocaleString('en')} chunks, no delay; Neovim ${defaultNvim().version}${UI ? ' (UI attached)' : ''}; ${runs} runs per case, host already warm. Baseline: the same SSE stream read by a plain Node HTTP client (bench/raw-stream.ts), once before each run.`,
+    '',
+    '| reply streamed into | chat before (KB) | fully rendered (ms) | raw stream (ms) | ratio | target ≤ 2× raw + 100 ms | first token (ms) | raw first token (ms) |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const c of cases) {
+    const got = median(c.renderedMs);
+    const raw = median(c.rawMs);
+    const limit = 2 * raw + 100;
+    out.push(
+      `| ${c.name} | ${Math.round(median(c.chatChars) / 1000)} | ${f1(got)} | ${f1(raw)} | ${(got / raw).toFixed(2)}× | ${f1(limit)}${ok(got <= limit)} | ${f1(median(c.firstMs))} | ${f1(median(c.rawFirstMs))} |`,
+    );
+  }
+  out.push(
+    '',
+    "Editor responsiveness meanwhile: a second RPC client (its own process) calling `nvim_eval('1')` every 10 ms — round trips overlapping [command, fully rendered], all runs pooled; the longest main-loop gap seen inside Neovim (2 ms timer, worst run); CPU time (user + system) during the stream, median run.",
+    '',
+    '| reply streamed into | eval p50 (ms) | eval p99 (ms) | eval max (ms) | samples | targets p99 ≤ 16, max ≤ 50 | longest in-Neovim stall (ms) | Neovim CPU (ms) | host CPU (ms) |',
+    '|---|---:|---:|---:|---:|---|---:|---:|---:|',
+  );
+  for (const c of cases) {
+    const p99 = quantile(c.evalMs, 0.99);
+    const max = Math.max(...c.evalMs);
+    const cpu = (xs: number[]) => (xs.length ? f1(median(xs)) : '—');
+    out.push(
+      `| ${c.name} | ${f1(quantile(c.evalMs, 0.5))} | ${f1(p99)} | ${f1(max)} | ${c.evalMs.length} | p99${ok(p99 <= 16)} max${ok(max <= 50)} | ${f1(Math.max(...c.stallMs))} | ${cpu(c.nvimCpuMs)} | ${cpu(c.hostCpuMs)} |`,
+    );
+  }
+  return out.join('\n');
+}
+
+/* ------------------------------------------------------------------------------------------------ */
+
+export async function runChatBenchmarks(which: string | undefined, write: (s: string) => void): Promise<void> {
+  if (!which || which === 'cold') {
+    write('## Cold `:Caboose` → first token (bench/chat.ts)\n\n');
+    write(formatColdTable(await runColdBenchmark()) + '\n\n');
+  }
+  if (!which || which === 'stream') {
+    write('## Streaming throughput and stalls (bench/chat.ts)\n\n');
+    write(formatStreamTables(await runStreamBenchmark()) + '\n\n');
+  }
+}
+
+if (require.main === module) {
+  const which = process.argv[2];
+  if (which && which !== 'cold' && which !== 'stream') {
+    process.stderr.write('usage: node --import tsx bench/chat.ts [cold|stream]\n');
+    process.exit(2);
+  }
+  runChatBenchmarks(which, (s) => process.stdout.write(s)).then(
+    () => process.exit(0),
+    (err: unknown) => {
+      process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}

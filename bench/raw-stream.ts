@@ -1,0 +1,66 @@
+/**
+ * The baseline for bench/chat.ts's streaming figures: the same chat-completions SSE stream consumed by a
+ * plain Node HTTP client (node:http, events split on blank lines, each `data:` JSON-parsed and its
+ * delta.content appended), in its own process like the host. Timed from the request to `[DONE]`.
+ *
+ *   node --import tsx bench/raw-stream.ts <base url ending in /v1>
+ *
+ * Prints one JSON line: `{"ms":…, "firstMs":…, "chars":…}` (firstMs: first non-empty content delta).
+ */
+import http from 'node:http';
+
+function main(): void {
+  const base = process.argv[2];
+  if (!base) throw new Error('usage: raw-stream.ts <base url>');
+  const body = JSON.stringify({ model: 'fake-model', stream: true, messages: [{ role: 'user', content: 'stream please' }] });
+  const url = new URL(base.replace(/\/+$/, '') + '/chat/completions');
+  const t0 = process.hrtime.bigint();
+  const since = () => Number(process.hrtime.bigint() - t0) / 1e6;
+  let firstMs: number | undefined;
+  let text = '';
+  let done = false;
+  const timer = setTimeout(() => {
+    process.stderr.write('raw-stream: no [DONE] after 120 s\n');
+    process.exit(1);
+  }, 120_000);
+  const finish = () => {
+    if (done) return;
+    done = true;
+    clearTimeout(timer);
+    process.stdout.write(JSON.stringify({ ms: since(), firstMs, chars: text.length }) + '\n', () => process.exit(0));
+  };
+  const req = http.request(
+    url,
+    { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: 'Bearer test-key' } },
+    (res) => {
+      res.setEncoding('utf8');
+      let buf = '';
+      res.on('data', (chunk: string) => {
+        buf += chunk;
+        let i: number;
+        while ((i = buf.indexOf('\n\n')) >= 0) {
+          const event = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          for (const line of event.split('\n')) {
+            if (!line.startsWith('data: ')) continue;
+            const data = line.slice(6);
+            if (data === '[DONE]') return finish();
+            const delta = (JSON.parse(data) as { choices: { delta?: { content?: string } }[] }).choices[0]?.delta?.content;
+            if (delta) {
+              if (firstMs === undefined) firstMs = since();
+              text += delta;
+            }
+          }
+        }
+      });
+      res.on('end', finish);
+    },
+  );
+  req.on('error', (err) => {
+    process.stderr.write(`raw-stream: ${err.message}\n`);
+    process.exit(1);
+  });
+  req.end(body);
+}
+
+main();
