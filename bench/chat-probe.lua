@@ -103,6 +103,13 @@ function B.run(cmd, first, done)
   B.t_returned = uv.hrtime()
 end
 
+--- Takes t0 and watches the chat without running anything: the client then types the command's <CR>.
+function B.arm(first, done)
+  B.t0 = uv.hrtime()
+  B.watch(first, done)
+  B.t_returned = nil
+end
+
 --- What the client polls: times in ms since t0 (nil until seen).
 function B.result()
   local rel = function(t)
