@@ -329,6 +329,7 @@ H.win_options = function(win, transcript)
   wo.relativenumber = false
   wo.signcolumn = 'no'
   wo.spell = false
+  wo.fillchars = 'eob: ,fold: '
   if transcript then
     wo.foldmethod = 'expr'
     wo.foldexpr = "v:lua.require'caboose.ui.chat'.foldexpr()"
