@@ -524,6 +524,43 @@ test('queue: up to 3 messages wait while busy, a 4th is rejected, all run in ord
   await h.agent.idle();
 });
 
+test('turnStart hands back each message with its meta when its turn starts; stop() reports the queued ones it drops', async (t) => {
+  const fake = await startFakeOpenAI();
+  t.after(() => fake.close());
+  const starts: string[] = [];
+  const discarded: unknown[] = [];
+  const agent = new Agent({
+    provider: { baseURL: fake.url, apiKey: 'k', model: 'm' },
+    registry: new ToolRegistry(),
+    makeContext: (signal) => ({ signal, workspace, sessionId: 's' }),
+    requestApproval: async () => ({ decision: 'once' }),
+    events: {
+      turnStart: (m) => starts.push(`${m.text}:${JSON.stringify(m.meta)}`),
+      queueDiscarded: (ms) => discarded.push(...ms.map((m) => m.meta)),
+    },
+  });
+  let release!: () => void;
+  fake.script({ text: 'one done', gate: new Promise<void>((r) => (release = r)) }, { text: 'two done' });
+  agent.send('one', { id: 1 });
+  agent.send('two', { id: 2 });
+  await fake.waitForRequest(1);
+  assert.deepEqual(starts, ['one:{"id":1}'], 'the queued message has not started');
+  release();
+  await agent.idle();
+  assert.deepEqual(starts, ['one:{"id":1}', 'two:{"id":2}']);
+
+  fake.script({ hang: true });
+  agent.send('three', { id: 3 });
+  agent.send('four', { id: 4 });
+  agent.send('five', { id: 5 });
+  await fake.waitForRequest(3);
+  const dropped = agent.stop();
+  assert.deepEqual(dropped.map((m) => m.text), ['four', 'five']);
+  assert.deepEqual(discarded, [{ id: 4 }, { id: 5 }]);
+  await agent.idle();
+  assert.deepEqual(starts.at(-1), 'three:{"id":3}');
+});
+
 test('a throwing event handler does not break the loop', async (t) => {
   const fake = await startFakeOpenAI();
   t.after(() => fake.close());

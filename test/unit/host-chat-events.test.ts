@@ -1,0 +1,119 @@
+/** Pure host pieces behind the chat: frames of streamed text, tool lines, attached context. */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { LuaUi, type NvimNotifier } from '../../src/host/lua-ui';
+import { describeToolResult, diffStat } from '../../src/host/summaries';
+import { composeMessage } from '../../src/host/message-context';
+import type { Logger } from '../../src/host/logger';
+
+const silent = { debug() {}, info() {}, warn() {}, error() {}, setFile() {}, setLevel() {} } as unknown as Logger;
+
+function recorder(): { nvim: NvimNotifier; events: [string, Record<string, unknown>][] } {
+  const events: [string, Record<string, unknown>][] = [];
+  return {
+    events,
+    nvim: {
+      notify: (_name, args) => {
+        const [, [event, payload]] = args as [string, [string, Record<string, unknown>]];
+        events.push([event, payload]);
+      },
+      request: async () => null,
+    },
+  };
+}
+
+test('streamed text goes out in frames: the first delta at once, the next ones joined within a frame', async () => {
+  const r = recorder();
+  const ui = new LuaUi(r.nvim, silent, 30);
+  ui.emit('assistant_delta', { text: 'a' });
+  for (const d of ['b', 'c', 'd']) ui.emit('assistant_delta', { text: d });
+  assert.deepEqual(r.events, [['assistant_delta', { text: 'a' }]], 'the first delta is not delayed');
+  await new Promise((res) => setTimeout(res, 60));
+  assert.deepEqual(r.events.slice(1), [['assistant_delta', { text: 'bcd' }]], 'one event for the rest of the frame');
+});
+
+test('any other event first sends the text waiting for its frame (order is kept)', () => {
+  const r = recorder();
+  const ui = new LuaUi(r.nvim, silent, 1000);
+  ui.emit('assistant_delta', { text: 'x' });
+  ui.emit('assistant_delta', { text: 'y' });
+  ui.emit('assistant_delta', { text: 'z' });
+  ui.emit('tool_call', { id: '1' });
+  assert.deepEqual(
+    r.events.map(([e, p]) => `${e}:${String(p.text ?? p.id)}`),
+    ['assistant_delta:x', 'assistant_delta:yz', 'tool_call:1'],
+  );
+});
+
+test('tool results: status, a few words for the line, details without sha256 proofs', () => {
+  const edit = describeToolResult(
+    'edit_file',
+    { path: 'a.ts', expectedSha256: 'f'.repeat(64), edits: [{ oldText: 'a', newText: 'b' }] },
+    { ok: true, data: { path: 'a.ts', sha256: 'e'.repeat(64), diff: '--- a/a.ts\n+++ b/a.ts\n@@ -1 +1,2 @@\n-a\n+b\n+c\n', savedToDisk: false } },
+  );
+  assert.equal(edit.status, 'ok');
+  assert.equal(edit.summary, '+2 −1 (not saved: unsaved buffer)');
+  assert.ok(edit.details.includes('path: a.ts'));
+  assert.ok(edit.details.includes('edits: 1 item'));
+  assert.ok(!edit.details.some((l) => /f{64}|sha256/i.test(l)), 'no sha256 in the details');
+  assert.ok(edit.details.includes('+c'));
+
+  const bash = describeToolResult('bash', { command: 'npm test' }, { ok: true, data: { exitCode: 1, output: 'FAIL x\n', timedOut: false } });
+  assert.equal(bash.summary, '→ exit 1');
+  assert.ok(bash.details.includes('FAIL x'));
+
+  const ask = describeToolResult('ask_user', { question: 'Which?' }, { ok: true, data: { answer: 'the second' } });
+  assert.equal(ask.summary, '→ the second');
+  assert.ok(ask.details.includes('answer: the second'));
+
+  const rejected = describeToolResult('bash', { command: 'rm -rf x' }, { ok: false, error: { kind: 'rejected_by_user', message: 'The user rejected this bash call: no' } });
+  assert.equal(rejected.status, 'rejected');
+  const failed = describeToolResult('read_file', { path: 'x' }, { ok: false, error: { kind: 'not_found', message: 'nope', suggestedAction: 'list the folder' } });
+  assert.equal(failed.status, 'error');
+  assert.match(failed.summary, /^not_found: nope/);
+  assert.ok(failed.details.includes('→ list the folder'));
+  const cancelled = describeToolResult('bash', {}, { ok: false, error: { kind: 'cancelled', message: 'stopped' } });
+  assert.equal(cancelled.status, 'cancelled');
+});
+
+test('long details are capped with a count of what was left out', () => {
+  const output = Array.from({ length: 100 }, (_, i) => `line ${i}`).join('\n');
+  const v = describeToolResult('bash', { command: 'seq 100' }, { ok: true, data: { exitCode: 0, output } });
+  assert.ok(v.details.length <= 42, String(v.details.length));
+  assert.match(v.details.at(-1)!, /more lines/);
+});
+
+test('diffStat counts changed lines, not the file headers', () => {
+  assert.deepEqual(diffStat('--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n-a\n+b\n c\n'), { added: 1, removed: 1 });
+});
+
+test('composeMessage: files read through the workspace (with sha256), selections and unnamed buffers from Lua', async () => {
+  const reads: string[] = [];
+  const read = async (p: string) => {
+    reads.push(p);
+    if (p === 'missing.txt') return { ok: false as const, error: { kind: 'not_found' as const, message: 'no such file' } };
+    return { ok: true as const, data: { path: p, content: 'x = 1\n', sha256: 'a'.repeat(64), totalLines: 1, truncated: false, unsavedBuffer: p === 'b.py' } };
+  };
+  const m = await composeMessage(
+    'look',
+    [
+      { kind: 'file', path: 'a.py', filetype: 'python' },
+      { kind: 'buffer', path: 'b.py', filetype: 'python', text: 'ignored: the host reads the buffer', modified: true },
+      { kind: 'selection', path: 'c.lua', filetype: 'lua', text: 'print(1)', startLine: 3, endLine: 3 },
+      { kind: 'buffer', path: '', filetype: 'text', text: 'scratch ```code``` here', modified: true },
+      { kind: 'file', path: 'missing.txt' },
+    ],
+    read,
+  );
+  assert.deepEqual(reads, ['a.py', 'b.py', 'missing.txt']);
+  assert.match(m.text, /^look\n\nFile a\.py \(1 lines, python, sha256 a{64}\):\n```python\nx = 1\n```/);
+  assert.match(m.text, /File b\.py \(1 lines, python, unsaved changes in the buffer/);
+  assert.match(m.text, /Selection from c\.lua \(lines 3-3, lua\):\n```lua\nprint\(1\)\n```/);
+  assert.match(m.text, /Buffer \[No Name\] \(1 lines, text, unsaved; not a workspace file\):\n````text\nscratch ```code``` here\n````/, 'a longer fence than the text holds');
+  assert.match(m.text, /could not be read: not_found/);
+  assert.deepEqual(m.labels, ['@a.py a.py (1 lines)', '#buffer b.py (1 lines, unsaved)', 'selection c.lua:3-3', '#buffer [No Name] (1 lines, unsaved)', '@missing.txt — not attached: not_found']);
+});
+
+test('composeMessage without context is the text itself', async () => {
+  assert.deepEqual(await composeMessage('hi', [], async () => ({ ok: false, error: { kind: 'not_found', message: '' } })), { text: 'hi', labels: [] });
+});
