@@ -190,7 +190,9 @@ end
 --- Start the host ahead of the first message (e.g. while a :Caboose command is being typed), so the
 --- first reply streams without waiting for it to load. Costs the editor nothing: the host starts as a job.
 function M.prestart()
-  if require('caboose.rpc').is_running() or not H.cfg().host.prestart then
+  local cfg = H.cfg()
+  -- The classic remote-plugin host starts synchronously: never while the user types.
+  if require('caboose.rpc').is_running() or not cfg.host.prestart or cfg.host.transport == 'remote' then
     return
   end
   H.start_host()

@@ -346,3 +346,29 @@ forEachNvim((bin) => {
     });
   });
 });
+
+forEachNvim((bin) => {
+  describe(`host prestart (Neovim ${bin.version})`, () => {
+    const e = useE2E(bin);
+    it('typing a :Caboose command starts the host before <CR>; nothing starts before that', async () => {
+      await e.start({ initLua: SETUP() });
+      assert.equal(await e.t.lua("return require('caboose.rpc').is_running()"), false);
+      await e.t.nvim.input(':echo 1');
+      await new Promise((r) => setTimeout(r, 100));
+      assert.equal(await e.t.lua("return package.loaded['caboose.rpc'] and require('caboose.rpc').is_running() or false"), false, 'other commands start nothing');
+      await e.t.nvim.input('<Esc>:Cabo');
+      await e.t.waitFor(async () => (await e.t.lua<boolean>("return package.loaded['caboose.rpc'] ~= nil and require('caboose.rpc').is_running()")), 'host started while typing');
+      e.fake.script({ text: 'prestarted reply' });
+      await e.t.nvim.input('ose hi<CR>');
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('prestarted reply'), 'reply');
+    });
+
+    it('host.prestart = false waits for the command', async () => {
+      await e.start({ initLua: `require('caboose').setup({ host = { prestart = false } })` });
+      await e.t.nvim.input(':Cabo');
+      await new Promise((r) => setTimeout(r, 200));
+      assert.equal(await e.t.lua("return require('caboose.rpc').is_running()"), false);
+      await e.t.nvim.input('<Esc>');
+    });
+  });
+});
