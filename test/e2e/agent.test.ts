@@ -207,6 +207,33 @@ forEachNvim((bin) => {
       assert.equal(fs.readFileSync(path.join(e.t.cwd, 'u.txt'), 'utf8'), 'disk line\n', 'unsaved buffer: nothing written to disk');
     });
 
+    it('an edit that cannot apply fails before asking: no float, the model gets old_text_not_found', async () => {
+      await start('create');
+      await e.t.lua(`
+        _G.shown = 0
+        vim.api.nvim_create_autocmd('User', { pattern = 'CabooseApprovalShown', callback = function() _G.shown = _G.shown + 1 end })`);
+      fs.writeFileSync(path.join(e.t.cwd, 'n.txt'), 'alpha\nbeta\n');
+      e.fake.script(
+        { toolCalls: [{ name: 'read_file', arguments: { path: 'n.txt' } }] },
+        (req) => {
+          const read = firstToolResult(req);
+          return { toolCalls: [{ name: 'edit_file', arguments: { path: 'n.txt', expectedSha256: read.data!.sha256 as string, edits: [{ oldText: 'gamma', newText: 'GAMMA' }] } }] };
+        },
+        { text: 'it is not there' },
+      );
+      const n = e.fake.chatRequests.length;
+      await e.t.cmd('Caboose change gamma');
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('it is not there'), 'final answer');
+      await waitState('idle');
+      const result = firstToolResult(e.fake.chatRequests[n + 2]);
+      assert.equal(result.ok, false);
+      assert.equal(result.error!.kind, 'old_text_not_found');
+      assert.equal(await e.t.lua('return _G.shown'), 0, 'no approval float was shown');
+      assert.equal(await approvalFloat(), null);
+      assert.ok(!(await e.t.stateEvents()).some((ev) => ev.state === 'pending_approval'), 'never pending_approval');
+      assert.equal(fs.readFileSync(path.join(e.t.cwd, 'n.txt'), 'utf8'), 'alpha\nbeta\n');
+    });
+
     it(':CabooseStop while an approval is pending closes the float, tells the model, returns to idle', async () => {
       await start('create');
       e.fake.script({ toolCalls: [{ name: 'create_file', arguments: { path: 's.txt', content: 's' } }] }, { text: 'after stop' });

@@ -6,6 +6,7 @@ import { Agent, type AgentState, type ApprovalDecision, type ApprovalRequest, ty
 import { INTERRUPTED_MARKER } from '../../src/agent/messages';
 import { ToolRegistry } from '../../src/tools/registry';
 import type { ToolDefinition, ToolResult } from '../../src/tools/tool';
+import { ToolError } from '../../src/tools/errors';
 import type { Workspace } from '../../src/workspace/workspace';
 
 /* ------------------------------------------------------------------------------------------------
@@ -354,6 +355,31 @@ test('invalid arguments to a tool needing approval are reported without asking t
   await h.agent.idle();
   assert.equal(h.approvals.length, 0);
   assert.equal(errorOf(lastToolResults(h.fake.chatRequests[1]).get('s')).kind, 'invalid_arguments');
+});
+
+test('a call whose preview fails with a ToolError comes back to the model without asking the user', async (t) => {
+  const strict: ToolDefinition = {
+    name: 'strict_edit',
+    description: 'An edit whose preview knows it cannot apply',
+    policy: 'edit',
+    parameters: z.object({ path: z.string() }),
+    async execute() {
+      throw new Error('must not run');
+    },
+    async preview(args: { path: string }) {
+      throw new ToolError('old_text_not_found', `Edit 1: oldText was not found in "${args.path}".`, { path: args.path });
+    },
+  } as ToolDefinition;
+  const h = await setup(t, { extraTools: [strict] });
+  h.fake.script({ toolCalls: [{ id: 's1', name: 'strict_edit', arguments: { path: 'a.ts' } }] }, { text: 'will re-read' });
+  h.agent.send('edit');
+  await h.agent.idle();
+  assert.equal(h.approvals.length, 0, 'no approval for a call that cannot apply');
+  assert.ok(!h.states.includes('pending_approval'));
+  const e = errorOf(lastToolResults(h.fake.chatRequests[1]).get('s1'));
+  assert.equal(e.kind, 'old_text_not_found');
+  assert.match(e.message, /oldText was not found in "a\.ts"/);
+  assert.deepEqual(h.results.map((r) => [r.name, r.result.ok]), [['strict_edit', false]]);
 });
 
 test('429 with retry-after: 0 is retried, with a notice, then the turn succeeds', async (t) => {
