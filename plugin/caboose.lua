@@ -28,6 +28,18 @@ end, {
   end,
 })
 
+vim.api.nvim_create_user_command('CabooseRevoke', function(o)
+  caboose().command_revoke(o)
+end, {
+  nargs = '?',
+  desc = 'Caboose: revoke "always allow" for a tool (no argument: for every tool)',
+  complete = function(lead)
+    return vim.tbl_filter(function(t)
+      return t:find(lead, 1, true) == 1
+    end, caboose().state().grants or {})
+  end,
+})
+
 vim.api.nvim_create_user_command('CabooseNew', function()
   caboose().new_session()
 end, { desc = 'Caboose: start a new conversation' })

@@ -1,10 +1,10 @@
 --- caboose.nvim — an agentic coding assistant whose edits never silently disagree with your buffers.
---- Public API: setup(), state(), send(), stop(), set_mode(), approval_respond(), restore().
+--- Public API: setup(), state(), send(), stop(), set_mode(), approval_respond(), revoke(), restore().
 local M = {}
 local H = {}
 
 H.config = nil ---@type caboose.Config|nil
-H.state = { state = 'idle', mode = nil, session = nil }
+H.state = { state = 'idle', mode = nil, session = nil, grants = {} }
 
 H.notify = function(msg, level)
   vim.notify('(caboose) ' .. msg, level or vim.log.levels.INFO)
@@ -35,7 +35,8 @@ function M.config()
   return vim.deepcopy(H.cfg())
 end
 
---- { state = 'idle'|'streaming'|'executing_tools'|'pending_approval', mode, session }
+--- { state = 'idle'|'streaming'|'executing_tools'|'pending_approval', mode, session, grants }
+--- `grants`: the tools approved with "always" in this session (:CabooseRevoke withdraws them).
 function M.state()
   H.cfg() -- the mode is known before the host starts (reading the config starts nothing)
   return vim.deepcopy(H.state)
@@ -47,12 +48,12 @@ H.set_state = function(new, fields)
   for k, v in pairs(fields or {}) do
     H.state[k] = v
   end
-  H.chat().set_status(new, H.state.mode)
+  H.chat().set_status(new, H.state.mode, H.state.grants)
   if previous ~= new or (fields and fields.mode) then
     vim.api.nvim_exec_autocmds('User', {
       pattern = 'CabooseStateChanged',
       modeline = false,
-      data = { state = new, previous = previous, mode = H.state.mode, session = H.state.session },
+      data = { state = new, previous = previous, mode = H.state.mode, session = H.state.session, grants = vim.deepcopy(H.state.grants) },
     })
   end
 end
@@ -64,7 +65,7 @@ end
 -- Host → Lua events -------------------------------------------------------------------------------
 H.handlers = {
   state = function(p)
-    H.set_state(p.state, { mode = p.mode, session = p.session })
+    H.set_state(p.state, { mode = p.mode, session = p.session, grants = p.grants or {} })
   end,
   user_message = function(p)
     H.chat().user_message(p.text)
@@ -116,6 +117,7 @@ H.handlers = {
       require('caboose.ui.approval').close_all()
     end)
     H.state.session = nil
+    H.state.grants = {}
     H.set_state('idle')
   end,
 }
@@ -176,7 +178,7 @@ function M.send(text)
 end
 
 function M.open_chat()
-  H.chat().set_status(H.state.state, H.state.mode or H.cfg().mode)
+  H.chat().set_status(H.state.state, H.state.mode or H.cfg().mode, H.state.grants)
   return H.chat().open(H.cfg())
 end
 
@@ -252,12 +254,48 @@ function M.set_mode(mode)
   return true
 end
 
+H.grants_text = function()
+  local grants = H.state.grants or {}
+  if #grants == 0 then
+    return 'no tool is always allowed'
+  end
+  return 'always allowed this session: ' .. table.concat(grants, ', ')
+end
+
+--- :CabooseMode without argument shows the mode and the standing grants.
 function M.command_mode(o)
   if o.args == nil or o.args == '' then
-    H.notify('mode: ' .. (H.state.mode or H.cfg().mode))
+    H.notify('mode: ' .. (H.state.mode or H.cfg().mode) .. '; ' .. H.grants_text())
     return
   end
   M.set_mode(o.args)
+end
+
+--- Withdraw standing "always" grants: {tool}'s, or every one without it. The tool asks again next time.
+---@param tool string|nil
+function M.revoke(tool)
+  if tool == '' then
+    tool = nil
+  end
+  local grants = H.state.grants or {}
+  if #grants == 0 then
+    H.notify('no tool is always allowed in this session')
+    return false
+  end
+  if tool and not vim.tbl_contains(grants, tool) then
+    H.notify(string.format('%s is not always allowed (%s)', tool, H.grants_text()), vim.log.levels.WARN)
+    return false
+  end
+  local params = tool and { tool = tool } or vim.empty_dict()
+  if not H.request(require('caboose.rpc').methods.grants_revoke, params) then
+    return false
+  end
+  H.notify('revoked: ' .. (tool or table.concat(grants, ', ')) .. ' (asks again)')
+  return true
+end
+
+function M.command_revoke(o)
+  return M.revoke(vim.trim(o.args or ''))
 end
 
 --- Start a new conversation.

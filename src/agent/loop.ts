@@ -149,6 +149,16 @@ export class Agent {
     return [...this.alwaysAllowed];
   }
 
+  /**
+   * Withdraws standing "always" grants: one tool's, or all of them without `tool`. Returns the tools
+   * revoked (empty when `tool` had no grant). Their next call asks again.
+   */
+  revoke(tool?: string): string[] {
+    const revoked = tool === undefined ? [...this.alwaysAllowed] : this.alwaysAllowed.has(tool) ? [tool] : [];
+    for (const t of revoked) this.alwaysAllowed.delete(t);
+    return revoked;
+  }
+
   setMode(mode: PermissionMode): void {
     this.currentMode = mode;
   }

@@ -29,7 +29,7 @@ export class ChatSession {
   }
 
   emitState(state: AgentState, previous: AgentState): void {
-    this.ui.emit(EVENTS.state, { state, previous, mode: this.agent?.mode, session: this.id });
+    this.ui.emit(EVENTS.state, { state, previous, mode: this.agent?.mode, session: this.id, grants: this.agent?.alwaysAllowedTools ?? [] });
   }
 
   requestApproval = (req: ApprovalRequest): Promise<ApprovalDecision> =>
@@ -78,6 +78,13 @@ export class ChatSession {
     for (const id of [...this.approvals.keys()]) this.resolveApproval(id, { decision: 'reject', reason: 'stopped by the user' });
     for (const id of [...this.asks.keys()]) this.resolveAsk(id, null);
     this.agent?.stop();
+  }
+
+  /** Withdraws standing "always" grants (one tool's, or all); Lua learns the rest from the state event. */
+  revoke(tool?: string): string[] {
+    const revoked = this.agent.revoke(tool);
+    this.emitState(this.agent.state, this.agent.state);
+    return revoked;
   }
 
   setMode(mode: PermissionMode): void {

@@ -112,6 +112,61 @@ forEachNvim((bin) => {
       assert.equal(fs.existsSync(path.join(e.t.cwd, 'x.txt')), false);
     });
 
+    it('standing grants: in state(), the winbar and :CabooseMode; :CabooseRevoke withdraws them', async () => {
+      await start('create');
+      const grants = () => e.t.lua<string[]>("return require('caboose').state().grants");
+      const waitGrants = (want: string[]) => e.t.waitFor(async () => JSON.stringify(await grants()) === JSON.stringify(want), `grants ${want.join(',')}`);
+      const answered = (text: string) => e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes(text), text);
+      assert.deepEqual(await grants(), []);
+      e.fake.script(
+        { toolCalls: [{ name: 'bash', arguments: { command: 'echo one' } }] },
+        { toolCalls: [{ name: 'bash', arguments: { command: 'echo two' } }] },
+        { toolCalls: [{ name: 'create_file', arguments: { path: 'g.txt', content: 'g' } }] },
+        { text: 'granted twice' },
+      );
+      await e.t.cmd('Caboose go');
+      await waitFloat();
+      await e.t.lua("require('caboose').approval_respond('always')");
+      await e.t.waitFor(async () => ((await approvalFloat()) ?? []).join('\n').includes('g.txt'), 'create_file approval (bash ran without asking)');
+      await e.t.lua("require('caboose').approval_respond('always')");
+      await answered('granted twice');
+      await waitGrants(['bash', 'create_file']);
+      assert.match(await e.t.lua<string>("return require('caboose.ui.chat').status_text()"), /always: bash, create_file/);
+      await e.t.cmd('CabooseMode');
+      assert.ok((await e.t.notifications()).some((n) => n.msg === '(caboose) mode: create; always allowed this session: bash, create_file'));
+      assert.deepEqual(await e.t.lua("return vim.fn.getcompletion('CabooseRevoke ', 'cmdline')"), ['bash', 'create_file']);
+      assert.deepEqual(await e.t.lua("return vim.fn.getcompletion('CabooseRevoke c', 'cmdline')"), ['create_file']);
+
+      await e.t.cmd('CabooseRevoke nope');
+      assert.ok((await e.t.notifications()).some((n) => /nope is not always allowed/.test(n.msg) && n.level === 3));
+      await e.t.cmd('CabooseRevoke bash');
+      await waitGrants(['create_file']);
+      assert.match(await e.t.lua<string>("return require('caboose.ui.chat').status_text()"), /always: create_file$/);
+      e.fake.script({ toolCalls: [{ name: 'bash', arguments: { command: 'echo three' } }] }, { text: 'asked again' });
+      await e.t.cmd('Caboose again');
+      await waitFloat(); // bash asks again
+      await e.t.lua("require('caboose').approval_respond('once')");
+      await answered('asked again');
+
+      await e.t.cmd('CabooseRevoke');
+      await waitGrants([]);
+      assert.doesNotMatch(await e.t.lua<string>("return require('caboose.ui.chat').status_text()"), /always/);
+      await e.t.cmd('CabooseMode');
+      assert.ok((await e.t.notifications()).some((n) => n.msg === '(caboose) mode: create; no tool is always allowed'));
+      await e.t.cmd('CabooseRevoke');
+      assert.ok((await e.t.notifications()).some((n) => n.msg === '(caboose) no tool is always allowed in this session'));
+
+      // A new conversation starts without grants.
+      e.fake.script({ toolCalls: [{ name: 'bash', arguments: { command: 'echo four' } }] }, { text: 'granted again' });
+      await e.t.cmd('Caboose once more');
+      await waitFloat();
+      await e.t.lua("require('caboose').approval_respond('always')");
+      await answered('granted again');
+      await waitGrants(['bash']);
+      await e.t.cmd('CabooseNew');
+      await waitGrants([]);
+    });
+
     it('plan mode blocks writes; auto-edit runs edits and asks for bash; chug runs everything', async () => {
       await start('plan');
       e.fake.script({ toolCalls: [{ name: 'create_file', arguments: { path: 'p.txt', content: 'p' } }] }, { text: 'planned' });

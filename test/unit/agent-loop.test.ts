@@ -281,6 +281,24 @@ test('approval "always" remembers the tool for the session; "once" does not', as
   assert.deepEqual(h.agent.alwaysAllowedTools, ['edit_thing']);
 });
 
+test('revoke() withdraws "always" grants: one tool, or all; the tool asks again', async (t) => {
+  const h = await setup(t, { approve: () => ({ decision: 'always' }) });
+  const call = (id: string, name: string, args: Record<string, unknown>) => ({ toolCalls: [{ id, name, arguments: args }] });
+  h.fake.script(call('1', 'edit_thing', { path: 'a', text: 't' }), call('2', 'run_cmd', { command: 'ls' }), { text: 'a' }, call('3', 'edit_thing', { path: 'b', text: 't' }), { text: 'b' });
+  h.agent.send('m1');
+  await h.agent.idle();
+  assert.deepEqual(h.agent.alwaysAllowedTools, ['edit_thing', 'run_cmd']);
+  assert.deepEqual(h.agent.revoke('nope'), []);
+  assert.deepEqual(h.agent.revoke('edit_thing'), ['edit_thing']);
+  assert.deepEqual(h.agent.alwaysAllowedTools, ['run_cmd']);
+  h.agent.send('m2');
+  await h.agent.idle();
+  assert.deepEqual(h.approvals.map((a) => a.tool), ['edit_thing', 'run_cmd', 'edit_thing'], 'the revoked tool asked again');
+  assert.deepEqual(h.agent.revoke(), ['run_cmd', 'edit_thing']);
+  assert.deepEqual(h.agent.alwaysAllowedTools, []);
+  assert.deepEqual(h.agent.revoke(), []);
+});
+
 test('approval "reject" with a reason reaches the model and the tool does not run', async (t) => {
   const h = await setup(t, { approve: () => ({ decision: 'reject', reason: 'use tabs, not spaces' }) });
   h.fake.script({ toolCalls: [{ id: 'e1', name: 'edit_thing', arguments: { path: 'x', text: 'y' } }] }, { text: 'ok, sorry' });

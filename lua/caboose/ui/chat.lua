@@ -89,19 +89,22 @@ function M.open(cfg)
   return win
 end
 
-H.status = { state = 'idle', mode = nil }
+H.status = { state = 'idle', mode = nil, grants = {} }
 
 H.apply_status = function(win)
   local s = H.status
   local text = string.format(' Caboose %%#CabooseMode# %s %%* %s', s.mode or '?', s.state == 'idle' and '' or ('· ' .. s.state:gsub('_', ' ')))
+  if #s.grants > 0 then
+    text = text .. ' · always: ' .. table.concat(s.grants, ', ')
+  end
   pcall(function()
     vim.wo[win].winbar = text
   end)
 end
 
---- Shows the mode and state in the chat windows' winbar.
-function M.set_status(state, mode)
-  H.status = { state = state or H.status.state, mode = mode or H.status.mode }
+--- Shows the mode, the state and the tools always allowed in the chat windows' winbar.
+function M.set_status(state, mode, grants)
+  H.status = { state = state or H.status.state, mode = mode or H.status.mode, grants = grants or H.status.grants }
   for _, win in ipairs(H.wins()) do
     H.apply_status(win)
   end
