@@ -4,6 +4,7 @@ import type { ToolContext } from '../tools/tool';
 import { EVENTS } from './protocol';
 import type { LuaUi } from './lua-ui';
 import type { Logger } from './logger';
+import { summarizeApprovalArgs } from './summaries';
 
 interface Pending<T> {
   resolve(value: T): void;
@@ -39,6 +40,8 @@ export class ChatSession {
         id: req.id,
         tool: req.tool,
         args: req.args as Record<string, unknown>,
+        // Lua draws these lines as they are: the host knows which arguments mean something to a reader.
+        summary: summarizeApprovalArgs(req.args, req.preview),
         preview: req.preview as unknown as Record<string, unknown>,
         mode: this.agent.mode,
       });

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { alive, forEachNvim } from '../support/nvim';
 import { useE2E } from '../support/e2e';
 import { firstToolResult, lastToolResults } from '../support/chat-requests';
+import { approvalFloat as approvalFloatOf, waitApprovalFloat } from '../support/approval';
 
 const FAST = (mode = 'create', extra = '') =>
   `require('caboose').setup({ mode = '${mode}', provider = { max_retries = 2, retry_base_delay_ms = 1 } ${extra} })`;
@@ -18,16 +19,9 @@ forEachNvim((bin) => {
     const start = (mode = 'create', extra = '') => e.start({ initLua: FAST(mode, extra) });
     const state = () => e.t.lua<State>("return require('caboose').state()");
     const waitState = (s: string) => e.t.waitFor(async () => (await state()).state === s, `state ${s}`);
-    const approvalFloat = () =>
-      e.t.lua<string[] | null>(`
-        for _, w in ipairs(vim.api.nvim_list_wins()) do
-          local b = vim.api.nvim_win_get_buf(w)
-          if vim.api.nvim_win_get_config(w).relative ~= '' and vim.bo[b].filetype == 'caboose_approval' then
-            return vim.api.nvim_buf_get_lines(b, 0, -1, false)
-          end
-        end
-        return nil`);
-    const waitFloat = () => e.t.waitFor(approvalFloat, 'approval float');
+    const approvalFloat = () => approvalFloatOf(e.t);
+    const waitFloat = () => waitApprovalFloat(e.t);
+    const waitFloatFor = (tool: string) => waitApprovalFloat(e.t, tool);
 
     it('read → edit (approved in the float with <CR>) → bash (approved) → final answer', async () => {
       await start('create');
@@ -43,11 +37,13 @@ forEachNvim((bin) => {
         { text: 'All done.' },
       );
       await e.t.cmd('Caboose change two to TWO');
-      const lines = await waitFloat();
-      const text = lines.join('\n');
-      assert.match(text, /Tool: edit_file/);
-      assert.match(text, /Args: .*path=a\.txt/);
+      const float = await waitFloat();
+      const text = float.text;
+      assert.match(float.title, /approve edit_file\? \(create mode\)/, 'the title names the tool and the mode');
+      assert.deepEqual(float.lines.slice(0, 2), ['path: a.txt', '1 edit'], 'a readable summary of the arguments');
+      assert.doesNotMatch(text, /[0-9a-f]{64}|expectedSha256|\{/, 'no sha256, no raw tables');
       assert.match(text, /-two\n\+TWO/, 'the float shows a unified diff');
+      assert.match(float.footer, /\[o\/<CR>\] once.*\[a\] always.*\[r\] reject.*\[q\] hide/, 'the keys are in the footer');
       await waitState('pending_approval');
       assert.equal(await e.t.lua("return require('caboose').statusline()"), 'caboose: pending approval');
       const marks = await e.t.lua<[number, number, number, { hl_group: string }][]>(`
@@ -61,12 +57,8 @@ forEachNvim((bin) => {
       assert.ok(groups.includes('CabooseDiffAdd') && groups.includes('CabooseDiffDelete'), groups.join(','));
       assert.equal(fs.readFileSync(path.join(e.t.cwd, 'a.txt'), 'utf8'), 'one\ntwo\n', 'nothing written before approval');
       await e.t.nvim.input('<CR>'); // the default choice is "once"
-      const bashFloat = await e.t.waitFor(async () => {
-        const l = await approvalFloat();
-        return l && l.join('\n').includes('Tool: bash') ? l : null;
-      }, 'bash approval');
-      assert.match(bashFloat.join('\n'), /\$ cat a\.txt; echo done-bash/);
-      assert.match(bashFloat.join('\n'), new RegExp(`cwd: ${e.t.cwd.replace(/[/.]/g, '\\$&')}`));
+      const bashFloat = await waitFloatFor('bash');
+      assert.deepEqual(bashFloat.lines, [`cwd: ${e.t.cwd}`, '', '$ cat a.txt; echo done-bash'], 'the folder, then the command');
       await e.t.lua("require('caboose').approval_respond('once')");
       await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('All done.'), 'final answer');
       await waitState('idle');
@@ -96,11 +88,8 @@ forEachNvim((bin) => {
       await waitFloat();
       await e.t.lua("require('caboose').approval_respond('always')");
       // The second bash runs without asking; the create_file asks.
-      const cf = await e.t.waitFor(async () => {
-        const l = await approvalFloat();
-        return l && l.join('\n').includes('create_file') ? l : null;
-      }, 'create_file approval');
-      assert.ok(cf);
+      const cf = await waitFloatFor('create_file');
+      assert.match(cf.text, /^path: x\.txt\ncontent: 1 line, 1 byte/);
       await e.t.lua("require('caboose').approval_respond('reject', 'not that file')");
       await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('ok then'), 'final');
       const reqs = e.fake.chatRequests.slice(n);
@@ -127,7 +116,7 @@ forEachNvim((bin) => {
       await e.t.cmd('Caboose go');
       await waitFloat();
       await e.t.lua("require('caboose').approval_respond('always')");
-      await e.t.waitFor(async () => ((await approvalFloat()) ?? []).join('\n').includes('g.txt'), 'create_file approval (bash ran without asking)');
+      await waitFloatFor('create_file'); // the second bash ran without asking
       await e.t.lua("require('caboose').approval_respond('always')");
       await answered('granted twice');
       await waitGrants(['bash', 'create_file']);
@@ -191,7 +180,7 @@ forEachNvim((bin) => {
       await e.t.cmd('Caboose make q');
       await waitFloat(); // bash asks
       assert.equal(fs.readFileSync(path.join(e.t.cwd, 'q.txt'), 'utf8'), 'q', 'edit ran without approval');
-      assert.match((await approvalFloat())!.join('\n'), /Tool: bash/);
+      assert.match((await approvalFloat())!.title, /approve bash\?/);
       await e.t.lua("require('caboose').approval_respond('once')");
       await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('auto done'), 'auto answer');
 
@@ -253,7 +242,7 @@ forEachNvim((bin) => {
         { text: 'edited' },
       );
       await e.t.cmd('Caboose edit u');
-      const text = (await waitFloat()).join('\n');
+      const text = (await waitFloat()).text;
       assert.match(text, /-buffer line\n\+agent line/);
       assert.doesNotMatch(text, /disk line/);
       await e.t.lua("require('caboose').approval_respond('once')");
