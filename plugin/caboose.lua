@@ -56,4 +56,7 @@ vim.api.nvim_create_user_command('CabooseApproval', function()
   if not require('caboose.ui.approval').focus() then
     vim.notify('(caboose) no approval is pending', vim.log.levels.INFO)
   end
-end, { desc = 'Caboose: show the pending approval' })
+end, { desc = 'Caboose: show and focus the pending approval' })
+
+-- For a key of your own: vim.keymap.set({ 'n', 'i' }, '<leader>ca', '<Plug>(CabooseApproval)')
+vim.keymap.set({ 'n', 'i' }, '<Plug>(CabooseApproval)', '<Cmd>CabooseApproval<CR>', { desc = 'Caboose: show and focus the pending approval' })

@@ -16,6 +16,7 @@ local H = {}
 ---@field data_dir string SQLite database and trash (never inside the project).
 ---@field host caboose.HostOptions How the Node host is started.
 ---@field chat caboose.ChatOptions Chat window.
+---@field approval caboose.ApprovalOptions Approval float.
 ---@field log caboose.LogOptions Host log file.
 
 ---@class caboose.ProviderConfig
@@ -38,6 +39,9 @@ local H = {}
 ---@field position 'right'|'left'|'bottom'|'top'
 ---@field size integer Columns (left/right) or lines (top/bottom).
 
+---@class caboose.ApprovalOptions
+---@field grace_ms integer When a new request replaces the one in the focused float, its decision keys are ignored this long (ms), so a double press does not answer it unseen. 0 disables.
+
 ---@class caboose.LogOptions
 ---@field level 'debug'|'info'|'warn'|'error'|'off'
 ---@field file string
@@ -57,6 +61,7 @@ local defaults = {
   data_dir = vim.fn.stdpath('data') .. '/caboose',
   host = { node = 'node', transport = 'job' },
   chat = { position = 'right', size = 80 },
+  approval = { grace_ms = 400 },
   log = { level = 'info', file = vim.fn.stdpath('log') .. '/caboose.log' },
 }
 
@@ -128,6 +133,9 @@ H.checks = {
   ['host.transport'] = H.enum({ 'job', 'remote' }),
   ['chat.position'] = H.enum({ 'right', 'left', 'bottom', 'top' }),
   ['chat.size'] = H.positive,
+  ['approval.grace_ms'] = function(v)
+    return type(v) == 'number' and v >= 0, 'a number >= 0'
+  end,
   ['log.level'] = H.enum({ 'debug', 'info', 'warn', 'error', 'off' }),
   ['log.file'] = function(v)
     return type(v) == 'string' and v ~= '', 'a non-empty string'

@@ -56,6 +56,8 @@ forEachNvim((bin) => {
       const groups = marks.map((m) => m[3].hl_group);
       assert.ok(groups.includes('CabooseDiffAdd') && groups.includes('CabooseDiffDelete'), groups.join(','));
       assert.equal(fs.readFileSync(path.join(e.t.cwd, 'a.txt'), 'utf8'), 'one\ntwo\n', 'nothing written before approval');
+      assert.equal(float.focused, false, 'the float does not take the focus');
+      await e.t.cmd('CabooseApproval'); // jump in
       await e.t.nvim.input('<CR>'); // the default choice is "once"
       const bashFloat = await waitFloatFor('bash');
       assert.deepEqual(bashFloat.lines, [`cwd: ${e.t.cwd}`, '', '$ cat a.txt; echo done-bash'], 'the folder, then the command');
@@ -212,12 +214,15 @@ forEachNvim((bin) => {
       assert.equal(fs.readFileSync(path.join(e.t.cwd, 'auto.txt'), 'utf8'), 'a');
     });
 
-    it('the float is not modal: move away, come back, answer', async () => {
+    it('the float is not modal: jump in, hide it, move away, come back, answer', async () => {
       await start('create');
       e.fake.script({ toolCalls: [{ name: 'create_file', arguments: { path: 'm.txt', content: 'm' } }] }, { text: 'made' });
       await e.t.cmd('Caboose make m');
       await waitFloat();
-      await e.t.cmd('wincmd p'); // move away: the float stays, nothing is answered
+      await e.t.cmd('CabooseApproval');
+      assert.equal(await e.t.lua('return vim.bo.filetype'), 'caboose_approval');
+      await e.t.nvim.input('q'); // hide: nothing is answered
+      await e.t.waitFor(async () => (await approvalFloat()) === null, 'float hidden');
       await e.t.cmd('enew');
       assert.notEqual(await e.t.lua('return vim.bo.filetype'), 'caboose_approval');
       await waitState('pending_approval');

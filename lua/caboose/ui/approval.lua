@@ -1,7 +1,9 @@
 --- Approval float: the tool, a summary of its arguments (computed by the host) and a preview (diff,
 --- command or text); never modal. The keys stay in the footer; the body wraps and scrolls.
---- Keys in the float: <CR>/o approve once (default), a always allow this tool, r reject (asks a reason),
---- q/<Esc> hide (come back with :CabooseApproval, or answer with require('caboose').approval_respond()).
+--- It opens WITHOUT focus, so what the user is typing stays in their buffer; :CabooseApproval (or
+--- <Plug>(CabooseApproval)) jumps in. Keys in the float: <CR>/o approve once (default), a always allow this
+--- tool (after a yes/no confirmation), r reject (asks a reason), q/<Esc> hide (come back with
+--- :CabooseApproval, or answer with require('caboose').approval_respond()).
 local M = {}
 local H = {}
 
@@ -9,6 +11,7 @@ H.pending = {} ---@type table[] queue of requests, first is shown
 H.win = nil
 H.buf = nil
 H.shown_id = nil ---@type string|nil the request the float shows
+H.grace_until = 0 ---@type number decision keys are ignored until then (ms, vim.uv.hrtime based)
 
 H.FOOTER = ' [o/<CR>] once  [a] always  [r] reject  [q] hide '
 
@@ -74,6 +77,7 @@ H.layout = function(req, height)
     title_pos = 'center',
     footer = H.FOOTER,
     footer_pos = 'center',
+    focusable = true,
   }
 end
 
@@ -101,7 +105,8 @@ H.render = function()
     vim.api.nvim_win_set_config(H.win, cfg)
   else
     opened = true
-    H.win = vim.api.nvim_open_win(H.buf, true, cfg)
+    -- Never take focus: keys typed in the user's buffer while a request arrives must stay there.
+    H.win = vim.api.nvim_open_win(H.buf, false, cfg)
     vim.wo[H.win].winhighlight = 'FloatBorder:CabooseApprovalBorder,FloatTitle:CabooseApprovalTitle,FloatFooter:CabooseApprovalTitle'
     vim.wo[H.win].wrap = true
     vim.wo[H.win].linebreak = true
@@ -116,6 +121,9 @@ H.render = function()
   if changed then
     H.shown_id = req.id
     pcall(vim.api.nvim_win_set_cursor, H.win, { 1, 0 })
+    -- A new request under the user's cursor: a key pressed twice must not answer it unseen.
+    local focused = vim.api.nvim_get_current_win() == H.win
+    H.grace_until = focused and (H.now() + require('caboose').config().approval.grace_ms) or 0
   end
   if changed or opened then
     vim.api.nvim_exec_autocmds('User', { pattern = 'CabooseApprovalShown', modeline = false, data = { id = req.id, tool = req.tool } })
@@ -145,24 +153,55 @@ H.highlight = function(buf, lines, req)
   end
 end
 
+H.now = function()
+  return vim.uv.hrtime() / 1e6
+end
+
+--- Runs a decision key's action on the request shown, unless the request only just replaced another.
+H.decision_key = function(fn)
+  return function()
+    local req = H.current()
+    if not req then
+      return
+    end
+    if H.now() < H.grace_until then
+      vim.notify('(caboose) a new approval request just appeared: read it, then answer', vim.log.levels.INFO)
+      return
+    end
+    fn(req)
+  end
+end
+
+--- "Always" runs the tool without asking for the rest of the session: confirm first (default: no).
+H.confirm_always = function(req)
+  local yes = string.format('Yes, always allow %s', req.tool or 'this tool')
+  local prompt = string.format('Run %s without asking for the rest of this session? (:CabooseRevoke undoes it)', req.tool or 'this tool')
+  vim.ui.select({ 'No', yes }, { prompt = prompt }, function(choice)
+    if choice == yes then
+      H.answer(req, 'always')
+    end
+  end)
+end
+
 H.keymaps = function(buf)
   local map = function(lhs, fn, desc)
     vim.keymap.set('n', lhs, fn, { buffer = buf, nowait = true, desc = 'Caboose approval: ' .. desc })
   end
-  map('<CR>', function()
-    M.respond('once')
-  end, 'approve once')
-  map('o', function()
-    M.respond('once')
-  end, 'approve once')
-  map('a', function()
-    M.respond('always')
-  end, 'always allow this tool')
-  map('r', function()
-    vim.ui.input({ prompt = 'Reason (optional): ' }, function(reason)
-      M.respond('reject', reason)
-    end)
-  end, 'reject')
+  local once = H.decision_key(function(req)
+    H.answer(req, 'once')
+  end)
+  map('<CR>', once, 'approve once')
+  map('o', once, 'approve once')
+  map('a', H.decision_key(H.confirm_always), 'always allow this tool (asks to confirm)')
+  map(
+    'r',
+    H.decision_key(function(req)
+      vim.ui.input({ prompt = 'Reason (optional): ' }, function(reason)
+        H.answer(req, 'reject', reason)
+      end)
+    end),
+    'reject'
+  )
   map('q', H.close_win, 'hide')
   map('<Esc>', H.close_win, 'hide')
 end
@@ -175,21 +214,24 @@ function M.show(req)
   end
 end
 
---- Re-open the float of the pending approval (after hiding it).
+--- Show the float of the pending approval (after hiding it) and move the cursor into it.
 function M.focus()
-  if H.current() then
-    H.render()
-    vim.api.nvim_set_current_win(H.win)
-    return true
+  if not H.current() then
+    return false
   end
-  return false
+  H.render()
+  if vim.fn.mode():match('^[iR]') then
+    vim.cmd('stopinsert') -- the float's keys are normal-mode keys
+  end
+  vim.api.nvim_set_current_win(H.win)
+  return true
 end
 
 function M.pending()
   return vim.deepcopy(H.pending)
 end
 
---- Answer the first pending request.
+--- Answer the first pending request (no confirmation: this is the API).
 ---@param decision 'once'|'always'|'reject'
 ---@param reason string|nil
 function M.respond(decision, reason)
@@ -200,6 +242,15 @@ function M.respond(decision, reason)
   end
   if not vim.tbl_contains({ 'once', 'always', 'reject' }, decision) then
     vim.notify('(caboose) decision must be once, always or reject', vim.log.levels.ERROR)
+    return false
+  end
+  return H.answer(req, decision, reason)
+end
+
+--- Answers `req` itself (a confirmation or a reason prompt may end after the request was withdrawn).
+H.answer = function(req, decision, reason)
+  if not vim.tbl_contains(H.pending, req) then
+    vim.notify('(caboose) that approval request is no longer pending', vim.log.levels.WARN)
     return false
   end
   local rpc = require('caboose.rpc')
