@@ -70,7 +70,8 @@ forEachNvim((bin) => {
       assert.ok(await approvalFloat(e.t), 'the float is still shown');
       assert.deepEqual(await resolves(), [], 'no decision was taken');
       assert.equal(await pendingCount(), 1);
-      assert.equal((await e.t.lua<{ state: string }>("return require('caboose').state()")).state, 'pending_approval');
+      // The request reaches Lua just before the pending_approval state does.
+      await e.t.waitFor(async () => (await e.t.lua<{ state: string }>("return require('caboose').state()")).state === 'pending_approval', 'pending_approval');
 
       await e.t.nvim.input('<F2>'); // from insert mode: into the float, in normal mode
       await e.t.waitFor(async () => (await approvalFloat(e.t))?.focused, 'float focused');
