@@ -40,6 +40,18 @@ end, {
   end,
 })
 
+vim.api.nvim_create_user_command('CabooseRevoke', function(o)
+  caboose().command_revoke(o)
+end, {
+  nargs = '?',
+  desc = 'Caboose: revoke "always allow" for a tool (no argument: for every tool)',
+  complete = function(lead)
+    return vim.tbl_filter(function(t)
+      return t:find(lead, 1, true) == 1
+    end, caboose().state().grants or {})
+  end,
+})
+
 vim.api.nvim_create_user_command('CabooseNew', function()
   caboose().new_session()
 end, { desc = 'Caboose: start a new conversation' })
@@ -56,7 +68,10 @@ vim.api.nvim_create_user_command('CabooseApproval', function()
   if not require('caboose.ui.approval').focus() then
     vim.notify('(caboose) no approval is pending', vim.log.levels.INFO)
   end
-end, { desc = 'Caboose: show the pending approval' })
+end, { desc = 'Caboose: show and focus the pending approval' })
+
+-- For a key of your own: vim.keymap.set({ 'n', 'i' }, '<leader>ca', '<Plug>(CabooseApproval)')
+vim.keymap.set({ 'n', 'i' }, '<Plug>(CabooseApproval)', '<Cmd>CabooseApproval<CR>', { desc = 'Caboose: show and focus the pending approval' })
 
 -- Typing a :Caboose… command starts the host in the background, so the first reply does not wait for it.
 vim.api.nvim_create_autocmd('CmdlineChanged', {

@@ -16,6 +16,7 @@ local H = {}
 ---@field data_dir string SQLite database and trash (never inside the project).
 ---@field host caboose.HostOptions How the Node host is started.
 ---@field chat caboose.ChatOptions Chat window.
+---@field approval caboose.ApprovalOptions Approval float.
 ---@field log caboose.LogOptions Host log file.
 
 ---@class caboose.ProviderConfig
@@ -42,6 +43,9 @@ local H = {}
 ---@field max_size integer|nil Largest size (default 120 columns, or 30 lines for top/bottom).
 ---@field input_height integer Lines of the message area under the transcript.
 
+---@class caboose.ApprovalOptions
+---@field grace_ms integer When a new request replaces the one in the focused float, its decision keys are ignored this long (ms), so a double press does not answer it unseen. 0 disables.
+
 ---@class caboose.LogOptions
 ---@field level 'debug'|'info'|'warn'|'error'|'off'
 ---@field file string
@@ -61,6 +65,7 @@ local defaults = {
   data_dir = vim.fn.stdpath('data') .. '/caboose',
   host = { node = 'node', transport = 'job', prestart = true },
   chat = { position = 'right', size = 0.4, min_size = nil, max_size = nil, input_height = 5 },
+  approval = { grace_ms = 400 },
   log = { level = 'info', file = vim.fn.stdpath('log') .. '/caboose.log' },
 }
 
@@ -143,6 +148,9 @@ H.checks = {
   end,
   ['chat.input_height'] = function(v)
     return type(v) == 'number' and v >= 1 and v == math.floor(v), 'a whole number >= 1'
+  end,
+  ['approval.grace_ms'] = function(v)
+    return type(v) == 'number' and v >= 0, 'a number >= 0'
   end,
   ['log.level'] = H.enum({ 'debug', 'info', 'warn', 'error', 'off' }),
   ['log.file'] = function(v)

@@ -1,10 +1,10 @@
 --- caboose.nvim — an agentic coding assistant whose edits never silently disagree with your buffers.
---- Public API: setup(), state(), send(), stop(), set_mode(), approval_respond(), restore().
+--- Public API: setup(), state(), send(), stop(), set_mode(), approval_respond(), revoke(), restore().
 local M = {}
 local H = {}
 
 H.config = nil ---@type caboose.Config|nil
-H.state = { state = 'idle', mode = nil, session = nil }
+H.state = { state = 'idle', mode = nil, session = nil, grants = {} }
 
 H.notify = function(msg, level)
   vim.notify('(caboose) ' .. msg, level or vim.log.levels.INFO)
@@ -35,7 +35,8 @@ function M.config()
   return vim.deepcopy(H.cfg())
 end
 
---- { state = 'idle'|'streaming'|'executing_tools'|'pending_approval', mode, session }
+--- { state = 'idle'|'streaming'|'executing_tools'|'pending_approval', mode, session, grants }
+--- `grants`: the tools approved with "always" in this session (:CabooseRevoke withdraws them).
 function M.state()
   H.cfg() -- the mode is known before the host starts (reading the config starts nothing)
   return vim.deepcopy(H.state)
@@ -47,12 +48,16 @@ H.set_state = function(new, fields)
   for k, v in pairs(fields or {}) do
     H.state[k] = v
   end
-  H.chat().set_status(new, H.state.mode, new == 'idle' and { retry = false } or nil)
+  local extra = { grants = H.state.grants }
+  if new == 'idle' then
+    extra.retry = false
+  end
+  H.chat().set_status(new, H.state.mode, extra)
   if previous ~= new or (fields and fields.mode) then
     vim.api.nvim_exec_autocmds('User', {
       pattern = 'CabooseStateChanged',
       modeline = false,
-      data = { state = new, previous = previous, mode = H.state.mode, session = H.state.session },
+      data = { state = new, previous = previous, mode = H.state.mode, session = H.state.session, grants = vim.deepcopy(H.state.grants) },
     })
   end
 end
@@ -64,7 +69,9 @@ end
 -- Host → Lua events -------------------------------------------------------------------------------
 H.handlers = {
   state = function(p)
-    H.set_state(p.state, { mode = p.mode, session = p.session })
+    -- While a mode change is on its way, a state event sent before it carries the old mode.
+    local mode = H.mode_changes > 0 and H.state.mode or p.mode
+    H.set_state(p.state, { mode = mode, session = p.session, grants = p.grants or {} })
   end,
   session_info = function(p)
     H.chat().set_status(nil, nil, { model = p.model })
@@ -132,6 +139,7 @@ H.handlers = {
     end)
     H.chat().queue_discarded(nil)
     H.state.session = nil
+    H.state.grants = {}
     H.set_state('idle')
   end,
 }
@@ -235,7 +243,7 @@ function M.send(text, opts)
 end
 
 function M.open_chat()
-  H.chat().set_status(H.state.state, H.state.mode or H.cfg().mode)
+  H.chat().set_status(H.state.state, H.state.mode or H.cfg().mode, { grants = H.state.grants })
   return H.chat().open(H.cfg())
 end
 
@@ -290,6 +298,8 @@ function M.stop()
   H.call(require('caboose.rpc').methods.stop, {})
 end
 
+H.mode_changes = 0
+
 --- Set the permission mode: 'plan' | 'create' | 'auto-edit' | 'chug'.
 function M.set_mode(mode)
   local ok = vim.tbl_contains({ 'plan', 'create', 'auto-edit', 'chug' }, mode)
@@ -301,24 +311,66 @@ function M.set_mode(mode)
   H.cfg().mode = mode
   H.set_state(H.state.state, { mode = mode })
   if require('caboose.rpc').is_running() then
-    H.call(require('caboose.rpc').methods.set_mode, { mode = mode }, function(err)
+    H.mode_changes = H.mode_changes + 1
+    local sent = H.call(require('caboose.rpc').methods.set_mode, { mode = mode }, function(err)
+      H.mode_changes = H.mode_changes - 1
       if err then
         -- The host kept the old mode: show the one in force.
         H.cfg().mode = previous
         H.set_state(H.state.state, { mode = previous })
       end
     end)
+    if not sent then
+      H.mode_changes = H.mode_changes - 1
+    end
   end
   H.notify('mode: ' .. mode)
   return true
 end
 
+H.grants_text = function()
+  local grants = H.state.grants or {}
+  if #grants == 0 then
+    return 'no tool is always allowed'
+  end
+  return 'always allowed this session: ' .. table.concat(grants, ', ')
+end
+
+--- :CabooseMode without argument shows the mode and the standing grants.
 function M.command_mode(o)
   if o.args == nil or o.args == '' then
-    H.notify('mode: ' .. (H.state.mode or H.cfg().mode))
+    H.notify('mode: ' .. (H.state.mode or H.cfg().mode) .. '; ' .. H.grants_text())
     return
   end
   M.set_mode(o.args)
+end
+
+--- Withdraw standing "always" grants: {tool}'s, or every one without it. The tool asks again next time.
+---@param tool string|nil
+function M.revoke(tool)
+  if tool == '' then
+    tool = nil
+  end
+  local grants = H.state.grants or {}
+  if #grants == 0 then
+    H.notify('no tool is always allowed in this session')
+    return false
+  end
+  if tool and not vim.tbl_contains(grants, tool) then
+    H.notify(string.format('%s is not always allowed (%s)', tool, H.grants_text()), vim.log.levels.WARN)
+    return false
+  end
+  local params = tool and { tool = tool } or vim.empty_dict()
+  local names = tool or table.concat(grants, ', ')
+  return H.call(require('caboose.rpc').methods.grants_revoke, params, function(err)
+    if not err then
+      H.notify('revoked: ' .. names .. ' (asks again)')
+    end
+  end)
+end
+
+function M.command_revoke(o)
+  return M.revoke(vim.trim(o.args or ''))
 end
 
 --- Start a new conversation.

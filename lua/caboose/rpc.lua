@@ -13,6 +13,7 @@ M.methods = {
   set_mode = 'mode.set',
   approval_resolve = 'approval.resolve',
   ask_resolve = 'ask.resolve',
+  grants_revoke = 'grants.revoke',
   health = 'health.check',
   trash_list = 'trash.list',
   trash_restore = 'trash.restore',

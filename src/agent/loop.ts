@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ToolRegistry } from '../tools/registry';
 import type { ApprovalPreview, ToolContext, ToolDefinition, ToolResult } from '../tools/tool';
-import type { ToolErrorInfo } from '../tools/errors';
+import { ToolError, type ToolErrorInfo } from '../tools/errors';
 import { OpenAIProvider, ProviderError, type AssembledToolCall, type ChatMessage, type ModelClient, type ProviderConfig, type Usage } from './provider';
 import { DEFAULT_MODE, blockedByModeMessage, permissionFor, type PermissionMode } from './permissions';
 import { assistantMessage, interruptedAssistantMessage, parseToolArguments, toolMessage, userMessage } from './messages';
@@ -166,6 +166,16 @@ export class Agent {
   /** Loads what the first model request needs, so the first reply does not wait for it. */
   async prepare(): Promise<void> {
     await this.model.prepare?.();
+  }
+
+  /**
+   * Withdraws standing "always" grants: one tool's, or all of them without `tool`. Returns the tools
+   * revoked (empty when `tool` had no grant). Their next call asks again.
+   */
+  revoke(tool?: string): string[] {
+    const revoked = tool === undefined ? [...this.alwaysAllowed] : this.alwaysAllowed.has(tool) ? [tool] : [];
+    for (const t of revoked) this.alwaysAllowed.delete(t);
+    return revoked;
   }
 
   setMode(mode: PermissionMode): void {
@@ -407,7 +417,10 @@ export class Agent {
       // Invalid arguments never reach the user: the registry reports them to the model.
       const valid = def.parameters.safeParse(p.args ?? {});
       if (!valid.success) return this.runTool(p, signal);
-      const decision = await this.askApproval(p, def, valid.data, signal);
+      // A call that cannot apply (stale file, text not found…) fails now: the user is not asked about it.
+      const preview = await this.previewFor(def, valid.data, signal);
+      if ('error' in preview) return err(preview.error);
+      const decision = await this.askApproval(p, def, valid.data, preview.preview, signal);
       if (decision === null) {
         return err({ kind: 'rejected_by_user', message: 'The user stopped the agent before approving this call.' });
       }
@@ -425,17 +438,24 @@ export class Agent {
     return this.runTool(p, signal);
   }
 
-  /** Waits for the user; null when stop() withdrew the request. */
-  private async askApproval(p: PendingCall, def: ToolDefinition, args: unknown, signal: AbortSignal): Promise<ApprovalDecision | null> {
-    const ctx = this.opts.makeContext(signal);
-    let preview: ApprovalPreview | undefined;
-    if (def.preview) {
-      try {
-        preview = await def.preview(args, ctx);
-      } catch (e) {
-        this.opts.log?.warn('preview for %s failed: %s', def.name, e instanceof Error ? e.message : String(e));
-      }
+  /**
+   * What the approval float shows. A ToolError means the call cannot apply as it is (the tool would fail
+   * the same way): it goes back to the model instead of to the user. Any other failure only loses the
+   * preview (logged); the user is still asked.
+   */
+  private async previewFor(def: ToolDefinition, args: unknown, signal: AbortSignal): Promise<{ preview?: ApprovalPreview } | { error: ToolErrorInfo }> {
+    if (!def.preview) return {};
+    try {
+      return { preview: await def.preview(args, this.opts.makeContext(signal)) };
+    } catch (e) {
+      if (e instanceof ToolError) return { error: e.toInfo() };
+      this.opts.log?.warn('preview for %s failed: %s', def.name, e instanceof Error ? e.message : String(e));
+      return {};
     }
+  }
+
+  /** Waits for the user; null when stop() withdrew the request. */
+  private async askApproval(p: PendingCall, def: ToolDefinition, args: unknown, preview: ApprovalPreview | undefined, signal: AbortSignal): Promise<ApprovalDecision | null> {
     const req: ApprovalRequest = { id: randomUUID(), toolCallId: p.call.id, tool: def.name, args, ...(preview ? { preview } : {}) };
     const aborted = abortPromise(signal);
     try {

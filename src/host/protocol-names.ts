@@ -10,6 +10,7 @@ export const METHODS = {
   setMode: 'mode.set',
   approvalResolve: 'approval.resolve',
   askResolve: 'ask.resolve',
+  grantsRevoke: 'grants.revoke',
   health: 'health.check',
   trashList: 'trash.list',
   trashRestore: 'trash.restore',

@@ -65,6 +65,8 @@ export const ApprovalResolveParams = z.object({
   decision: z.enum(['once', 'always', 'reject']),
   reason: z.string().optional().nullable(),
 });
+/** Without `tool`, every standing "always" grant of the session is revoked. */
+export const GrantsRevokeParams = z.object({ tool: z.string().min(1).optional().nullable() });
 export const AskResolveParams = z.object({ id: z.string(), answer: z.string().nullable().optional() });
 export const TrashRestoreParams = z.object({ trash_id: z.string(), target_path: z.string().optional().nullable() });
 export const ToolCallParams = z.object({ name: z.string().min(1), args: z.unknown().optional() });

@@ -83,6 +83,8 @@ export class HostServer {
         this.starting = null;
         if (old) old.dispose();
         const rt = await this.ensureRuntime();
+        // Lua learns the new session (its id, no standing grants) at once, not at the first turn.
+        rt.session.emitState(rt.session.agent.state, rt.session.agent.state);
         return { session: rt.session.id };
       }
       case METHODS.setMode: {
@@ -101,6 +103,14 @@ export class HostServer {
       case METHODS.askResolve: {
         const p = parse(protocol().AskResolveParams, params, method);
         return { ok: this.runtime?.session.resolveAsk(p.id, p.answer ?? null) ?? false };
+      }
+      case METHODS.grantsRevoke: {
+        const p = parse(protocol().GrantsRevokeParams, params, method);
+        // No session, no grants: nothing to start for this.
+        const session = this.runtime?.session;
+        if (!session) return { revoked: [], grants: [] };
+        const revoked = session.revoke(p.tool ?? undefined);
+        return { revoked, grants: session.agent.alwaysAllowedTools };
       }
       case METHODS.health: {
         const init = this.requireInit();

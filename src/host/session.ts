@@ -4,6 +4,7 @@ import type { ToolContext } from '../tools/tool';
 import { EVENTS } from './protocol';
 import type { LuaUi } from './lua-ui';
 import type { Logger } from './logger';
+import { summarizeApprovalArgs } from './summaries';
 
 interface Pending<T> {
   resolve(value: T): void;
@@ -29,7 +30,7 @@ export class ChatSession {
   }
 
   emitState(state: AgentState, previous: AgentState): void {
-    this.ui.emit(EVENTS.state, { state, previous, mode: this.agent?.mode, session: this.id });
+    this.ui.emit(EVENTS.state, { state, previous, mode: this.agent?.mode, session: this.id, grants: this.agent?.alwaysAllowedTools ?? [] });
   }
 
   requestApproval = (req: ApprovalRequest): Promise<ApprovalDecision> =>
@@ -39,6 +40,8 @@ export class ChatSession {
         id: req.id,
         tool: req.tool,
         args: req.args as Record<string, unknown>,
+        // Lua draws these lines as they are: the host knows which arguments mean something to a reader.
+        summary: summarizeApprovalArgs(req.args, req.preview),
         preview: req.preview as unknown as Record<string, unknown>,
         mode: this.agent.mode,
       });
@@ -78,6 +81,13 @@ export class ChatSession {
     for (const id of [...this.approvals.keys()]) this.resolveApproval(id, { decision: 'reject', reason: 'stopped by the user' });
     for (const id of [...this.asks.keys()]) this.resolveAsk(id, null);
     this.agent?.stop();
+  }
+
+  /** Withdraws standing "always" grants (one tool's, or all); Lua learns the rest from the state event. */
+  revoke(tool?: string): string[] {
+    const revoked = this.agent.revoke(tool);
+    this.emitState(this.agent.state, this.agent.state);
+    return revoked;
   }
 
   setMode(mode: PermissionMode): void {

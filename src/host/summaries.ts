@@ -1,4 +1,4 @@
-import type { ToolResult } from '../tools/tool';
+import type { ApprovalPreview, ToolResult } from '../tools/tool';
 
 const clip = (s: string, n = 80) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 
@@ -106,4 +106,79 @@ export function describeToolResult(name: string, args: unknown, result: ToolResu
     words.push(`→ ${d.status}`);
   }
   return { status: 'ok', summary: words.join(' '), details };
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Approval float
+ * ---------------------------------------------------------------------------------------------- */
+
+/** Shown first, in this order; the other arguments follow in the order the model sent them. */
+const FIRST_KEYS = ['path', 'from', 'to', 'command', 'url', 'method', 'query', 'question', 'task'];
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/** Files an apply_patch patch touches: envelope headers, or a unified diff's ---/+++ lines. */
+function patchFiles(patch: string): string[] {
+  const files: string[] = [];
+  const lines = patch.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const env = /^\*\*\* (Add|Update|Delete) File: (.+)$/.exec(lines[i]);
+    if (env) {
+      const moved = /^\*\*\* Move to: (.+)$/.exec(lines[i + 1] ?? '');
+      files.push(`${env[1].toLowerCase()} ${env[2].trim()}${moved ? ` → ${moved[1].trim()}` : ''}`);
+      continue;
+    }
+    const from = /^--- (?:a\/)?(.+?)(?:\t.*)?$/.exec(lines[i]);
+    const to = /^\+\+\+ (?:b\/)?(.+?)(?:\t.*)?$/.exec(lines[i + 1] ?? '');
+    if (from && to) {
+      const [a, b] = [from[1].trim(), to[1].trim()];
+      files.push(a === '/dev/null' ? `add ${b}` : b === '/dev/null' ? `delete ${a}` : a === b ? `update ${a}` : `update ${a} → ${b}`);
+      i++;
+    }
+  }
+  return files;
+}
+
+/** One argument as one short line, or null to leave it out. */
+function argumentLine(key: string, value: unknown, preview: ApprovalPreview | undefined): string | null {
+  if (value === undefined || value === null) return null;
+  // Hashes mean nothing to a reader; "" is the one value that says something.
+  if (/sha256/i.test(key)) return key === 'expectedSha256' && value === '' ? 'creates the file (it must not exist yet)' : null;
+  if (key === 'command' && preview?.kind === 'command') return null; // the preview shows it in full
+  if (key === 'cwd' && preview?.kind === 'command') return `cwd: ${preview.cwd}`;
+  if (key === 'edits' && Array.isArray(value)) {
+    const all = value.filter((e) => e && typeof e === 'object' && (e as { replaceAll?: unknown }).replaceAll === true).length;
+    return `${plural(value.length, 'edit')}${all > 0 ? ` (${all} replacing every occurrence)` : ''}`;
+  }
+  if (key === 'patch' && typeof value === 'string') {
+    const files = patchFiles(value);
+    return files.length > 0 ? `${plural(files.length, 'file')}: ${clip(files.join(', '), 200)}` : 'patch';
+  }
+  if (typeof value === 'string') {
+    const lines = value.split('\n');
+    if (key === 'content' || key === 'body') return `${key}: ${plural(value === '' ? 0 : lines.length - (value.endsWith('\n') ? 1 : 0), 'line')}, ${plural(Buffer.byteLength(value), 'byte')}`;
+    return `${key}: ${clip(lines[0], 200)}${lines.length > 1 ? ` (+${plural(lines.length - 1, 'line')})` : ''}`;
+  }
+  if (typeof value === 'number' || typeof value === 'boolean') return `${key}: ${String(value)}`;
+  if (Array.isArray(value)) {
+    const short = value.every((v) => typeof v === 'string' && !v.includes('\n'));
+    return short && value.length > 0 ? `${key}: ${clip(value.join(', '), 200)}` : `${key}: ${plural(value.length, 'item')}`;
+  }
+  if (typeof value === 'object') {
+    const keys = Object.keys(value);
+    return keys.length > 0 ? `${key}: ${clip(keys.join(', '), 200)}` : null;
+  }
+  return null;
+}
+
+/**
+ * What the approval float says about a call's arguments, a few readable lines (`path: src/a.ts`,
+ * `2 edits`, `cwd: …`): no hashes, no raw structures. What the preview shows in full (a command) is left out.
+ */
+export function summarizeApprovalArgs(args: unknown, preview?: ApprovalPreview): string[] {
+  const a = args && typeof args === 'object' && !Array.isArray(args) ? (args as Record<string, unknown>) : {};
+  const keys = [...FIRST_KEYS.filter((k) => k in a), ...Object.keys(a).filter((k) => !FIRST_KEYS.includes(k))];
+  const lines = keys.map((k) => argumentLine(k, a[k], preview)).filter((l): l is string => l !== null);
+  if (preview?.kind === 'command' && !('cwd' in a)) lines.push(`cwd: ${preview.cwd}`);
+  return lines;
 }

@@ -69,7 +69,39 @@ forEachNvim((bin) => {
       assert.equal(calls[0].kind, 'input');
       assert.match(calls[0].prompt, /Favourite colour\?/);
       assert.equal(calls[1].kind, 'select');
-      assert.deepEqual(calls[1].items, ['a.ts', 'b.ts', 'c.ts']);
+      assert.deepEqual(calls[1].items, ['a.ts', 'b.ts', 'c.ts', 'Other answer…'], 'the choices, then a free answer');
+    });
+
+    it('ask_user with choices: "Other answer…" asks for a free-text answer in the same prompt', async () => {
+      await start();
+      // The user picks the last item, then types an answer of their own.
+      await e.t.lua(`
+        vim.ui.select = function(items, opts, cb) table.insert(_G.ui_calls, { kind = 'select', prompt = opts.prompt, items = items }) cb(items[#items], #items) end
+        vim.ui.input = function(opts, cb) table.insert(_G.ui_calls, { kind = 'input', prompt = opts.prompt }) cb('d.ts, actually') end`);
+      e.fake.script(
+        { toolCalls: [{ name: 'ask_user', arguments: { question: 'Which file?', choices: ['a.ts', 'b.ts'] } }] },
+        { text: 'noted' },
+      );
+      const n = e.fake.chatRequests.length;
+      await e.t.cmd('Caboose ask me');
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('noted'), 'answer');
+      assert.deepEqual(firstToolResult(e.fake.chatRequests[n + 1]).data, { answer: 'd.ts, actually' });
+      const calls = await e.t.lua<{ kind: string; prompt: string; items?: string[] }[]>('return _G.ui_calls');
+      assert.deepEqual(calls, [
+        { kind: 'select', prompt: 'Which file?', items: ['a.ts', 'b.ts', 'Other answer…'] },
+        { kind: 'input', prompt: 'Which file? ' },
+      ]);
+    });
+
+    it('ask_user: dismissing the choices answers nothing (cancelled)', async () => {
+      await start();
+      await e.t.lua("vim.ui.select = function(items, opts, cb) table.insert(_G.ui_calls, { kind = 'select' }) cb(nil, nil) end");
+      e.fake.script({ toolCalls: [{ name: 'ask_user', arguments: { question: 'Which?', choices: ['a', 'b'] } }] }, { text: 'assumed a' });
+      const n = e.fake.chatRequests.length;
+      await e.t.cmd('Caboose ask');
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('assumed a'), 'answer');
+      assert.deepEqual(firstToolResult(e.fake.chatRequests[n + 1]).data, { answer: null, cancelled: true });
+      assert.deepEqual(await e.t.lua('return _G.ui_calls'), [{ kind: 'select' }], 'no free-text prompt after a dismissal');
     });
 
     it('todo_write shows the task list in the chat; todo_read returns it', async () => {

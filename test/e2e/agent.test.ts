@@ -5,6 +5,7 @@ import path from 'node:path';
 import { alive, forEachNvim } from '../support/nvim';
 import { useE2E } from '../support/e2e';
 import { firstToolResult, lastToolResults } from '../support/chat-requests';
+import { approvalFloat as approvalFloatOf, waitApprovalFloat } from '../support/approval';
 
 const FAST = (mode = 'create', extra = '') =>
   `require('caboose').setup({ mode = '${mode}', provider = { max_retries = 2, retry_base_delay_ms = 1 } ${extra} })`;
@@ -18,16 +19,9 @@ forEachNvim((bin) => {
     const start = (mode = 'create', extra = '') => e.start({ initLua: FAST(mode, extra) });
     const state = () => e.t.lua<State>("return require('caboose').state()");
     const waitState = (s: string) => e.t.waitFor(async () => (await state()).state === s, `state ${s}`);
-    const approvalFloat = () =>
-      e.t.lua<string[] | null>(`
-        for _, w in ipairs(vim.api.nvim_list_wins()) do
-          local b = vim.api.nvim_win_get_buf(w)
-          if vim.api.nvim_win_get_config(w).relative ~= '' and vim.bo[b].filetype == 'caboose_approval' then
-            return vim.api.nvim_buf_get_lines(b, 0, -1, false)
-          end
-        end
-        return nil`);
-    const waitFloat = () => e.t.waitFor(approvalFloat, 'approval float');
+    const approvalFloat = () => approvalFloatOf(e.t);
+    const waitFloat = () => waitApprovalFloat(e.t);
+    const waitFloatFor = (tool: string) => waitApprovalFloat(e.t, tool);
 
     it('read → edit (approved in the float with <CR>) → bash (approved) → final answer', async () => {
       await start('create');
@@ -43,11 +37,13 @@ forEachNvim((bin) => {
         { text: 'All done.' },
       );
       await e.t.cmd('Caboose change two to TWO');
-      const lines = await waitFloat();
-      const text = lines.join('\n');
-      assert.match(text, /Tool: edit_file/);
-      assert.match(text, /Args: .*path=a\.txt/);
+      const float = await waitFloat();
+      const text = float.text;
+      assert.match(float.title, /approve edit_file\? \(create mode\)/, 'the title names the tool and the mode');
+      assert.deepEqual(float.lines.slice(0, 2), ['path: a.txt', '1 edit'], 'a readable summary of the arguments');
+      assert.doesNotMatch(text, /[0-9a-f]{64}|expectedSha256|\{/, 'no sha256, no raw tables');
       assert.match(text, /-two\n\+TWO/, 'the float shows a unified diff');
+      assert.match(float.footer, /\[o\/<CR>\] once.*\[a\] always.*\[r\] reject.*\[q\] hide/, 'the keys are in the footer');
       await waitState('pending_approval');
       assert.equal(await e.t.lua("return require('caboose').statusline()"), 'caboose: pending approval');
       const marks = await e.t.lua<[number, number, number, { hl_group: string }][]>(`
@@ -60,13 +56,11 @@ forEachNvim((bin) => {
       const groups = marks.map((m) => m[3].hl_group);
       assert.ok(groups.includes('CabooseDiffAdd') && groups.includes('CabooseDiffDelete'), groups.join(','));
       assert.equal(fs.readFileSync(path.join(e.t.cwd, 'a.txt'), 'utf8'), 'one\ntwo\n', 'nothing written before approval');
+      assert.equal(float.focused, false, 'the float does not take the focus');
+      await e.t.cmd('CabooseApproval'); // jump in
       await e.t.nvim.input('<CR>'); // the default choice is "once"
-      const bashFloat = await e.t.waitFor(async () => {
-        const l = await approvalFloat();
-        return l && l.join('\n').includes('Tool: bash') ? l : null;
-      }, 'bash approval');
-      assert.match(bashFloat.join('\n'), /\$ cat a\.txt; echo done-bash/);
-      assert.match(bashFloat.join('\n'), new RegExp(`cwd: ${e.t.cwd.replace(/[/.]/g, '\\$&')}`));
+      const bashFloat = await waitFloatFor('bash');
+      assert.deepEqual(bashFloat.lines, [`cwd: ${e.t.cwd}`, '', '$ cat a.txt; echo done-bash'], 'the folder, then the command');
       await e.t.lua("require('caboose').approval_respond('once')");
       await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('All done.'), 'final answer');
       await waitState('idle');
@@ -96,11 +90,8 @@ forEachNvim((bin) => {
       await waitFloat();
       await e.t.lua("require('caboose').approval_respond('always')");
       // The second bash runs without asking; the create_file asks.
-      const cf = await e.t.waitFor(async () => {
-        const l = await approvalFloat();
-        return l && l.join('\n').includes('create_file') ? l : null;
-      }, 'create_file approval');
-      assert.ok(cf);
+      const cf = await waitFloatFor('create_file');
+      assert.match(cf.text, /^path: x\.txt\ncontent: 1 line, 1 byte/);
       await e.t.lua("require('caboose').approval_respond('reject', 'not that file')");
       await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('ok then'), 'final');
       const reqs = e.fake.chatRequests.slice(n);
@@ -110,6 +101,61 @@ forEachNvim((bin) => {
       assert.equal(rejected.error!.kind, 'rejected_by_user');
       assert.match(rejected.error!.message, /not that file/);
       assert.equal(fs.existsSync(path.join(e.t.cwd, 'x.txt')), false);
+    });
+
+    it('standing grants: in state(), the winbar and :CabooseMode; :CabooseRevoke withdraws them', async () => {
+      await start('create');
+      const grants = () => e.t.lua<string[]>("return require('caboose').state().grants");
+      const waitGrants = (want: string[]) => e.t.waitFor(async () => JSON.stringify(await grants()) === JSON.stringify(want), `grants ${want.join(',')}`);
+      const answered = (text: string) => e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes(text), text);
+      assert.deepEqual(await grants(), []);
+      e.fake.script(
+        { toolCalls: [{ name: 'bash', arguments: { command: 'echo one' } }] },
+        { toolCalls: [{ name: 'bash', arguments: { command: 'echo two' } }] },
+        { toolCalls: [{ name: 'create_file', arguments: { path: 'g.txt', content: 'g' } }] },
+        { text: 'granted twice' },
+      );
+      await e.t.cmd('Caboose go');
+      await waitFloat();
+      await e.t.lua("require('caboose').approval_respond('always')");
+      await waitFloatFor('create_file'); // the second bash ran without asking
+      await e.t.lua("require('caboose').approval_respond('always')");
+      await answered('granted twice');
+      await waitGrants(['bash', 'create_file']);
+      assert.match(await e.t.lua<string>("return require('caboose.ui.chat').status_text()"), /always: bash, create_file/);
+      await e.t.cmd('CabooseMode');
+      assert.ok((await e.t.notifications()).some((n) => n.msg === '(caboose) mode: create; always allowed this session: bash, create_file'));
+      assert.deepEqual(await e.t.lua("return vim.fn.getcompletion('CabooseRevoke ', 'cmdline')"), ['bash', 'create_file']);
+      assert.deepEqual(await e.t.lua("return vim.fn.getcompletion('CabooseRevoke c', 'cmdline')"), ['create_file']);
+
+      await e.t.cmd('CabooseRevoke nope');
+      assert.ok((await e.t.notifications()).some((n) => /nope is not always allowed/.test(n.msg) && n.level === 3));
+      await e.t.cmd('CabooseRevoke bash');
+      await waitGrants(['create_file']);
+      assert.match(await e.t.lua<string>("return require('caboose.ui.chat').status_text()"), /always: create_file%\*( │|$)/);
+      e.fake.script({ toolCalls: [{ name: 'bash', arguments: { command: 'echo three' } }] }, { text: 'asked again' });
+      await e.t.cmd('Caboose again');
+      await waitFloat(); // bash asks again
+      await e.t.lua("require('caboose').approval_respond('once')");
+      await answered('asked again');
+
+      await e.t.cmd('CabooseRevoke');
+      await waitGrants([]);
+      assert.doesNotMatch(await e.t.lua<string>("return require('caboose.ui.chat').status_text()"), /always/);
+      await e.t.cmd('CabooseMode');
+      assert.ok((await e.t.notifications()).some((n) => n.msg === '(caboose) mode: create; no tool is always allowed'));
+      await e.t.cmd('CabooseRevoke');
+      assert.ok((await e.t.notifications()).some((n) => n.msg === '(caboose) no tool is always allowed in this session'));
+
+      // A new conversation starts without grants.
+      e.fake.script({ toolCalls: [{ name: 'bash', arguments: { command: 'echo four' } }] }, { text: 'granted again' });
+      await e.t.cmd('Caboose once more');
+      await waitFloat();
+      await e.t.lua("require('caboose').approval_respond('always')");
+      await answered('granted again');
+      await waitGrants(['bash']);
+      await e.t.cmd('CabooseNew');
+      await waitGrants([]);
     });
 
     it('plan mode blocks writes; auto-edit runs edits and asks for bash; chug runs everything', async () => {
@@ -136,7 +182,7 @@ forEachNvim((bin) => {
       await e.t.cmd('Caboose make q');
       await waitFloat(); // bash asks
       assert.equal(fs.readFileSync(path.join(e.t.cwd, 'q.txt'), 'utf8'), 'q', 'edit ran without approval');
-      assert.match((await approvalFloat())!.join('\n'), /Tool: bash/);
+      assert.match((await approvalFloat())!.title, /approve bash\?/);
       await e.t.lua("require('caboose').approval_respond('once')");
       await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('auto done'), 'auto answer');
 
@@ -168,12 +214,15 @@ forEachNvim((bin) => {
       assert.equal(fs.readFileSync(path.join(e.t.cwd, 'auto.txt'), 'utf8'), 'a');
     });
 
-    it('the float is not modal: move away, come back, answer', async () => {
+    it('the float is not modal: jump in, hide it, move away, come back, answer', async () => {
       await start('create');
       e.fake.script({ toolCalls: [{ name: 'create_file', arguments: { path: 'm.txt', content: 'm' } }] }, { text: 'made' });
       await e.t.cmd('Caboose make m');
       await waitFloat();
-      await e.t.cmd('wincmd p'); // move away: the float stays, nothing is answered
+      await e.t.cmd('CabooseApproval');
+      assert.equal(await e.t.lua('return vim.bo.filetype'), 'caboose_approval');
+      await e.t.nvim.input('q'); // hide: nothing is answered
+      await e.t.waitFor(async () => (await approvalFloat()) === null, 'float hidden');
       await e.t.cmd('enew');
       assert.notEqual(await e.t.lua('return vim.bo.filetype'), 'caboose_approval');
       await waitState('pending_approval');
@@ -198,13 +247,40 @@ forEachNvim((bin) => {
         { text: 'edited' },
       );
       await e.t.cmd('Caboose edit u');
-      const text = (await waitFloat()).join('\n');
+      const text = (await waitFloat()).text;
       assert.match(text, /-buffer line\n\+agent line/);
       assert.doesNotMatch(text, /disk line/);
       await e.t.lua("require('caboose').approval_respond('once')");
       await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('edited'), 'answer');
       assert.deepEqual(await e.t.lua("return vim.api.nvim_buf_get_lines(vim.fn.bufnr('u.txt'), 0, -1, false)"), ['agent line']);
       assert.equal(fs.readFileSync(path.join(e.t.cwd, 'u.txt'), 'utf8'), 'disk line\n', 'unsaved buffer: nothing written to disk');
+    });
+
+    it('an edit that cannot apply fails before asking: no float, the model gets old_text_not_found', async () => {
+      await start('create');
+      await e.t.lua(`
+        _G.shown = 0
+        vim.api.nvim_create_autocmd('User', { pattern = 'CabooseApprovalShown', callback = function() _G.shown = _G.shown + 1 end })`);
+      fs.writeFileSync(path.join(e.t.cwd, 'n.txt'), 'alpha\nbeta\n');
+      e.fake.script(
+        { toolCalls: [{ name: 'read_file', arguments: { path: 'n.txt' } }] },
+        (req) => {
+          const read = firstToolResult(req);
+          return { toolCalls: [{ name: 'edit_file', arguments: { path: 'n.txt', expectedSha256: read.data!.sha256 as string, edits: [{ oldText: 'gamma', newText: 'GAMMA' }] } }] };
+        },
+        { text: 'it is not there' },
+      );
+      const n = e.fake.chatRequests.length;
+      await e.t.cmd('Caboose change gamma');
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('it is not there'), 'final answer');
+      await waitState('idle');
+      const result = firstToolResult(e.fake.chatRequests[n + 2]);
+      assert.equal(result.ok, false);
+      assert.equal(result.error!.kind, 'old_text_not_found');
+      assert.equal(await e.t.lua('return _G.shown'), 0, 'no approval float was shown');
+      assert.equal(await approvalFloat(), null);
+      assert.ok(!(await e.t.stateEvents()).some((ev) => ev.state === 'pending_approval'), 'never pending_approval');
+      assert.equal(fs.readFileSync(path.join(e.t.cwd, 'n.txt'), 'utf8'), 'alpha\nbeta\n');
     });
 
     it(':CabooseStop while an approval is pending closes the float, tells the model, returns to idle', async () => {

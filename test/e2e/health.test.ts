@@ -41,6 +41,10 @@ forEachNvim((bin) => {
       assert.match(err2, /`provider\.model` should be string or nil/);
       const err3 = await t.lua<string>("local ok, e = pcall(require('caboose').setup, { web_search = { engine = 'x' } }) return e");
       assert.match(err3, /`web_search` should be nil or \{ searxng_url/);
+      const err4 = await t.lua<string>("local ok, e = pcall(require('caboose').setup, { approval = { grace_ms = -1 } }) return e");
+      assert.match(err4, /`approval\.grace_ms` should be a number >= 0/);
+      assert.equal(await t.lua("require('caboose').setup({ approval = { grace_ms = 0 } }) return require('caboose').config().approval.grace_ms"), 0);
+      assert.equal(await t.lua("require('caboose').setup({}) return require('caboose').config().approval.grace_ms"), 400, 'default');
       const ok = await t.lua<boolean>("return pcall(require('caboose').setup, { provider = { model = 'x' }, mode = 'plan' })");
       assert.equal(ok, true);
       assert.equal(await t.lua("return require('caboose').state().mode"), 'plan');
@@ -48,7 +52,7 @@ forEachNvim((bin) => {
 
     it('works without setup(): defaults and the environment', async () => {
       const t = await e.start({ env: { OPENAI_BASE_URL: e.fake.url, CABOOSE_MODEL: 'env-model' } });
-      assert.deepEqual(await t.lua('return require(\'caboose\').state()'), { state: 'idle', mode: 'create' }, 'mode known before any command');
+      assert.deepEqual(await t.lua('return require(\'caboose\').state()'), { state: 'idle', mode: 'create', grants: [] }, 'mode known before any command');
       assert.equal(await t.lua("return require('caboose.rpc').is_running()"), false, 'state() starts no host');
       e.fake.script({ text: 'env ok' });
       const n = e.fake.requests.length;

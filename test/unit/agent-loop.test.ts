@@ -6,6 +6,7 @@ import { Agent, type AgentState, type ApprovalDecision, type ApprovalRequest, ty
 import { INTERRUPTED_MARKER } from '../../src/agent/messages';
 import { ToolRegistry } from '../../src/tools/registry';
 import type { ToolDefinition, ToolResult } from '../../src/tools/tool';
+import { ToolError } from '../../src/tools/errors';
 import type { Workspace } from '../../src/workspace/workspace';
 
 /* ------------------------------------------------------------------------------------------------
@@ -280,6 +281,24 @@ test('approval "always" remembers the tool for the session; "once" does not', as
   assert.deepEqual(h.agent.alwaysAllowedTools, ['edit_thing']);
 });
 
+test('revoke() withdraws "always" grants: one tool, or all; the tool asks again', async (t) => {
+  const h = await setup(t, { approve: () => ({ decision: 'always' }) });
+  const call = (id: string, name: string, args: Record<string, unknown>) => ({ toolCalls: [{ id, name, arguments: args }] });
+  h.fake.script(call('1', 'edit_thing', { path: 'a', text: 't' }), call('2', 'run_cmd', { command: 'ls' }), { text: 'a' }, call('3', 'edit_thing', { path: 'b', text: 't' }), { text: 'b' });
+  h.agent.send('m1');
+  await h.agent.idle();
+  assert.deepEqual(h.agent.alwaysAllowedTools, ['edit_thing', 'run_cmd']);
+  assert.deepEqual(h.agent.revoke('nope'), []);
+  assert.deepEqual(h.agent.revoke('edit_thing'), ['edit_thing']);
+  assert.deepEqual(h.agent.alwaysAllowedTools, ['run_cmd']);
+  h.agent.send('m2');
+  await h.agent.idle();
+  assert.deepEqual(h.approvals.map((a) => a.tool), ['edit_thing', 'run_cmd', 'edit_thing'], 'the revoked tool asked again');
+  assert.deepEqual(h.agent.revoke(), ['run_cmd', 'edit_thing']);
+  assert.deepEqual(h.agent.alwaysAllowedTools, []);
+  assert.deepEqual(h.agent.revoke(), []);
+});
+
 test('approval "reject" with a reason reaches the model and the tool does not run', async (t) => {
   const h = await setup(t, { approve: () => ({ decision: 'reject', reason: 'use tabs, not spaces' }) });
   h.fake.script({ toolCalls: [{ id: 'e1', name: 'edit_thing', arguments: { path: 'x', text: 'y' } }] }, { text: 'ok, sorry' });
@@ -354,6 +373,31 @@ test('invalid arguments to a tool needing approval are reported without asking t
   await h.agent.idle();
   assert.equal(h.approvals.length, 0);
   assert.equal(errorOf(lastToolResults(h.fake.chatRequests[1]).get('s')).kind, 'invalid_arguments');
+});
+
+test('a call whose preview fails with a ToolError comes back to the model without asking the user', async (t) => {
+  const strict: ToolDefinition = {
+    name: 'strict_edit',
+    description: 'An edit whose preview knows it cannot apply',
+    policy: 'edit',
+    parameters: z.object({ path: z.string() }),
+    async execute() {
+      throw new Error('must not run');
+    },
+    async preview(args: { path: string }) {
+      throw new ToolError('old_text_not_found', `Edit 1: oldText was not found in "${args.path}".`, { path: args.path });
+    },
+  } as ToolDefinition;
+  const h = await setup(t, { extraTools: [strict] });
+  h.fake.script({ toolCalls: [{ id: 's1', name: 'strict_edit', arguments: { path: 'a.ts' } }] }, { text: 'will re-read' });
+  h.agent.send('edit');
+  await h.agent.idle();
+  assert.equal(h.approvals.length, 0, 'no approval for a call that cannot apply');
+  assert.ok(!h.states.includes('pending_approval'));
+  const e = errorOf(lastToolResults(h.fake.chatRequests[1]).get('s1'));
+  assert.equal(e.kind, 'old_text_not_found');
+  assert.match(e.message, /oldText was not found in "a\.ts"/);
+  assert.deepEqual(h.results.map((r) => [r.name, r.result.ok]), [['strict_edit', false]]);
 });
 
 test('429 with retry-after: 0 is retried, with a notice, then the turn succeeds', async (t) => {

@@ -1,37 +1,25 @@
---- Approval float: shows the tool, its arguments and a preview (diff or command); never modal.
---- Keys in the float: <CR>/o approve once (default), a always allow this tool, r reject (asks a reason),
---- q/<Esc> hide (come back with :CabooseApproval, or answer with require('caboose').approval_respond()).
+--- Approval float: the tool, a summary of its arguments (computed by the host) and a preview (diff,
+--- command or text); never modal. The keys stay in the footer; the body wraps and scrolls.
+--- It opens WITHOUT focus, so what the user is typing stays in their buffer; :CabooseApproval (or
+--- <Plug>(CabooseApproval)) jumps in. Keys in the float: <CR>/o approve once (default), a always allow this
+--- tool (after a yes/no confirmation), r reject (asks a reason), q/<Esc> hide (come back with
+--- :CabooseApproval, or answer with require('caboose').approval_respond()).
 local M = {}
 local H = {}
 
 H.pending = {} ---@type table[] queue of requests, first is shown
 H.win = nil
 H.buf = nil
+H.shown_id = nil ---@type string|nil the request the float shows
+H.grace_until = 0 ---@type number decision keys are ignored until then (ms, vim.uv.hrtime based)
+
+H.FOOTER = ' [o/<CR>] once  [a] always  [r] reject  [q] hide '
 
 H.current = function()
   return H.pending[1]
 end
 
---- One line of arguments; long strings (file contents, patches) are elided since the preview shows them.
-H.args_line = function(args)
-  if type(args) ~= 'table' then
-    return tostring(args)
-  end
-  local parts = {}
-  local keys = vim.tbl_keys(args)
-  table.sort(keys)
-  for _, k in ipairs(keys) do
-    local v = args[k]
-    local s = type(v) == 'string' and v or vim.json.encode(v)
-    s = s:gsub('\n', '\\n')
-    if #s > 60 then
-      s = s:sub(1, 57) .. '…'
-    end
-    table.insert(parts, k .. '=' .. s)
-  end
-  return table.concat(parts, '  ')
-end
-
+--- Body lines: the host's summary of the arguments, then the preview.
 H.lines_for = function(req)
   local lines = {}
   local add = function(s)
@@ -39,25 +27,27 @@ H.lines_for = function(req)
       table.insert(lines, l)
     end
   end
-  add(string.format('Tool: %s   (mode: %s)', req.tool or '?', req.mode or '?'))
-  add('Args: ' .. H.args_line(req.args))
-  local p = req.preview
-  if type(p) == 'table' and p.kind == 'command' then
-    add('cwd: ' .. (p.cwd or ''))
-    add('')
-    add('$ ' .. (p.command or ''))
-  elseif type(p) == 'table' and p.kind == 'diff' then
-    add('')
-    add(p.diff ~= '' and p.diff or '(no change)')
-  elseif type(p) == 'table' and p.kind == 'text' then
-    add('')
-    add(p.text or '')
-  else
-    add('')
-    add(vim.inspect(req.args or {}))
+  for _, l in ipairs(type(req.summary) == 'table' and req.summary or {}) do
+    add(tostring(l))
   end
-  add('')
-  add('[o/<CR>] once   [a] always for this tool   [r] reject   [q] hide')
+  local p = req.preview
+  local body
+  if type(p) == 'table' and p.kind == 'command' then
+    body = '$ ' .. (p.command or '')
+  elseif type(p) == 'table' and p.kind == 'diff' then
+    body = p.diff ~= '' and p.diff or '(no change)'
+  elseif type(p) == 'table' and p.kind == 'text' then
+    body = p.text or ''
+  end
+  if body then
+    if #lines > 0 then
+      add('')
+    end
+    add(body)
+  end
+  if #lines == 0 then
+    add('(no arguments)')
+  end
   return lines
 end
 
@@ -66,6 +56,29 @@ H.close_win = function()
     pcall(vim.api.nvim_win_close, H.win, true)
   end
   H.win = nil
+end
+
+--- Size and place the float: as wide as readable, as high as its (wrapped) text, within the screen.
+H.layout = function(req, height)
+  local width = math.min(math.max(60, math.floor(vim.o.columns * 0.7)), vim.o.columns - 4)
+  local rows = vim.o.lines - vim.o.cmdheight -- editor rows a float may cover
+  -- Text rows: at most 80% of the screen, and always two borders and a margin short of it.
+  local max_height = math.max(1, math.min(rows - 3, math.max(5, math.floor(rows * 0.8))))
+  height = math.max(1, math.min(height, max_height))
+  return {
+    relative = 'editor',
+    width = width,
+    height = height,
+    row = math.max(0, math.floor((rows - height - 2) / 2)),
+    col = math.floor((vim.o.columns - width - 2) / 2),
+    style = 'minimal',
+    border = 'rounded',
+    title = string.format(' Caboose: approve %s? (%s mode) ', req.tool or '?', req.mode or '?'),
+    title_pos = 'center',
+    footer = H.FOOTER,
+    footer_pos = 'center',
+    focusable = true,
+  }
 end
 
 H.render = function()
@@ -86,27 +99,35 @@ H.render = function()
   vim.bo[H.buf].modifiable = false
   H.highlight(H.buf, lines, req)
   vim.b[H.buf].caboose_approval_id = req.id
-  local width = math.min(math.max(60, math.floor(vim.o.columns * 0.7)), vim.o.columns - 4)
-  local height = math.min(#lines, math.max(5, math.floor(vim.o.lines * 0.6)))
-  local cfg = {
-    relative = 'editor',
-    width = width,
-    height = height,
-    row = math.floor((vim.o.lines - height) / 2) - 1,
-    col = math.floor((vim.o.columns - width) / 2),
-    style = 'minimal',
-    border = 'rounded',
-    title = ' Caboose: approve ' .. (req.tool or '') .. '? ',
-    title_pos = 'center',
-  }
+  local cfg = H.layout(req, #lines)
+  local opened = false
   if H.win and vim.api.nvim_win_is_valid(H.win) then
     vim.api.nvim_win_set_config(H.win, cfg)
   else
-    H.win = vim.api.nvim_open_win(H.buf, true, cfg)
-    vim.wo[H.win].winhighlight = 'FloatBorder:CabooseApprovalBorder,FloatTitle:CabooseApprovalTitle'
-    vim.wo[H.win].wrap = false
+    opened = true
+    -- Never take focus: keys typed in the user's buffer while a request arrives must stay there.
+    H.win = vim.api.nvim_open_win(H.buf, false, cfg)
+    vim.wo[H.win].winhighlight = 'FloatBorder:CabooseApprovalBorder,FloatTitle:CabooseApprovalTitle,FloatFooter:CabooseApprovalTitle'
+    vim.wo[H.win].wrap = true
+    vim.wo[H.win].linebreak = true
+    vim.wo[H.win].breakindent = true
   end
-  vim.api.nvim_exec_autocmds('User', { pattern = 'CabooseApprovalShown', modeline = false, data = { id = req.id, tool = req.tool } })
+  -- Wrapped lines take more rows than lines: fit the float to its text (clamped by H.layout).
+  local rows = vim.api.nvim_win_text_height(H.win, {}).all
+  if rows ~= cfg.height then
+    vim.api.nvim_win_set_config(H.win, H.layout(req, rows))
+  end
+  local changed = H.shown_id ~= req.id
+  if changed then
+    H.shown_id = req.id
+    pcall(vim.api.nvim_win_set_cursor, H.win, { 1, 0 })
+    -- A new request under the user's cursor: a key pressed twice must not answer it unseen.
+    local focused = vim.api.nvim_get_current_win() == H.win
+    H.grace_until = focused and (H.now() + require('caboose').config().approval.grace_ms) or 0
+  end
+  if changed or opened then
+    vim.api.nvim_exec_autocmds('User', { pattern = 'CabooseApprovalShown', modeline = false, data = { id = req.id, tool = req.tool } })
+  end
 end
 
 H.ns = vim.api.nvim_create_namespace('caboose_approval')
@@ -114,44 +135,73 @@ H.ns = vim.api.nvim_create_namespace('caboose_approval')
 --- Diff lines in the preview get the CabooseDiff* groups (linked to DiffAdd/DiffDelete).
 H.highlight = function(buf, lines, req)
   vim.api.nvim_buf_clear_namespace(buf, H.ns, 0, -1)
-  local is_diff = type(req.preview) == 'table' and req.preview.kind == 'diff'
+  if not (type(req.preview) == 'table' and req.preview.kind == 'diff') then
+    return
+  end
   for i, l in ipairs(lines) do
     local group
-    if i == 1 then
-      group = 'CabooseApprovalTitle'
-    elseif is_diff and l:match('^%+') and not l:match('^%+%+%+ ') then
+    if l:match('^%+') and not l:match('^%+%+%+ ') then
       group = 'CabooseDiffAdd'
-    elseif is_diff and l:match('^%-') and not l:match('^%-%-%- ') then
+    elseif l:match('^%-') and not l:match('^%-%-%- ') then
       group = 'CabooseDiffDelete'
-    elseif is_diff and l:match('^@@') then
+    elseif l:match('^@@') then
       group = 'CabooseDiffHunk'
-    elseif i == #lines then
-      group = 'CabooseNotice'
     end
     if group then
-      vim.api.nvim_buf_set_extmark(buf, H.ns, i - 1, 0, { end_row = i - 1, end_col = #l, hl_group = group, hl_eol = group ~= 'CabooseNotice' and group ~= 'CabooseApprovalTitle' })
+      vim.api.nvim_buf_set_extmark(buf, H.ns, i - 1, 0, { end_row = i - 1, end_col = #l, hl_group = group, hl_eol = true })
     end
   end
+end
+
+H.now = function()
+  return vim.uv.hrtime() / 1e6
+end
+
+--- Runs a decision key's action on the request shown, unless the request only just replaced another.
+H.decision_key = function(fn)
+  return function()
+    local req = H.current()
+    if not req then
+      return
+    end
+    if H.now() < H.grace_until then
+      vim.notify('(caboose) a new approval request just appeared: read it, then answer', vim.log.levels.INFO)
+      return
+    end
+    fn(req)
+  end
+end
+
+--- "Always" runs the tool without asking for the rest of the session: confirm first (default: no).
+H.confirm_always = function(req)
+  local yes = string.format('Yes, always allow %s', req.tool or 'this tool')
+  local prompt = string.format('Run %s without asking for the rest of this session? (:CabooseRevoke undoes it)', req.tool or 'this tool')
+  vim.ui.select({ 'No', yes }, { prompt = prompt }, function(choice)
+    if choice == yes then
+      H.answer(req, 'always')
+    end
+  end)
 end
 
 H.keymaps = function(buf)
   local map = function(lhs, fn, desc)
     vim.keymap.set('n', lhs, fn, { buffer = buf, nowait = true, desc = 'Caboose approval: ' .. desc })
   end
-  map('<CR>', function()
-    M.respond('once')
-  end, 'approve once')
-  map('o', function()
-    M.respond('once')
-  end, 'approve once')
-  map('a', function()
-    M.respond('always')
-  end, 'always allow this tool')
-  map('r', function()
-    vim.ui.input({ prompt = 'Reason (optional): ' }, function(reason)
-      M.respond('reject', reason)
-    end)
-  end, 'reject')
+  local once = H.decision_key(function(req)
+    H.answer(req, 'once')
+  end)
+  map('<CR>', once, 'approve once')
+  map('o', once, 'approve once')
+  map('a', H.decision_key(H.confirm_always), 'always allow this tool (asks to confirm)')
+  map(
+    'r',
+    H.decision_key(function(req)
+      vim.ui.input({ prompt = 'Reason (optional): ' }, function(reason)
+        H.answer(req, 'reject', reason)
+      end)
+    end),
+    'reject'
+  )
   map('q', H.close_win, 'hide')
   map('<Esc>', H.close_win, 'hide')
 end
@@ -164,21 +214,24 @@ function M.show(req)
   end
 end
 
---- Re-open the float of the pending approval (after hiding it).
+--- Show the float of the pending approval (after hiding it) and move the cursor into it.
 function M.focus()
-  if H.current() then
-    H.render()
-    vim.api.nvim_set_current_win(H.win)
-    return true
+  if not H.current() then
+    return false
   end
-  return false
+  H.render()
+  if vim.fn.mode():match('^[iR]') then
+    vim.cmd('stopinsert') -- the float's keys are normal-mode keys
+  end
+  vim.api.nvim_set_current_win(H.win)
+  return true
 end
 
 function M.pending()
   return vim.deepcopy(H.pending)
 end
 
---- Answer the first pending request.
+--- Answer the first pending request (no confirmation: this is the API).
 ---@param decision 'once'|'always'|'reject'
 ---@param reason string|nil
 function M.respond(decision, reason)
@@ -189,6 +242,15 @@ function M.respond(decision, reason)
   end
   if not vim.tbl_contains({ 'once', 'always', 'reject' }, decision) then
     vim.notify('(caboose) decision must be once, always or reject', vim.log.levels.ERROR)
+    return false
+  end
+  return H.answer(req, decision, reason)
+end
+
+--- Answers `req` itself (a confirmation or a reason prompt may end after the request was withdrawn).
+H.answer = function(req, decision, reason)
+  if not vim.tbl_contains(H.pending, req) then
+    vim.notify('(caboose) that approval request is no longer pending', vim.log.levels.WARN)
     return false
   end
   local rpc = require('caboose.rpc')
