@@ -43,7 +43,7 @@ forEachNvim((bin) => {
       assert.deepEqual(float.lines.slice(0, 2), ['path: a.txt', '1 edit'], 'a readable summary of the arguments');
       assert.doesNotMatch(text, /[0-9a-f]{64}|expectedSha256|\{/, 'no sha256, no raw tables');
       assert.match(text, /-two\n\+TWO/, 'the float shows a unified diff');
-      assert.match(float.footer, /\[o\/<CR>\] once.*\[a\] always.*\[r\] reject.*\[q\] hide/, 'the keys are in the footer');
+      assert.match(float.footer, /answer: :CabooseApproval/, 'unfocused, the footer says how to get in');
       await waitState('pending_approval');
       assert.equal(await e.t.lua("return require('caboose').statusline()"), 'caboose: pending approval');
       const marks = await e.t.lua<[number, number, number, { hl_group: string }][]>(`

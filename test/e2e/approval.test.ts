@@ -161,7 +161,12 @@ forEachNvim((bin) => {
       const content = [long, ...Array.from({ length: 80 }, (_, i) => `line ${i + 1}`)].join('\n') + '\n';
       e.fake.script({ toolCalls: [{ name: 'create_file', arguments: { path: 'big.txt', content } }] }, { text: 'created' });
       await e.t.cmd('Caboose make big');
-      const f = await waitApprovalFloat(e.t, 'create_file');
+      assert.match((await waitApprovalFloat(e.t, 'create_file')).footer, /answer: :CabooseApproval \(ga in the chat\)/);
+      await e.t.cmd('CabooseApproval');
+      const f = await e.t.waitFor(async () => {
+        const g = await waitApprovalFloat(e.t, 'create_file');
+        return /\[o/.test(g.footer) ? g : null;
+      }, 'the keys in the footer once focused');
       assert.deepEqual(f.lines.slice(0, 2), ['path: big.txt', `content: 81 lines, ${Buffer.byteLength(content)} bytes`]);
       assert.match(f.footer, /\[o\/<CR>\] once +\[a\] always +\[r\] reject +\[q\] hide/);
       assert.ok(!f.text.includes('[o/<CR>]'), 'the keys are not a buffer line one has to scroll to');
@@ -173,6 +178,13 @@ forEachNvim((bin) => {
       );
       assert.deepEqual(wo, { wrap: true, linebreak: true, focusable: true });
       assert.ok(f.lines.length > f.height, 'the body is longer than the float');
+      await e.t.cmd('set columns=64 lines=20 | doautocmd VimResized');
+      const r = await e.t.waitFor(async () => {
+        const g = await waitApprovalFloat(e.t, 'create_file');
+        return g.col + g.width <= 64 && g.row + g.height <= 20 - 1 ? g : null;
+      }, 'the float fits the resized screen');
+      assert.ok(r.col >= 0 && r.row >= 0);
+      await e.t.cmd('set columns=80 lines=24 | doautocmd VimResized');
 
       await e.t.cmd('CabooseApproval');
       const top = () => e.t.lua<number>("return vim.fn.line('w0')");

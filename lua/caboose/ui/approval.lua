@@ -14,6 +14,8 @@ H.shown_id = nil ---@type string|nil the request the float shows
 H.grace_until = 0 ---@type number decision keys are ignored until then (ms, vim.uv.hrtime based)
 
 H.FOOTER = ' [o/<CR>] once  [a] always  [r] reject  [q] hide '
+-- Until the user is in the float its keys do nothing: say how to get there.
+H.FOOTER_UNFOCUSED = ' answer: :CabooseApproval (ga in the chat) '
 
 H.current = function()
   return H.pending[1]
@@ -75,7 +77,7 @@ H.layout = function(req, height)
     border = 'rounded',
     title = string.format(' Caboose: approve %s? (%s mode) ', req.tool or '?', req.mode or '?'),
     title_pos = 'center',
-    footer = H.FOOTER,
+    footer = (H.win and vim.api.nvim_get_current_win() == H.win) and H.FOOTER or H.FOOTER_UNFOCUSED,
     footer_pos = 'center',
     focusable = true,
   }
@@ -92,6 +94,12 @@ H.render = function()
     vim.bo[H.buf].bufhidden = 'hide'
     vim.bo[H.buf].filetype = 'caboose_approval'
     H.keymaps(H.buf)
+    vim.api.nvim_create_autocmd({ 'BufEnter', 'BufLeave' }, {
+      buffer = H.buf,
+      callback = function()
+        vim.schedule(H.relayout) -- after the window switch, so the footer matches the focus
+      end,
+    })
   end
   local lines = H.lines_for(req)
   vim.bo[H.buf].modifiable = true
@@ -129,6 +137,23 @@ H.render = function()
     vim.api.nvim_exec_autocmds('User', { pattern = 'CabooseApprovalShown', modeline = false, data = { id = req.id, tool = req.tool } })
   end
 end
+
+--- Re-fit the open float (focus changed, or the screen was resized).
+H.relayout = function()
+  local req = H.current()
+  if req and H.win and vim.api.nvim_win_is_valid(H.win) then
+    vim.api.nvim_win_set_config(H.win, H.layout(req, vim.api.nvim_win_text_height(H.win, {}).all))
+    -- The width may have changed, and with it the wrapped height.
+    vim.api.nvim_win_set_config(H.win, H.layout(req, vim.api.nvim_win_text_height(H.win, {}).all))
+  end
+end
+
+vim.api.nvim_create_autocmd('VimResized', {
+  group = vim.api.nvim_create_augroup('CabooseApprovalLayout', { clear = true }),
+  callback = function()
+    H.relayout()
+  end,
+})
 
 H.ns = vim.api.nvim_create_namespace('caboose_approval')
 
