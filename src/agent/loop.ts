@@ -13,6 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ToolRegistry } from '../tools/registry';
 import type { ApprovalPreview, ToolContext, ToolDefinition, ToolResult } from '../tools/tool';
+import type { ReviewSelection } from '../workspace/review';
 import { ToolError, type ToolErrorInfo } from '../tools/errors';
 import { OpenAIProvider, ProviderError, type AssembledToolCall, type ChatMessage, type ModelClient, type ProviderConfig, type Usage } from './provider';
 import { DEFAULT_MODE, blockedByModeMessage, permissionFor, type PermissionMode } from './permissions';
@@ -33,7 +34,8 @@ export interface ApprovalRequest {
   preview?: ApprovalPreview;
 }
 
-export type ApprovalDecision = { decision: 'once' | 'always' | 'reject'; reason?: string };
+/** `review`: with 'once'/'always', the hunks the user rejected in a file change (the rest are written). */
+export type ApprovalDecision = { decision: 'once' | 'always' | 'reject'; reason?: string; review?: ReviewSelection };
 
 export interface AgentEvents {
   state?(state: AgentState, previous: AgentState): void;
@@ -434,6 +436,8 @@ export class Agent {
       }
       if (decision.decision === 'always') this.alwaysAllowed.add(def.name);
       this.setState('executing_tools');
+      const review = decision.review?.files.some((f) => f.rejected.length > 0) ? decision.review : undefined;
+      return this.runTool(p, signal, review);
     }
     return this.runTool(p, signal);
   }
@@ -474,11 +478,11 @@ export class Agent {
   }
 
   /** registry.call never throws; the race makes stop() effective even for tools ignoring the signal. */
-  private async runTool(p: PendingCall, signal: AbortSignal): Promise<ToolResult> {
+  private async runTool(p: PendingCall, signal: AbortSignal, review?: ReviewSelection): Promise<ToolResult> {
     if (signal.aborted) return cancelledResult();
     const aborted = abortPromise(signal);
     try {
-      const ctx = this.opts.makeContext(signal);
+      const ctx = review ? { ...this.opts.makeContext(signal), review } : this.opts.makeContext(signal);
       const result = await Promise.race([this.registry.call(p.call.name, p.args, ctx), aborted.promise]);
       return result ?? cancelledResult();
     } finally {

@@ -60,10 +60,23 @@ export const ContextItemParams = z.object({
 });
 export const SendParams = z.object({ text: z.string().min(1), context: z.array(ContextItemParams).max(50).optional().nullable() });
 export const SetModeParams = z.object({ mode: z.enum(PERMISSION_MODES) });
+/** A hunk review's answer: per file, the sha256 the review was shown for and the hunks (1-based) rejected. */
+export const ReviewSelectionParams = z.object({
+  files: z
+    .array(
+      z.object({
+        path: z.string().min(1),
+        before_sha256: z.string().nullable().optional(),
+        rejected: z.array(z.object({ hunk: z.number().int().min(1), reason: z.string().max(10_000).optional().nullable() })).max(10_000),
+      }),
+    )
+    .max(1000),
+});
 export const ApprovalResolveParams = z.object({
   id: z.string(),
   decision: z.enum(['once', 'always', 'reject']),
   reason: z.string().optional().nullable(),
+  review: ReviewSelectionParams.optional().nullable(),
 });
 /** Without `tool`, every standing "always" grant of the session is revoked. */
 export const GrantsRevokeParams = z.object({ tool: z.string().min(1).optional().nullable() });

@@ -97,7 +97,16 @@ export class HostServer {
       }
       case METHODS.approvalResolve: {
         const p = parse(protocol().ApprovalResolveParams, params, method);
-        const found = this.runtime?.session.resolveApproval(p.id, { decision: p.decision, reason: p.reason ?? undefined }) ?? false;
+        const review = p.review
+          ? {
+              files: p.review.files.map((f) => ({
+                path: f.path,
+                beforeSha256: f.before_sha256 ?? null,
+                rejected: f.rejected.map((r) => ({ hunk: r.hunk, ...(r.reason ? { reason: r.reason } : {}) })),
+              })),
+            }
+          : undefined;
+        const found = this.runtime?.session.resolveApproval(p.id, { decision: p.decision, reason: p.reason ?? undefined, review }) ?? false;
         return { ok: found };
       }
       case METHODS.askResolve: {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ToolError } from './errors';
 import type { ToolDefinition } from './tool';
 import { fileWorkspace, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
+import { reviewFiles } from '../workspace/review';
 import { basisOf, savedFields, sha256Hex, unsavedBufferError, type FileChange, type FileView } from '../workspace/file-access';
 import { isBinary } from '../workspace/encoding';
 import { finalContents, parsePatch, planPatch, type FileState, type PlannedChange } from '../workspace/patch';
@@ -123,7 +124,9 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof applyPatchParameters
   const changes: FileChange[] = [];
   const files: ApplyPatchFile[] = [];
   const audit: WritePlan<ApplyPatchData>['audit'] = [];
-  const stashes: { id: string; rel: string; view: FileView }[] = [];
+  const stashes: { id: string; abs: string; rel: string; view: FileView }[] = [];
+  // A hunk review may drop a delete from `changes`: only the deletes still there are stashed.
+  const committed = () => stashes.filter((s) => changes.some((c) => c.type === 'delete' && c.abs === s.abs));
   const finals = finalContents(planned);
   const diffs: string[] = [];
   const newSha = new Map<string, string>();
@@ -136,7 +139,7 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof applyPatchParameters
     if (text === null) {
       if (view.kind === 'missing') continue; // added then deleted within the patch
       changes.push({ type: 'delete', abs: r.abs });
-      if (deleted.has(r.abs)) stashes.push({ id: ws.trash.newId(), rel: r.rel, view });
+      if (deleted.has(r.abs)) stashes.push({ id: ws.trash.newId(), abs: r.abs, rel: r.rel, view });
       continue;
     }
     const body = Buffer.from(text, 'utf8');
@@ -193,10 +196,10 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof applyPatchParameters
     result: { files, ...capDiff(diff, 'the patched files') },
     audit,
     beforeCommit: async () => {
-      for (const s of stashes) await ws.trash.stash(s.id, s.view.bytes!);
+      for (const s of committed()) await ws.trash.stash(s.id, s.view.bytes!);
     },
     onFailure: async () => {
-      for (const s of stashes) await ws.trash.discard(s.id);
+      for (const s of committed()) await ws.trash.discard(s.id);
     },
     afterCommit: async (report) => {
       for (const f of files) {
@@ -208,7 +211,7 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof applyPatchParameters
         Object.assign(f, s);
       }
       const now = new Date().toISOString();
-      for (const s of stashes) {
+      for (const s of committed()) {
         ws.trash.record({
           id: s.id,
           originalPath: s.rel,
@@ -239,11 +242,12 @@ export const applyPatchTool: ToolDefinition<typeof applyPatchParameters, ApplyPa
   policy: 'edit',
   execute: (args, ctx) => {
     const ws = fileWorkspace(ctx.workspace);
-    return ws.runWrite('apply_patch', 'patch', empty(), (d) => plan(ws, args, d));
+    return ws.runWrite('apply_patch', 'patch', empty(), (d) => plan(ws, args, d), ctx.review);
   },
   async preview(args, ctx) {
-    const p = await plan(fileWorkspace(ctx.workspace), args, empty());
+    const ws = fileWorkspace(ctx.workspace);
+    const p = await plan(ws, args, empty());
     const paths = p.result.files.map((f) => f.moveTo ?? f.path);
-    return { kind: 'diff', path: paths.length === 1 ? paths[0] : `${paths.length} files`, diff: p.diff };
+    return { kind: 'diff', path: paths.length === 1 ? paths[0] : `${paths.length} files`, diff: p.diff, files: await reviewFiles(ws, p.changes) };
   },
 };

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ToolError, STALE_FILE_ACTION } from './errors';
 import type { ToolDefinition } from './tool';
 import { fileWorkspace, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
+import { reviewFiles } from '../workspace/review';
 import { sha256Hex } from '../workspace/file-access';
 import { fileDiff } from '../workspace/text-diff';
 import { capDiff, pathField, type CappedDiff } from '../workspace/tool-support';
@@ -54,10 +55,11 @@ export const createFileTool: ToolDefinition<typeof createFileParameters, CreateF
   policy: 'edit',
   execute: (args, ctx) => {
     const ws = fileWorkspace(ctx.workspace);
-    return ws.runWrite('create_file', 'create', empty(), (d) => plan(ws, args, d));
+    return ws.runWrite('create_file', 'create', empty(), (d) => plan(ws, args, d), ctx.review);
   },
   async preview(args, ctx) {
-    const p = await plan(fileWorkspace(ctx.workspace), args, empty());
-    return { kind: 'diff', path: p.result.path, diff: p.diff };
+    const ws = fileWorkspace(ctx.workspace);
+    const p = await plan(ws, args, empty());
+    return { kind: 'diff', path: p.result.path, diff: p.diff, files: await reviewFiles(ws, p.changes) };
   },
 };

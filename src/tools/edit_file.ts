@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ToolError } from './errors';
 import type { ToolDefinition } from './tool';
 import { fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
+import { reviewFiles } from '../workspace/review';
 import { assertTextFile, basisOf, savedFields, sha256HexAsync, toTextView, unsavedBufferError, type FileView } from '../workspace/file-access';
 import { encodeText, keepFinalNewline, normalizeEol } from '../workspace/encoding';
 import { applyEdits, applyEditsToBytes, type TextEdit } from '../workspace/edits';
@@ -139,10 +140,11 @@ export const editFileTool: ToolDefinition<typeof editFileParameters, EditFileDat
   policy: 'edit',
   execute: (args, ctx) => {
     const ws = fileWorkspace(ctx.workspace);
-    return ws.runWrite('edit_file', 'edit', empty(), (d) => plan(ws, args, d));
+    return ws.runWrite('edit_file', 'edit', empty(), (d) => plan(ws, args, d), ctx.review);
   },
   async preview(args, ctx) {
-    const p = await plan(fileWorkspace(ctx.workspace), args, empty());
-    return { kind: 'diff', path: p.result.path, diff: await p.diffReady };
+    const ws = fileWorkspace(ctx.workspace);
+    const p = await plan(ws, args, empty());
+    return { kind: 'diff', path: p.result.path, diff: await p.diffReady, files: await reviewFiles(ws, p.changes) };
   },
 };

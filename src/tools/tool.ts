@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { ToolErrorInfo } from './errors';
 import type { Workspace } from '../workspace/workspace';
+import type { ReviewFile, ReviewSelection } from '../workspace/review';
 
 export type ToolResult<T = unknown> = { ok: true; data: T } | { ok: false; error: ToolErrorInfo };
 
@@ -28,6 +29,8 @@ export interface ToolContext {
   /** Streamed progress for long tools (bash output, fetch). */
   progress?: (text: string) => void;
   log?: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, meta?: unknown) => void;
+  /** The user's hunk-level decision on this (write) call: only the hunks not rejected are written. */
+  review?: ReviewSelection;
 }
 
 export interface ToolDefinition<S extends z.ZodType = z.ZodType, R = unknown> {
@@ -42,7 +45,7 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType, R = unknown> {
 }
 
 export type ApprovalPreview =
-  | { kind: 'diff'; path: string; diff: string }
+  | { kind: 'diff'; path: string; diff: string; files?: ReviewFile[] }
   | { kind: 'command'; command: string; cwd: string }
   | { kind: 'text'; text: string };
 

@@ -3,6 +3,7 @@ import { ToolError } from './errors';
 import type { ToolDefinition } from './tool';
 import { planNewFile } from './create_file';
 import { fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
+import { reviewFiles } from '../workspace/review';
 import { basisOf, savedFields, sha256Hex, toTextView, unsavedBufferError } from '../workspace/file-access';
 import { decodeText, encodeText, isBinary, normalizeEol } from '../workspace/encoding';
 import { fileDiff } from '../workspace/text-diff';
@@ -63,10 +64,11 @@ export const writeFileTool: ToolDefinition<typeof writeFileParameters, WriteFile
   policy: 'edit',
   execute: (args, ctx) => {
     const ws = fileWorkspace(ctx.workspace);
-    return ws.runWrite('write_file', 'write', empty(), (d) => plan(ws, args, d));
+    return ws.runWrite('write_file', 'write', empty(), (d) => plan(ws, args, d), ctx.review);
   },
   async preview(args, ctx) {
-    const p = await plan(fileWorkspace(ctx.workspace), args, empty());
-    return { kind: 'diff', path: p.result.path, diff: p.diff };
+    const ws = fileWorkspace(ctx.workspace);
+    const p = await plan(ws, args, empty());
+    return { kind: 'diff', path: p.result.path, diff: p.diff, files: await reviewFiles(ws, p.changes) };
   },
 };

@@ -1,4 +1,5 @@
 import { ToolRegistry } from '../tools/registry';
+import type { ReviewSelection } from './review';
 import type { ToolContext, ToolDefinition, ToolResult, ToolSpec } from '../tools/tool';
 import { FILE_TOOLS, FILE_WRITE_TOOL_NAMES } from '../tools/file-tools';
 import { FileWorkspace, type WorkspaceOptions } from './workspace';
@@ -34,7 +35,7 @@ export interface OpenedWorkspace {
   /** Name, description, JSON schema and policy of each file tool (what the model is sent). */
   tools: ToolSpec[];
   /** Validates and runs a tool; `{ ok: true, data }` or `{ ok: false, error }`, never throws. */
-  call(name: string, args: unknown, opts?: { signal?: AbortSignal }): Promise<ToolResult>;
+  call(name: string, args: unknown, opts?: { signal?: AbortSignal; review?: ReviewSelection }): Promise<ToolResult>;
   close(): void;
   /** Re-checks this workspace's audit log hash chain (see verifyAuditLog). */
   verifyAuditLog(): AuditVerification;
@@ -58,6 +59,7 @@ export function openWorkspace(opts: OpenWorkspaceOptions): OpenedWorkspace {
         signal: callOpts.signal ?? new AbortController().signal,
         workspace,
         sessionId: workspace.sessionId,
+        ...(callOpts.review ? { review: callOpts.review } : {}),
       };
       return registry.call(name, args, ctx);
     },

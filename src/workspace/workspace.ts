@@ -5,6 +5,7 @@ import type { AuditRepository } from '../store/audit';
 import { openStore, type Store } from '../store';
 import { FileAccess, type BufferBridge, type CommitReport, type FileChange, type CommitFaultHook, type UnsavedBuffersPolicy } from './file-access';
 import { Mutex } from './mutex';
+import { applyReviewSelection, type ReviewSelection } from './review';
 import { DEFAULT_DENY_GLOBS, PathResolver, isUnder, type ResolvedPath } from './paths';
 import type { SearchContext } from './search';
 import { DEFAULT_TRASH_RETENTION_DAYS, WorkspaceTrash } from './trash';
@@ -122,12 +123,13 @@ export class FileWorkspace implements Workspace {
    * The write path of every write tool: inside the lock, plan against the CURRENT content (stale gate
    * included), commit all-or-nothing, and audit the attempt whether it succeeded or not.
    */
-  async runWrite<T>(tool: string, operation: string, draft: AuditDraft, plan: (draft: AuditDraft) => Promise<WritePlan<T>>): Promise<T> {
+  async runWrite<T>(tool: string, operation: string, draft: AuditDraft, plan: (draft: AuditDraft) => Promise<WritePlan<T>>, review?: ReviewSelection): Promise<T> {
     if (this.closed) throw new ToolError('internal_error', 'The workspace is closed.');
     return this.withWriteLock(async () => {
       let p: WritePlan<T> | undefined;
       try {
         p = await plan(draft);
+        if (review) p = await applyReviewSelection(this, p, review);
         await p.beforeCommit?.();
         let report: CommitReport;
         try {
