@@ -65,7 +65,10 @@ local defaults = {
   data_dir = vim.fn.stdpath('data') .. '/caboose',
   host = { node = 'node', transport = 'job', prestart = true },
   chat = { position = 'right', size = 0.4, min_size = nil, max_size = nil, input_height = 5 },
-  approval = { grace_ms = 400 },
+  approval = { grace_ms = 400, style = 'inline' },
+  review = {
+    keys = { next_hunk = ']c', prev_hunk = '[c', accept = 'ga', reject = 'gr', accept_all = 'gA', reject_all = 'gR', quit = 'q' },
+  },
   log = { level = 'info', file = vim.fn.stdpath('log') .. '/caboose.log' },
 }
 
@@ -151,6 +154,18 @@ H.checks = {
   end,
   ['approval.grace_ms'] = function(v)
     return type(v) == 'number' and v >= 0, 'a number >= 0'
+  end,
+  ['approval.style'] = H.enum({ 'inline', 'float' }),
+  ['review.keys'] = function(v)
+    if type(v) ~= 'table' then
+      return false, 'a table of key names'
+    end
+    for k, lhs in pairs(v) do
+      if type(lhs) ~= 'string' then
+        return false, string.format('strings (review.keys.%s is a %s; "" disables a key)', tostring(k), type(lhs))
+      end
+    end
+    return true
   end,
   ['log.level'] = H.enum({ 'debug', 'info', 'warn', 'error', 'off' }),
   ['log.file'] = function(v)

@@ -19,6 +19,13 @@ M.groups = {
   CabooseToolOk = 'DiagnosticOk',
   CabooseToolError = 'DiagnosticError',
   CabooseToolRejected = 'DiagnosticWarn',
+  CabooseReviewAdd = 'DiffAdd',
+  CabooseReviewDelete = 'DiffDelete',
+  CabooseReviewText = 'DiffText',
+  CabooseReviewHunk = 'DiagnosticInfo',
+  CabooseReviewRejected = 'Comment',
+  CabooseReviewKept = 'Normal',
+  CabooseEditProgress = 'DiagnosticInfo',
 }
 
 function M.apply()

@@ -8,7 +8,7 @@ import { firstToolResult, lastToolResults } from '../support/chat-requests';
 import { approvalFloat as approvalFloatOf, waitApprovalFloat } from '../support/approval';
 
 const FAST = (mode = 'create', extra = '') =>
-  `require('caboose').setup({ mode = '${mode}', provider = { max_retries = 2, retry_base_delay_ms = 1 } ${extra} })`;
+  `require('caboose').setup({ mode = '${mode}', provider = { max_retries = 2, retry_base_delay_ms = 1 }, approval = { style = 'float' } ${extra} })`;
 
 type State = { state: string; mode: string };
 

@@ -6,7 +6,7 @@ import { forEachNvim } from '../support/nvim';
 import { useE2E } from '../support/e2e';
 import { approvalFloat, waitApprovalFloat } from '../support/approval';
 
-const SETUP = (extra = '') => `require('caboose').setup({ mode = 'create', provider = { max_retries = 0 } ${extra} })`;
+const SETUP = (extra = '') => `require('caboose').setup({ mode = 'create', provider = { max_retries = 0 }, approval = { style = 'float' } ${extra} })`;
 
 /** Records what Lua asks the host (method and approval id) and what vim.ui.select is asked. */
 const SPY = `

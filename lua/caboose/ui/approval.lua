@@ -83,10 +83,20 @@ H.layout = function(req, height)
   }
 end
 
+--- Inline review in the file's window (approval.style 'inline') for changes to files.
+H.inline = function(req)
+  return require('caboose').config().approval.style == 'inline' and require('caboose.ui.review').files(req) ~= nil
+end
+
 H.render = function()
   local req = H.current()
   if not req then
     H.close_win()
+    return
+  end
+  if H.inline(req) then
+    H.close_win()
+    require('caboose.ui.review').open(req)
     return
   end
   if not (H.buf and vim.api.nvim_buf_is_valid(H.buf)) then
@@ -244,6 +254,10 @@ function M.focus()
   if not H.current() then
     return false
   end
+  if H.inline(H.current()) then
+    H.render()
+    return require('caboose.ui.review').focus()
+  end
   H.render()
   if vim.fn.mode():match('^[iR]') then
     vim.cmd('stopinsert') -- the float's keys are normal-mode keys
@@ -273,7 +287,7 @@ function M.respond(decision, reason)
 end
 
 --- Answers `req` itself (a confirmation or a reason prompt may end after the request was withdrawn).
-H.answer = function(req, decision, reason)
+H.answer = function(req, decision, reason, review)
   if not vim.tbl_contains(H.pending, req) then
     vim.notify('(caboose) that approval request is no longer pending', vim.log.levels.WARN)
     return false
@@ -283,12 +297,16 @@ H.answer = function(req, decision, reason)
   if reason and reason ~= '' then
     params.reason = reason
   end
+  if review then
+    params.review = review
+  end
   local ok = require('caboose')._request(rpc.methods.approval_resolve, params)
   return ok ~= nil
 end
 
 --- The host closed a request (answered, or cancelled by :CabooseStop).
 function M.close(id)
+  require('caboose.ui.review').close(id)
   for i, req in ipairs(H.pending) do
     if req.id == id then
       table.remove(H.pending, i)
@@ -303,8 +321,14 @@ function M.close(id)
 end
 
 function M.close_all()
+  require('caboose.ui.review').close(nil)
   H.pending = {}
   H.close_win()
+end
+
+--- Internal (review.lua): answers `req` with an optional hunk selection.
+M._answer = function(req, decision, reason, review)
+  return H.answer(req, decision, reason, review)
 end
 
 return M

@@ -1,0 +1,541 @@
+--- Inline review of a proposed file change, in the file's own window: a scratch buffer with the NEW text
+--- (same filetype, so it keeps its highlighting) takes the window's place while the review is open; added
+--- lines are highlighted, removed lines are virtual lines above them, changed words are marked. The file's
+--- buffer (text, undo history, 'modified') is not touched: nothing is written until the user decides.
+--- Keys (config `review.keys`): next/prev hunk, accept/reject the hunk under the cursor, accept/reject all,
+--- leave it pending. A multi-file change is reviewed file after file; the decision goes to the host at the end.
+local M = {}
+local H = {}
+
+H.ns = vim.api.nvim_create_namespace('caboose_review')
+H.active = nil ---@type table|nil { req, files, fi, decisions, win, rbuf, restore }
+
+--- The files of a request that can be reviewed inline (nil when there are none).
+function M.files(req)
+  local p = type(req) == 'table' and req.preview or nil
+  if type(p) ~= 'table' or p.kind ~= 'diff' or type(p.files) ~= 'table' or #p.files == 0 then
+    return nil
+  end
+  return p.files
+end
+
+--- Hunks of a file as the user decides them: a whole-file operation (create, delete, move) is one.
+H.units = function(f)
+  if f.operation == 'edit' and #f.hunks > 0 then
+    return f.hunks
+  end
+  return { f.hunks[1] or { newStart = 0, newLines = #f.lines, oldStart = 0, oldLines = 0, removed = {}, added = f.lines, words = {} } }
+end
+
+H.cfg = function()
+  return require('caboose').config()
+end
+
+H.same_file = function(buf, abs)
+  local name = vim.api.nvim_buf_get_name(buf)
+  if name == '' then
+    return false
+  end
+  return name == abs or vim.uv.fs_realpath(name) == abs
+end
+
+--- The file's loaded buffer, if any.
+H.file_buf = function(abs)
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(b) and vim.bo[b].buftype == '' and H.same_file(b, abs) then
+      return b
+    end
+  end
+  return nil
+end
+
+H.is_plain_win = function(win)
+  if vim.api.nvim_win_get_config(win).relative ~= '' then
+    return false
+  end
+  local b = vim.api.nvim_win_get_buf(win)
+  return not vim.api.nvim_buf_get_name(b):match('^caboose://')
+end
+
+--- A window of the current tab showing `buf` (the current one first).
+H.win_for = function(buf)
+  if not buf then
+    return nil
+  end
+  local cur = vim.api.nvim_get_current_win()
+  if vim.api.nvim_win_get_buf(cur) == buf then
+    return cur
+  end
+  for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    if vim.api.nvim_win_get_buf(w) == buf and H.is_plain_win(w) then
+      return w
+    end
+  end
+  return nil
+end
+
+--- Where a file that is not shown gets its review: a split above the user's last editing window.
+H.split_win = function(rbuf)
+  local base
+  local prev = vim.fn.win_getid(vim.fn.winnr('#'))
+  for _, w in ipairs({ vim.api.nvim_get_current_win(), prev }) do
+    if w ~= 0 and vim.api.nvim_win_is_valid(w) and H.is_plain_win(w) then
+      base = w
+      break
+    end
+  end
+  if not base then
+    for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+      if H.is_plain_win(w) then
+        base = w
+        break
+      end
+    end
+  end
+  return vim.api.nvim_open_win(rbuf, false, { split = 'above', win = base or -1 })
+end
+
+--- Tabs expanded, so a removed line drawn as virtual text lines up with the code.
+H.expand = function(line, ts)
+  if not line:find('\t', 1, true) then
+    return line
+  end
+  local out, col = {}, 0
+  for ch in line:gmatch('.') do
+    if ch == '\t' then
+      local n = ts - (col % ts)
+      table.insert(out, string.rep(' ', n))
+      col = col + n
+    else
+      table.insert(out, ch)
+      col = col + 1
+    end
+  end
+  return table.concat(out)
+end
+
+--- First and last rows (0-based) a hunk occupies in the review buffer.
+H.rows = function(h, nlines)
+  local first = h.newLines > 0 and h.newStart - 1 or math.max(h.newStart - 1, 0)
+  local last = h.newLines > 0 and first + h.newLines - 1 or first
+  first = math.min(first, math.max(nlines - 1, 0))
+  return first, math.min(last, math.max(nlines - 1, 0))
+end
+
+H.decorate = function()
+  local a = H.active
+  local f = a.files[a.fi]
+  local buf = a.rbuf
+  vim.api.nvim_buf_clear_namespace(buf, H.ns, 0, -1)
+  local nlines = vim.api.nvim_buf_line_count(buf)
+  local units = H.units(f)
+  local ts = vim.bo[buf].tabstop
+  for i, h in ipairs(units) do
+    local d = a.decisions[a.fi][i]
+    local first, last = H.rows(h, nlines)
+    local add_hl = d and d.state == 'rejected' and 'CabooseReviewRejected' or 'CabooseReviewAdd'
+    for l = 0, (h.newLines or 0) - 1 do
+      local row = h.newStart - 1 + l
+      if row < nlines then
+        vim.api.nvim_buf_set_extmark(buf, H.ns, row, 0, { line_hl_group = add_hl, priority = 150 })
+      end
+    end
+    if not (d and d.state == 'rejected') then
+      for _, w in ipairs(h.words or {}) do
+        local row = h.newStart - 1 + w[1]
+        if row < nlines then
+          pcall(vim.api.nvim_buf_set_extmark, buf, H.ns, row, w[2], { end_col = w[3], hl_group = 'CabooseReviewText', priority = 160 })
+        end
+      end
+    end
+    if #h.removed > 0 then
+      local virt = {}
+      for _, l in ipairs(h.removed) do
+        table.insert(virt, { { H.expand(l, ts), d and d.state == 'rejected' and 'CabooseReviewKept' or 'CabooseReviewDelete' } })
+      end
+      local below = h.newLines == 0 and h.newStart > 0
+      vim.api.nvim_buf_set_extmark(buf, H.ns, below and math.min(h.newStart - 1, nlines - 1) or first, 0, {
+        virt_lines = virt,
+        virt_lines_above = not below,
+      })
+    end
+    local label = string.format(' hunk %d/%d', i, #units)
+    local hl = 'CabooseReviewHunk'
+    if d and d.state == 'accepted' then
+      label, hl = label .. ' ✓ accepted', 'CabooseToolOk'
+    elseif d and d.state == 'rejected' then
+      label, hl = label .. ' ✗ rejected' .. (d.reason and d.reason ~= '' and (': ' .. d.reason) or ''), 'CabooseToolRejected'
+    end
+    vim.api.nvim_buf_set_extmark(buf, H.ns, first, 0, { virt_text = { { label, hl } }, virt_text_pos = 'eol', priority = 200 })
+    a.rows[i] = { first, last }
+  end
+  H.winbar()
+end
+
+H.counts = function()
+  local a = H.active
+  local acc, rej = 0, 0
+  for _, d in pairs(a.decisions[a.fi]) do
+    if d.state == 'accepted' then
+      acc = acc + 1
+    else
+      rej = rej + 1
+    end
+  end
+  return acc, rej
+end
+
+H.winbar = function()
+  local a = H.active
+  if not (a.win and vim.api.nvim_win_is_valid(a.win)) then
+    return
+  end
+  local f = a.files[a.fi]
+  local k = H.cfg().review.keys
+  local acc, rej = H.counts()
+  local units = H.units(f)
+  local what = f.operation == 'edit' and f.path or (f.operation .. ' ' .. f.path .. (f.toPath and (' → ' .. f.toPath) or ''))
+  local bar = string.format(
+    ' %%#CabooseTitle#Review %s%%* %s%s │ %d hunk%s: ✓%d ✗%d │ %s/%s hunks · %s accept · %s reject · %s/%s all · %s later',
+    (a.req.tool or ''):gsub('%%', '%%%%'),
+    what:gsub('%%', '%%%%'),
+    #a.files > 1 and string.format(' (file %d/%d)', a.fi, #a.files) or '',
+    #units,
+    #units == 1 and '' or 's',
+    acc,
+    rej,
+    k.next_hunk,
+    k.prev_hunk,
+    k.accept,
+    k.reject,
+    k.accept_all,
+    k.reject_all,
+    k.quit
+  )
+  vim.wo[a.win].winbar = bar
+end
+
+--- The hunk under the cursor, else the next one below it, else the last one above.
+H.hunk_at = function(row)
+  local a = H.active
+  local after, before
+  for i, r in ipairs(a.rows) do
+    if row >= r[1] and row <= r[2] then
+      return i
+    end
+    if r[1] > row and not after then
+      after = i
+    end
+    if r[2] < row then
+      before = i
+    end
+  end
+  return after or before
+end
+
+H.cursor_row = function()
+  return vim.api.nvim_win_get_cursor(H.active.win)[1] - 1
+end
+
+H.goto_hunk = function(i)
+  local a = H.active
+  local r = a.rows[i]
+  if r and a.win and vim.api.nvim_win_is_valid(a.win) then
+    pcall(vim.api.nvim_win_set_cursor, a.win, { r[1] + 1, 0 })
+  end
+end
+
+H.next_pending = function(from)
+  local a = H.active
+  local n = #a.rows
+  for k = 1, n do
+    local i = ((from - 1 + k) % n) + 1
+    if not a.decisions[a.fi][i] then
+      return i
+    end
+  end
+  return nil
+end
+
+--- Records a decision for hunks `list` and moves on (to the next pending hunk, file, or the answer).
+H.decide = function(list, state, reason)
+  local a = H.active
+  if not a then
+    return
+  end
+  for _, i in ipairs(list) do
+    a.decisions[a.fi][i] = { state = state, reason = reason }
+  end
+  local nxt = H.next_pending(list[#list])
+  if nxt then
+    H.decorate()
+    H.goto_hunk(nxt)
+    return
+  end
+  H.finish_file()
+end
+
+H.finish_file = function()
+  local a = H.active
+  local focused = a.win and vim.api.nvim_get_current_win() == a.win
+  H.restore()
+  if a.fi < #a.files then
+    a.fi = a.fi + 1
+    H.show(focused)
+    return
+  end
+  H.submit()
+end
+
+--- The answer to the host: 'once' (with the rejected hunks, if any) or 'reject' when nothing was accepted.
+H.submit = function()
+  local a = H.active
+  H.active = nil
+  local files, reasons, any_accepted = {}, {}, false
+  for fi, f in ipairs(a.files) do
+    local rejected = {}
+    for i = 1, #H.units(f) do
+      local d = a.decisions[fi][i]
+      if d and d.state == 'rejected' then
+        table.insert(rejected, { hunk = i, reason = (d.reason and d.reason ~= '') and d.reason or nil })
+        if d.reason and d.reason ~= '' then
+          table.insert(reasons, string.format('%s hunk %d: %s', f.path, i, d.reason))
+        end
+      else
+        any_accepted = true
+      end
+    end
+    if #rejected > 0 then
+      table.insert(files, { path = f.path, before_sha256 = f.beforeSha256 or vim.NIL, rejected = rejected })
+    end
+  end
+  local approval = require('caboose.ui.approval')
+  if not any_accepted then
+    local reason = #reasons > 0 and table.concat(reasons, '; ') or nil
+    approval._answer(a.req, 'reject', reason)
+  elseif #files > 0 then
+    approval._answer(a.req, 'once', nil, { files = files })
+  else
+    approval._answer(a.req, 'once')
+  end
+end
+
+H.ask_reason = function(prompt, fn)
+  vim.ui.input({ prompt = prompt }, function(reason)
+    if reason == nil then
+      return -- cancelled: nothing decided
+    end
+    vim.schedule(function()
+      fn(vim.trim(reason))
+    end)
+  end)
+end
+
+H.pending_list = function()
+  local a = H.active
+  local out = {}
+  for i = 1, #a.rows do
+    if not a.decisions[a.fi][i] then
+      table.insert(out, i)
+    end
+  end
+  return out
+end
+
+H.keymaps = function(buf)
+  local k = H.cfg().review.keys
+  local map = function(lhs, fn, desc)
+    if lhs and lhs ~= '' then
+      vim.keymap.set('n', lhs, fn, { buffer = buf, nowait = true, desc = 'Caboose review: ' .. desc })
+    end
+  end
+  map(k.next_hunk, function()
+    local a = H.active
+    local row = H.cursor_row()
+    for i, r in ipairs(a.rows) do
+      if r[1] > row then
+        return H.goto_hunk(i)
+      end
+    end
+    H.goto_hunk(1)
+  end, 'next hunk')
+  map(k.prev_hunk, function()
+    local a = H.active
+    local row = H.cursor_row()
+    for i = #a.rows, 1, -1 do
+      if a.rows[i][1] < row then
+        return H.goto_hunk(i)
+      end
+    end
+    H.goto_hunk(#a.rows)
+  end, 'previous hunk')
+  map(k.accept, function()
+    local i = H.hunk_at(H.cursor_row())
+    if i then
+      H.decide({ i }, 'accepted')
+    end
+  end, 'accept the hunk')
+  map(k.reject, function()
+    local i = H.hunk_at(H.cursor_row())
+    if i then
+      H.ask_reason(string.format('Reject hunk %d — reason (optional): ', i), function(reason)
+        H.decide({ i }, 'rejected', reason)
+      end)
+    end
+  end, 'reject the hunk')
+  map(k.accept_all, function()
+    local list = H.pending_list()
+    if #list > 0 then
+      H.decide(list, 'accepted')
+    end
+  end, 'accept every remaining hunk')
+  map(k.reject_all, function()
+    local list = H.pending_list()
+    if #list > 0 then
+      H.ask_reason('Reject all — reason (optional): ', function(reason)
+        H.decide(list, 'rejected', reason)
+      end)
+    end
+  end, 'reject every remaining hunk')
+  map(k.quit, function()
+    H.restore()
+  end, 'leave the review pending (:CabooseApproval comes back)')
+end
+
+--- Puts the window back as it was (the file's buffer and view, or closes the split we opened).
+H.restore = function()
+  local a = H.active
+  if not a or not a.rbuf then
+    return
+  end
+  local r = a.restore
+  if a.win and vim.api.nvim_win_is_valid(a.win) then
+    if r.created then
+      pcall(vim.api.nvim_win_close, a.win, true)
+    else
+      if r.buf and vim.api.nvim_buf_is_valid(r.buf) then
+        vim.api.nvim_win_set_buf(a.win, r.buf)
+        pcall(vim.api.nvim_win_call, a.win, function()
+          vim.fn.winrestview(r.view)
+        end)
+      end
+      vim.wo[a.win].winbar = r.winbar or ''
+    end
+  end
+  if vim.api.nvim_buf_is_valid(a.rbuf) then
+    pcall(vim.api.nvim_buf_delete, a.rbuf, { force = true })
+  end
+  a.rbuf, a.win, a.rows = nil, nil, {}
+end
+
+--- Shows file `a.fi` of the active review in its window.
+H.show = function(focus)
+  local a = H.active
+  local f = a.files[a.fi]
+  local fbuf = H.file_buf(f.abs)
+  local win = H.win_for(fbuf)
+  if win and win == vim.api.nvim_get_current_win() and vim.fn.mode():match('^[iR]') then
+    -- Never swap the buffer under the user's typing: open the review once they leave Insert mode.
+    vim.api.nvim_create_autocmd('InsertLeave', {
+      once = true,
+      callback = vim.schedule_wrap(function()
+        if H.active == a and not a.rbuf then
+          H.show(focus)
+        end
+      end),
+    })
+    return
+  end
+  local rbuf = vim.api.nvim_create_buf(false, true)
+  vim.bo[rbuf].bufhidden = 'wipe'
+  pcall(vim.api.nvim_buf_set_name, rbuf, 'caboose://review/' .. f.path)
+  vim.api.nvim_buf_set_lines(rbuf, 0, -1, false, f.lines)
+  vim.bo[rbuf].modifiable = false
+  vim.b[rbuf].caboose_review = { id = a.req.id, path = f.path }
+  a.rbuf, a.rows = rbuf, {}
+  if win then
+    a.restore = {
+      buf = vim.api.nvim_win_get_buf(win),
+      view = vim.api.nvim_win_call(win, vim.fn.winsaveview),
+      winbar = vim.wo[win].winbar,
+    }
+    vim.api.nvim_win_set_buf(win, rbuf)
+  else
+    win = H.split_win(rbuf)
+    a.restore = { created = true }
+  end
+  a.win = win
+  local ft = fbuf and vim.bo[fbuf].filetype or vim.filetype.match({ filename = f.abs }) or ''
+  if ft ~= '' then
+    vim.bo[rbuf].filetype = ft
+  end
+  vim.bo[rbuf].modifiable = false
+  H.keymaps(rbuf)
+  H.decorate()
+  H.goto_hunk(H.next_pending(#a.rows) or 1)
+  if focus then
+    H.enter()
+  end
+  vim.api.nvim_exec_autocmds('User', { pattern = 'CabooseReviewShown', modeline = false, data = { id = a.req.id, path = f.path, buf = rbuf, win = win } })
+end
+
+H.enter = function()
+  local a = H.active
+  if a and a.win and vim.api.nvim_win_is_valid(a.win) then
+    if vim.fn.mode():match('^[iR]') then
+      vim.cmd('stopinsert')
+    end
+    vim.api.nvim_set_current_win(a.win)
+  end
+end
+
+--- Starts the inline review of `req` (an approval request whose preview has `files`).
+function M.open(req, opts)
+  if H.active and H.active.req.id == req.id then
+    return M.focus()
+  end
+  H.active = { req = req, files = M.files(req), fi = 1, decisions = {}, rows = {} }
+  for i = 1, #H.active.files do
+    H.active.decisions[i] = {}
+  end
+  H.show(opts and opts.focus)
+end
+
+--- Shows the review again (after `q`) and moves the cursor into it.
+function M.focus()
+  local a = H.active
+  if not a then
+    return false
+  end
+  if not a.rbuf then
+    H.show(true)
+  else
+    H.enter()
+  end
+  return true
+end
+
+function M.active_id()
+  return H.active and H.active.req.id or nil
+end
+
+--- The host withdrew or answered the request: the windows go back as they were.
+function M.close(id)
+  if H.active and (id == nil or H.active.req.id == id) then
+    H.restore()
+    H.active = nil
+  end
+end
+
+--- State for tests and statuslines: the file under review, its hunks' decisions, the review buffer/window.
+function M.state()
+  local a = H.active
+  if not a then
+    return nil
+  end
+  return { id = a.req.id, path = a.files[a.fi].path, file = a.fi, files = #a.files, buf = a.rbuf, win = a.win, decisions = vim.deepcopy(a.decisions[a.fi]) }
+end
+
+M.ns = H.ns
+
+return M

@@ -1,0 +1,176 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { forEachNvim } from '../support/nvim';
+import { useE2E } from '../support/e2e';
+import { firstToolResult } from '../support/chat-requests';
+
+const SETUP = `require('caboose').setup({ mode = 'create', provider = { max_retries = 0 } })`;
+const sha = (b: string | Buffer) => createHash('sha256').update(b).digest('hex');
+const ORIG = ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine'].join('\n') + '\n';
+const THREE = [
+  { oldText: 'two', newText: 'TWO' },
+  { oldText: 'five', newText: 'FIVE' },
+  { oldText: 'nine', newText: 'NINE' },
+];
+
+type ReviewState = { id: string; path: string; file: number; files: number; buf: number; win: number; decisions: Record<string, { state: string; reason?: string }> } | null;
+type Mark = [number, number, number, { line_hl_group?: string; hl_group?: string; virt_lines?: [string, string][][]; virt_text?: [string, string][] }];
+
+forEachNvim((bin) => {
+  describe(`inline review of file changes (Neovim ${bin.version})`, () => {
+    const e = useE2E(bin);
+    const file = () => path.join(e.t.cwd, 'a.txt');
+    const review = () => e.t.lua<ReviewState>("return require('caboose.ui.review').state()");
+    const waitReview = () => e.t.waitFor(review, 'the review') as Promise<NonNullable<ReviewState>>;
+    const chatHas = (text: string) => e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes(text), text);
+    const bufLines = (name: string) => e.t.lua<string[]>(`return vim.api.nvim_buf_get_lines(vim.fn.bufnr('${name}'), 0, -1, false)`);
+    const marks = (buf: number) => e.t.lua<Mark[]>("return vim.api.nvim_buf_get_extmarks(..., require('caboose.ui.review').ns, 0, -1, { details = true })", [buf]);
+    /** The model reads a.txt (buffer-aware sha256), then proposes three edits; its next request is answered with `done`. */
+    const scriptEdit = (done: string, edits = THREE) =>
+      e.fake.script(
+        { toolCalls: [{ name: 'read_file', arguments: { path: 'a.txt' } }] },
+        (req) => ({ toolCalls: [{ name: 'edit_file', arguments: { path: 'a.txt', expectedSha256: firstToolResult(req).data!.sha256 as string, edits } }] }),
+        { text: done },
+      );
+
+    it('a 3-hunk edit_file in the file window: hunks 1 and 3 accepted, 2 rejected with a reason; one u restores the original', async () => {
+      await e.start({ initLua: SETUP });
+      fs.writeFileSync(file(), ORIG);
+      await e.t.cmd('edit a.txt');
+      const fileWin = await e.t.lua<number>('return vim.api.nvim_get_current_win()');
+      scriptEdit('reviewed');
+      const n = e.fake.chatRequests.length;
+      await e.t.cmd('Caboose change three lines');
+      const r = await waitReview();
+      assert.equal(r.path, 'a.txt');
+      assert.equal(r.win, fileWin, "the review is in the file's own window");
+      assert.equal(await e.t.lua('return vim.api.nvim_win_get_buf(...)', [fileWin]), r.buf);
+      assert.deepEqual(await e.t.lua('return vim.api.nvim_buf_get_lines(..., 0, -1, false)', [r.buf]), ORIG.replace('two', 'TWO').replace('five', 'FIVE').replace('nine', 'NINE').trimEnd().split('\n'), 'the new text is shown');
+      assert.equal(await e.t.lua("return vim.bo[...].filetype", [r.buf]), 'text', "the file's filetype (its highlighting)");
+      // The file's buffer is untouched while the review is open.
+      assert.deepEqual(await bufLines('a.txt'), ORIG.trimEnd().split('\n'));
+      assert.equal(await e.t.lua("return vim.bo[vim.fn.bufnr('a.txt')].modified"), false);
+      assert.equal(await e.t.lua("return vim.fn.undotree(vim.fn.bufnr('a.txt')).seq_last"), 0);
+      // Decorations: added lines, removed lines as virtual lines above them, changed words, hunk labels.
+      const m = await marks(r.buf);
+      assert.deepEqual(m.filter((x) => x[3].line_hl_group === 'CabooseReviewAdd').map((x) => x[1]), [1, 4, 8]);
+      const virt = m.filter((x) => x[3].virt_lines).map((x) => [x[1], x[3].virt_lines![0][0][0], x[3].virt_lines![0][0][1]]);
+      assert.deepEqual(virt, [[1, 'two', 'CabooseReviewDelete'], [4, 'five', 'CabooseReviewDelete'], [8, 'nine', 'CabooseReviewDelete']]);
+      assert.equal(m.filter((x) => x[3].hl_group === 'CabooseReviewText').length, 0, 'a whole-line change has no word marks');
+      assert.equal(m.filter((x) => x[3].virt_text?.[0][0].includes('hunk')).length, 3);
+      assert.match(await e.t.lua<string>('return vim.wo[...].winbar', [fileWin]), /Review edit_file.*a\.txt.*\]c\/\[c hunks · ga accept · gr reject · gA\/gR all · q later/);
+
+      await e.t.lua('vim.api.nvim_set_current_win(...)', [fileWin]);
+      const row = () => e.t.lua<number>("return vim.fn.line('.')");
+      assert.equal(await row(), 2, 'the cursor is on hunk 1');
+      await e.t.nvim.input(']c');
+      await e.t.waitFor(async () => (await row()) === 5, ']c goes to hunk 2');
+      await e.t.nvim.input('[c');
+      await e.t.waitFor(async () => (await row()) === 2, '[c goes back');
+      await e.t.nvim.input('ga');
+      await e.t.waitFor(async () => (await row()) === 5, 'accepting moves to the next hunk');
+      await e.t.nvim.input('gr');
+      await e.t.waitFor(async () => (await e.t.lua<string>('return vim.fn.mode()')) === 'c', 'the reason prompt');
+      await e.t.nvim.input('keep five lowercase<CR>');
+      await e.t.waitFor(async () => (await row()) === 9, 'on to hunk 3');
+      const mid = await marks(r.buf);
+      assert.ok(mid.some((x) => x[3].virt_text?.[0][0].includes('✗ rejected: keep five lowercase')));
+      assert.ok(mid.some((x) => x[3].virt_text?.[0][0].includes('✓ accepted')));
+      await e.t.nvim.input('ga');
+      await chatHas('reviewed');
+
+      const want = ORIG.replace('two', 'TWO').replace('nine', 'NINE');
+      assert.equal(fs.readFileSync(file(), 'utf8'), want, 'exactly hunks 1 and 3 are on disk');
+      assert.deepEqual(await bufLines('a.txt'), want.trimEnd().split('\n'), 'and in the buffer');
+      assert.equal(await e.t.lua("return vim.bo[vim.fn.bufnr('a.txt')].modified"), false);
+      assert.equal(await e.t.lua('return vim.api.nvim_win_get_buf(...) == vim.fn.bufnr("a.txt")', [fileWin]), true, 'the window shows the file again');
+      assert.equal(await e.t.lua('return vim.api.nvim_buf_is_valid(...)', [r.buf]), false, 'the review buffer and its marks are gone');
+      assert.equal(await e.t.lua<string>('return vim.wo[...].winbar', [fileWin]), '');
+      assert.equal(await review(), null);
+
+      const result = firstToolResult(e.fake.chatRequests[n + 2]);
+      assert.equal(result.ok, true);
+      const data = result.data as { sha256: string; review: { rejected: { hunk: number; reason: string; removed: string }[]; applied: { hunks: number[] }[] } };
+      assert.equal(data.sha256, sha(want));
+      assert.deepEqual(data.review.applied[0].hunks, [1, 3]);
+      assert.deepEqual(data.review.rejected.map((x) => [x.hunk, x.removed, x.reason]), [[2, 'five', 'keep five lowercase']]);
+
+      await e.t.lua('vim.api.nvim_set_current_win(...)', [fileWin]);
+      await e.t.nvim.input('u');
+      await e.t.waitFor(async () => (await bufLines('a.txt')).join('\n') === ORIG.trimEnd(), 'one u restores the original');
+    });
+
+    it('an unsaved buffer: accepting changes the buffer only', async () => {
+      await e.start({ initLua: SETUP });
+      fs.writeFileSync(file(), ORIG);
+      await e.t.cmd('edit a.txt');
+      await e.t.lua("vim.api.nvim_buf_set_lines(0, 0, 1, false, { 'ONE (unsaved)' })");
+      scriptEdit('buffer only');
+      await e.t.cmd('Caboose change');
+      const r = await waitReview();
+      await e.t.lua('vim.api.nvim_set_current_win(...)', [r.win]);
+      await e.t.nvim.input('gA');
+      await chatHas('buffer only');
+      assert.equal(fs.readFileSync(file(), 'utf8'), ORIG, 'the disk is untouched');
+      assert.deepEqual(await bufLines('a.txt'), ['ONE (unsaved)', 'TWO', 'three', 'four', 'FIVE', 'six', 'seven', 'eight', 'NINE']);
+      assert.equal(await e.t.lua("return vim.bo[vim.fn.bufnr('a.txt')].modified"), true);
+    });
+
+    it('the buffer changed during the review: accepting is refused as stale_file and the text stays', async () => {
+      await e.start({ initLua: SETUP });
+      fs.writeFileSync(file(), ORIG);
+      await e.t.cmd('edit a.txt');
+      scriptEdit('saw it was stale');
+      const n = e.fake.chatRequests.length;
+      await e.t.cmd('Caboose change');
+      const r = await waitReview();
+      await e.t.lua("vim.api.nvim_buf_set_lines(vim.fn.bufnr('a.txt'), 0, 0, false, { 'typed meanwhile' })");
+      await e.t.lua('vim.api.nvim_set_current_win(...)', [r.win]);
+      await e.t.nvim.input('ga');
+      await e.t.nvim.input('gA');
+      await chatHas('saw it was stale');
+      const result = firstToolResult(e.fake.chatRequests[n + 2]);
+      assert.equal(result.ok, false);
+      assert.equal(result.error!.kind, 'stale_file');
+      assert.deepEqual((await bufLines('a.txt')).slice(0, 3), ['typed meanwhile', 'one', 'two']);
+      assert.equal(fs.readFileSync(file(), 'utf8'), ORIG);
+    });
+
+    it('a file that is not loaded opens in a split for review; q leaves it pending, :CabooseApproval comes back; gR rejects all', async () => {
+      await e.start({ initLua: SETUP });
+      fs.writeFileSync(file(), ORIG);
+      e.fake.script(
+        { toolCalls: [{ name: 'edit_file', arguments: { path: 'a.txt', expectedSha256: sha(ORIG), edits: THREE } }] },
+        { text: 'left alone' },
+      );
+      const wins = () => e.t.lua<number>('return #vim.api.nvim_tabpage_list_wins(0)');
+      await e.t.lua("require('caboose').open_chat()");
+      const before = await wins();
+      const n = e.fake.chatRequests.length;
+      await e.t.cmd('Caboose change');
+      const r = await waitReview();
+      assert.equal(await wins(), before + 1, 'a split for the review');
+      assert.notEqual(await e.t.lua('return vim.api.nvim_get_current_win()'), r.win, 'without taking the cursor');
+      await e.t.cmd('CabooseApproval');
+      assert.equal(await e.t.lua('return vim.api.nvim_get_current_win()'), r.win);
+      await e.t.nvim.input('q');
+      await e.t.waitFor(async () => (await wins()) === before, 'q closes the split');
+      assert.equal(((await review()) as NonNullable<ReviewState>).id, r.id, 'still pending');
+      await e.t.cmd('CabooseApproval');
+      const again = await e.t.waitFor(async () => ((await review())?.buf ? review() : null), 'shown again');
+      assert.equal(await e.t.lua('return vim.api.nvim_get_current_win()'), again!.win);
+      await e.t.nvim.input('gR');
+      await e.t.waitFor(async () => (await e.t.lua<string>('return vim.fn.mode()')) === 'c', 'the reason prompt');
+      await e.t.nvim.input('not now<CR>');
+      await chatHas('left alone');
+      assert.equal(await wins(), before);
+      assert.equal(fs.readFileSync(file(), 'utf8'), ORIG);
+      const result = firstToolResult(e.fake.chatRequests[n + 1]);
+      assert.equal(result.error!.kind, 'rejected_by_user');
+      assert.match(result.error!.message, /not now/);
+    });
+  });
+});
