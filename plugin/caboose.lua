@@ -24,6 +24,12 @@ vim.api.nvim_create_user_command('Caboose', function(o)
   caboose().command_caboose(o)
 end, { nargs = '*', range = true, desc = 'Caboose: send a prompt to the agent (with a range: about the selection)' })
 
+vim.api.nvim_create_user_command('CabooseEdit', function(o)
+  caboose().command_edit(o)
+end, { nargs = '*', range = true, desc = 'Caboose: edit the selected lines as instructed (reviewed in place)' })
+-- For a key of your own: vim.keymap.set('x', '<leader>ce', '<Plug>(CabooseEdit)'), or setup({ edit = { keymap = '<leader>ce' } })
+vim.keymap.set('x', '<Plug>(CabooseEdit)', ':CabooseEdit<CR>', { silent = true, desc = 'Caboose: edit the selection' })
+
 vim.api.nvim_create_user_command('CabooseStop', function()
   caboose().stop()
 end, { desc = 'Caboose: stop the running turn (stream and tools)' })

@@ -66,6 +66,7 @@ local defaults = {
   host = { node = 'node', transport = 'job', prestart = true },
   chat = { position = 'right', size = 0.4, min_size = nil, max_size = nil, input_height = 5 },
   approval = { grace_ms = 400, style = 'inline' },
+  edit = { keymap = nil }, -- e.g. '<leader>ce' in Visual mode for <Plug>(CabooseEdit)
   review = {
     keys = { next_hunk = ']c', prev_hunk = '[c', accept = 'ga', reject = 'gr', accept_all = 'gA', reject_all = 'gR', quit = 'q' },
   },
@@ -156,6 +157,9 @@ H.checks = {
     return type(v) == 'number' and v >= 0, 'a number >= 0'
   end,
   ['approval.style'] = H.enum({ 'inline', 'float' }),
+  ['edit.keymap'] = function(v)
+    return v == nil or v == false or (type(v) == 'string' and v ~= ''), 'nil, false or a key'
+  end,
   ['review.keys'] = function(v)
     if type(v) ~= 'table' then
       return false, 'a table of key names'

@@ -25,6 +25,9 @@ function M.setup(opts)
   H.config = require('caboose.config').build(opts)
   H.state.mode = H.config.mode
   require('caboose.highlights').setup()
+  if H.config.edit.keymap then
+    vim.keymap.set('x', H.config.edit.keymap, '<Plug>(CabooseEdit)', { desc = 'Caboose: edit the selection' })
+  end
   if require('caboose.rpc').is_running() then
     H.notify('configuration changes reach the host at its next start (:CabooseNew keeps it)', vim.log.levels.WARN)
   end
@@ -292,6 +295,9 @@ end
 
 --- Stop the running turn: the stream, every running tool, pending approvals; queued messages are dropped.
 function M.stop()
+  if package.loaded['caboose.edit'] then
+    require('caboose.edit').stop()
+  end
   if not require('caboose.rpc').is_running() then
     return
   end
@@ -299,6 +305,17 @@ function M.stop()
 end
 
 H.mode_changes = 0
+
+--- Edit lines `line1`..`line2` of the current buffer as `instruction` says (asks when it is empty); the
+--- answer is reviewed in place. Returns at once.
+function M.edit(line1, line2, instruction)
+  M.prestart()
+  return require('caboose.edit').start({ line1 = line1, line2 = line2, instruction = instruction })
+end
+
+function M.command_edit(o)
+  return M.edit(o.line1, o.line2, o.args)
+end
 
 --- Set the permission mode: 'plan' | 'create' | 'auto-edit' | 'chug'.
 function M.set_mode(mode)

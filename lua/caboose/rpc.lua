@@ -18,6 +18,8 @@ M.methods = {
   trash_list = 'trash.list',
   trash_restore = 'trash.restore',
   tool_call = 'tool.call',
+  selection_edit = 'edit.selection',
+  selection_edit_cancel = 'edit.cancel',
 }
 
 H.chan = nil ---@type integer|nil

@@ -15,6 +15,8 @@ export const METHODS = {
   trashList: 'trash.list',
   trashRestore: 'trash.restore',
   toolCall: 'tool.call',
+  selectionEdit: 'edit.selection',
+  selectionEditCancel: 'edit.cancel',
 } as const;
 
 /**

@@ -82,4 +82,16 @@ export const ApprovalResolveParams = z.object({
 export const GrantsRevokeParams = z.object({ tool: z.string().min(1).optional().nullable() });
 export const AskResolveParams = z.object({ id: z.string(), answer: z.string().nullable().optional() });
 export const TrashRestoreParams = z.object({ trash_id: z.string(), target_path: z.string().optional().nullable() });
+export const SelectionEditParams = z.object({
+  id: z.number().int(),
+  instruction: z.string().min(1).max(100_000),
+  path: z.string().optional().nullable(),
+  filetype: z.string().optional().nullable(),
+  start_line: z.number().int().min(1),
+  end_line: z.number().int().min(1),
+  text: z.string().max(4_000_000),
+  before: z.string().max(100_000).optional().nullable(),
+  after: z.string().max(100_000).optional().nullable(),
+});
+export const SelectionEditCancelParams = z.object({ id: z.number().int() });
 export const ToolCallParams = z.object({ name: z.string().min(1), args: z.unknown().optional() });

@@ -14,6 +14,21 @@ import type { Logger } from './logger';
 import { describeToolResult, summarizeToolCall } from './summaries';
 import { composeMessage, type ContextItem } from './message-context';
 import { NvimBufferBridge } from './nvim-buffers';
+import { createModelClient } from '../agent/provider';
+import { requestSelectionEdit } from '../agent/selection-edit';
+import { computeHunks, type ReviewHunk } from '../workspace/review';
+
+type SelectionEditParamsT = {
+  id: number;
+  instruction: string;
+  path?: string | null;
+  filetype?: string | null;
+  start_line: number;
+  end_line: number;
+  text: string;
+  before?: string | null;
+  after?: string | null;
+};
 
 export interface SessionRuntime {
   session: ChatSession;
@@ -27,6 +42,9 @@ export interface SessionRuntime {
   restore(trashId: string, targetPath?: string): Promise<unknown>;
   /** Runs one tool as the user (no approval); the result is the tool's `{ ok, data | error }`. */
   callTool(name: string, args: unknown): Promise<unknown>;
+  /** A visual-selection edit request: the replacement lines and their hunks (nothing is written). */
+  selectionEdit(p: SelectionEditParamsT): Promise<{ cancelled: true } | { lines: string[]; hunks: ReviewHunk[] }>;
+  cancelSelectionEdit(id: number): boolean;
   dispose(): void;
 }
 
@@ -152,8 +170,31 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     }
     return { id, ...r };
   };
+  const selectionEdits = new Map<number, AbortController>();
   return {
     session,
+    async selectionEdit(p) {
+      const ac = new AbortController();
+      selectionEdits.set(p.id, ac);
+      try {
+        const replacement = await requestSelectionEdit(
+          createModelClient(o.provider),
+          { instruction: p.instruction, path: p.path ?? null, filetype: p.filetype ?? '', startLine: p.start_line, endLine: p.end_line, text: p.text, before: p.before ?? '', after: p.after ?? '' },
+          ac.signal,
+        );
+        return { lines: replacement === '' ? [] : replacement.split('\n'), hunks: computeHunks(p.text === '' ? '' : p.text + '\n', replacement === '' ? '' : replacement + '\n') };
+      } catch (e) {
+        if (ac.signal.aborted) return { cancelled: true as const };
+        throw e;
+      } finally {
+        selectionEdits.delete(p.id);
+      }
+    },
+    cancelSelectionEdit(id) {
+      const ac = selectionEdits.get(id);
+      ac?.abort();
+      return !!ac;
+    },
     send(text, context = []) {
       // One after another, so a message whose context takes a moment to read keeps its place.
       const next = sending.then(() => sendNow(text, context));
@@ -166,6 +207,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     restore: (trashId, targetPath) => ws.call('restore_file', { trashId, targetPath }),
     callTool: (name, args) => ws.call(name, args),
     dispose() {
+      for (const ac of selectionEdits.values()) ac.abort();
       session.stop();
       ws.close();
     },

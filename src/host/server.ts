@@ -135,6 +135,15 @@ export class HostServer {
         const rt = await this.ensureRuntime();
         return rt.restore(p.trash_id, p.target_path ?? undefined);
       }
+      case METHODS.selectionEdit: {
+        const p = parse(protocol().SelectionEditParams, params, method);
+        const rt = await this.ensureRuntime();
+        return rt.selectionEdit(p);
+      }
+      case METHODS.selectionEditCancel: {
+        const p = parse(protocol().SelectionEditCancelParams, params, method);
+        return { cancelled: this.runtime?.cancelSelectionEdit(p.id) ?? false };
+      }
       case METHODS.toolCall: {
         // The user (or a test) runs a tool directly: no model, no approval.
         const p = parse(protocol().ToolCallParams, params, method);

@@ -309,7 +309,9 @@ H.submit = function()
       table.insert(files, { path = f.path, before_sha256 = f.beforeSha256 or vim.NIL, rejected = rejected })
     end
   end
-  local approval = require('caboose.ui.approval')
+  local approval = a.req.on_answer and { _answer = function(_, ...)
+    a.req.on_answer(...)
+  end } or require('caboose.ui.approval')
   if not any_accepted then
     local reason = #reasons > 0 and table.concat(reasons, '; ') or nil
     approval._answer(a.req, 'reject', reason)
@@ -432,7 +434,7 @@ end
 H.show = function(focus)
   local a = H.active
   local f = a.files[a.fi]
-  local fbuf = H.file_buf(f.abs)
+  local fbuf = f.bufnr and vim.api.nvim_buf_is_valid(f.bufnr) and f.bufnr or H.file_buf(f.abs)
   local win = H.win_for(fbuf)
   if win and win == vim.api.nvim_get_current_win() and vim.fn.mode():match('^[iR]') then
     -- Never swap the buffer under the user's typing: open the review once they leave Insert mode.
