@@ -172,5 +172,35 @@ forEachNvim((bin) => {
       assert.equal(result.error!.kind, 'rejected_by_user');
       assert.match(result.error!.message, /not now/);
     });
+    it("approval.style = 'float': the float lists the hunks and t turns one off before approving", async () => {
+      await e.start({ initLua: `require('caboose').setup({ mode = 'create', provider = { max_retries = 0 }, approval = { style = 'float' } })` });
+      fs.writeFileSync(file(), ORIG);
+      e.fake.script(
+        { toolCalls: [{ name: 'edit_file', arguments: { path: 'a.txt', expectedSha256: sha(ORIG), edits: THREE } }] },
+        { text: 'float done' },
+      );
+      const n = e.fake.chatRequests.length;
+      await e.t.cmd('Caboose change');
+      const floatLines = () =>
+        e.t.lua<string[] | null>(`for _, w in ipairs(vim.api.nvim_list_wins()) do
+          local b = vim.api.nvim_win_get_buf(w)
+          if vim.bo[b].filetype == 'caboose_approval' then return vim.api.nvim_buf_get_lines(b, 0, -1, false) end
+        end return nil`);
+      await e.t.waitFor(floatLines, 'the float');
+      assert.equal(await review(), null, 'no inline review');
+      await e.t.cmd('CabooseApproval');
+      const lines = (await floatLines())!;
+      const h2 = lines.findIndex((l) => l.startsWith('@@ hunk 2/3'));
+      assert.ok(h2 > 0, lines.join('\n'));
+      assert.deepEqual(lines.slice(h2 + 1, h2 + 3), ['-five', '+FIVE']);
+      await e.t.lua('vim.api.nvim_win_set_cursor(0, { ..., 0 })', [h2 + 2]);
+      await e.t.nvim.input('t');
+      await e.t.waitFor(async () => (await floatLines())![h2].includes('✗ skipped'), 'hunk 2 off');
+      await e.t.nvim.input('o');
+      await chatHas('float done');
+      assert.equal(fs.readFileSync(file(), 'utf8'), ORIG.replace('two', 'TWO').replace('nine', 'NINE'));
+      const result = firstToolResult(e.fake.chatRequests[n + 1]);
+      assert.deepEqual((result.data as { review: { rejected: { hunk: number }[] } }).review.rejected.map((x) => x.hunk), [2]);
+    });
   });
 });

@@ -14,6 +14,7 @@ H.shown_id = nil ---@type string|nil the request the float shows
 H.grace_until = 0 ---@type number decision keys are ignored until then (ms, vim.uv.hrtime based)
 
 H.FOOTER = ' [o/<CR>] once  [a] always  [r] reject  [q] hide '
+H.FOOTER_HUNKS = ' [t] hunk off/on  [o/<CR>] once  [a] always  [r] reject  [q] hide '
 -- Until the user is in the float its keys do nothing: say how to get there.
 H.FOOTER_UNFOCUSED = ' answer: :CabooseApproval (ga in the chat) '
 
@@ -21,12 +22,99 @@ H.current = function()
   return H.pending[1]
 end
 
+H.skipped = {} ---@type table<string, table<string, boolean>> per request: 'file:hunk' the user toggled off
+H.hunk_at_line = {} ---@type table<integer, { fi: integer, hi: integer }> float line → hunk (files with hunks)
+
+--- The files whose hunks can be toggled in the float (edits of existing files).
+H.hunk_files = function(req)
+  local files = require('caboose.ui.review').files(req)
+  if not files then
+    return nil
+  end
+  for _, f in ipairs(files) do
+    if f.operation == 'edit' and #f.hunks > 0 then
+      return files
+    end
+  end
+  return nil
+end
+
+--- The preview as hunks: a header per hunk (with its state) then its removed and added lines.
+H.hunk_body = function(req, add)
+  H.hunk_at_line = {}
+  local skipped = H.skipped[req.id] or {}
+  for fi, f in ipairs(H.hunk_files(req)) do
+    add(string.format('── %s%s (%s) ──', f.path, f.toPath and (' → ' .. f.toPath) or '', f.operation))
+    local units = f.operation == 'edit' and f.hunks or { f.hunks[1] or { oldStart = 0, oldLines = 0, newStart = 0, newLines = 0, removed = {}, added = {} } }
+    for hi, h in ipairs(units) do
+      local off = skipped[fi .. ':' .. hi]
+      add(string.format('@@ hunk %d/%d -%d,%d +%d,%d @@%s', hi, #units, h.oldStart, h.oldLines, h.newStart, h.newLines, off and '  ✗ skipped' or ''))
+      H.hunk_at_line[H.line_count] = { fi = fi, hi = hi }
+      for _, l in ipairs(h.removed) do
+        add('-' .. l)
+        H.hunk_at_line[H.line_count] = { fi = fi, hi = hi }
+      end
+      for _, l in ipairs(h.added) do
+        add('+' .. l)
+        H.hunk_at_line[H.line_count] = { fi = fi, hi = hi }
+      end
+    end
+  end
+end
+
+--- The answer with the toggled-off hunks rejected ('reject' when every hunk is off).
+H.answer_with_hunks = function(req, decision)
+  local files = H.hunk_files(req)
+  local skipped = H.skipped[req.id] or {}
+  if not files or next(skipped) == nil then
+    return H.answer(req, decision)
+  end
+  local out, any_on = {}, false
+  for fi, f in ipairs(files) do
+    local rejected = {}
+    local count = f.operation == 'edit' and #f.hunks or 1
+    for hi = 1, math.max(count, 1) do
+      if skipped[fi .. ':' .. hi] then
+        table.insert(rejected, { hunk = hi })
+      else
+        any_on = true
+      end
+    end
+    if #rejected > 0 then
+      table.insert(out, { path = f.path, before_sha256 = f.beforeSha256 or vim.NIL, rejected = rejected })
+    end
+  end
+  if not any_on then
+    return H.answer(req, 'reject', 'the user turned off every hunk')
+  end
+  return H.answer(req, decision, nil, { files = out })
+end
+
+H.toggle_hunk = function()
+  local req = H.current()
+  if not (req and H.hunk_files(req) and H.win and vim.api.nvim_win_is_valid(H.win)) then
+    return
+  end
+  local at = H.hunk_at_line[vim.api.nvim_win_get_cursor(H.win)[1]]
+  if not at then
+    return
+  end
+  H.skipped[req.id] = H.skipped[req.id] or {}
+  local key = at.fi .. ':' .. at.hi
+  H.skipped[req.id][key] = not H.skipped[req.id][key] or nil
+  local cursor = vim.api.nvim_win_get_cursor(H.win)
+  H.render()
+  pcall(vim.api.nvim_win_set_cursor, H.win, cursor)
+end
+
 --- Body lines: the host's summary of the arguments, then the preview.
 H.lines_for = function(req)
   local lines = {}
+  H.line_count = 0
   local add = function(s)
     for _, l in ipairs(vim.split(s, '\n', { plain = true })) do
       table.insert(lines, l)
+      H.line_count = #lines
     end
   end
   for _, l in ipairs(type(req.summary) == 'table' and req.summary or {}) do
@@ -34,6 +122,13 @@ H.lines_for = function(req)
   end
   local p = req.preview
   local body
+  if H.hunk_files(req) then
+    if #lines > 0 then
+      add('')
+    end
+    H.hunk_body(req, add)
+    return lines
+  end
   if type(p) == 'table' and p.kind == 'command' then
     body = '$ ' .. (p.command or '')
   elseif type(p) == 'table' and p.kind == 'diff' then
@@ -77,7 +172,7 @@ H.layout = function(req, height)
     border = 'rounded',
     title = string.format(' Caboose: approve %s? (%s mode) ', req.tool or '?', req.mode or '?'),
     title_pos = 'center',
-    footer = (H.win and vim.api.nvim_get_current_win() == H.win) and H.FOOTER or H.FOOTER_UNFOCUSED,
+    footer = (H.win and vim.api.nvim_get_current_win() == H.win) and (H.hunk_files(req) and H.FOOTER_HUNKS or H.FOOTER) or H.FOOTER_UNFOCUSED,
     footer_pos = 'center',
     focusable = true,
   }
@@ -213,7 +308,7 @@ H.confirm_always = function(req)
   local prompt = string.format('Run %s without asking for the rest of this session? (:CabooseRevoke undoes it)', req.tool or 'this tool')
   vim.ui.select({ 'No', yes }, { prompt = prompt }, function(choice)
     if choice == yes then
-      H.answer(req, 'always')
+      H.answer_with_hunks(req, 'always')
     end
   end)
 end
@@ -223,8 +318,9 @@ H.keymaps = function(buf)
     vim.keymap.set('n', lhs, fn, { buffer = buf, nowait = true, desc = 'Caboose approval: ' .. desc })
   end
   local once = H.decision_key(function(req)
-    H.answer(req, 'once')
+    H.answer_with_hunks(req, 'once')
   end)
+  map('t', H.toggle_hunk, 'turn the hunk under the cursor off/on')
   map('<CR>', once, 'approve once')
   map('o', once, 'approve once')
   map('a', H.decision_key(H.confirm_always), 'always allow this tool (asks to confirm)')
@@ -307,6 +403,7 @@ end
 --- The host closed a request (answered, or cancelled by :CabooseStop).
 function M.close(id)
   require('caboose.ui.review').close(id)
+  H.skipped[id] = nil
   for i, req in ipairs(H.pending) do
     if req.id == id then
       table.remove(H.pending, i)
