@@ -83,6 +83,12 @@ export function describeToolResult(name: string, args: unknown, result: ToolResu
     words.push(`+${added} −${removed}`);
     details.push(...capLines(textLines(d.diff)));
   }
+  const review = d.review as { applied?: { hunks: number[] }[]; rejected?: { path: string; hunk: number; reason?: string }[] } | undefined;
+  if (review?.rejected?.length) {
+    const applied = (review.applied ?? []).reduce((n, a) => n + a.hunks.length, 0);
+    words.push(`(${applied} hunk${applied === 1 ? '' : 's'} applied, ${review.rejected.length} rejected)`);
+    for (const r of review.rejected) details.push(`rejected ${r.path} hunk ${r.hunk}${r.reason ? `: ${r.reason}` : ''}`);
+  }
   if (d.savedToDisk === false) {
     words.push('(not saved: unsaved buffer)');
     details.push('not saved: unsaved buffer (the change is in the buffer; :w saves it)');

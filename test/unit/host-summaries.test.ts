@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { summarizeApprovalArgs } from '../../src/host/summaries';
+import { describeToolResult, summarizeApprovalArgs } from '../../src/host/summaries';
 
 const SHA = 'a'.repeat(64);
 
@@ -46,4 +46,13 @@ test('other tools: readable key: value lines, nested values by their names, no r
   assert.deepEqual(summarizeApprovalArgs({ choices: ['a', 'b'], flags: [{ x: 1 }] }), ['choices: a, b', 'flags: 1 item']);
   assert.deepEqual(summarizeApprovalArgs(undefined), []);
   for (const l of summarizeApprovalArgs({ deep: { a: { b: 1 } }, list: [[1]] })) assert.doesNotMatch(l, /\[object|\{/);
+});
+
+test('a partially applied change says how many hunks were applied and which were rejected', () => {
+  const v = describeToolResult('edit_file', { path: 'a.txt' }, {
+    ok: true,
+    data: { path: 'a.txt', diff: '--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+A\n', review: { applied: [{ path: 'a.txt', hunks: [1, 3] }], rejected: [{ path: 'a.txt', hunk: 2, reason: 'no' }] } },
+  });
+  assert.match(v.summary, /\(2 hunks applied, 1 rejected\)/);
+  assert.ok(v.details.includes('rejected a.txt hunk 2: no'));
 });
