@@ -40,13 +40,13 @@ forEachNvim((bin) => {
       await e.t.cmd("2,3CabooseEdit multiply by ten");
       const r = await waitReview();
       const req = e.fake.chatRequests[n];
-      const user = String((req.body.messages as { role: string; content: string }[]).find((m) => m.role === 'user')!.content);
+      const user = String((req.body!.messages as { role: string; content: string }[]).find((m) => m.role === 'user')!.content);
       assert.match(user, /Instruction: multiply by ten/);
       assert.match(user, /m\.lua, lines 2-3, filetype lua/);
       assert.match(user, /local b = 2\nlocal c = 3/);
       assert.match(user, /Lines just above it[\s\S]*local a = 1/);
       assert.match(user, /Lines just below it[\s\S]*return a \+ b \+ c/);
-      assert.deepEqual((req.body.tools as { function: { name: string } }[]).map((t) => t.function.name), ['replace_selection']);
+      assert.deepEqual((req.body!.tools as { function: { name: string } }[]).map((t) => t.function.name), ['replace_selection']);
       assert.equal(r.win, await e.t.lua('return vim.api.nvim_get_current_win()'), 'reviewed in the source window');
       assert.deepEqual(await e.t.lua('return vim.api.nvim_buf_get_lines(..., 0, -1, false)', [r.buf]), ['local a = 1', 'local b = 20', 'local c = 30', 'return a + b + c']);
       const words = await e.t.lua<number>("return #vim.tbl_filter(function(m) return m[4].hl_group == 'CabooseReviewText' end, vim.api.nvim_buf_get_extmarks(..., require('caboose.ui.review').ns, 0, -1, { details = true }))", [r.buf]);
