@@ -27,6 +27,15 @@ H.range = function(job)
   return s[1], e[1] + 1
 end
 
+--- The tracked range while it still holds the lines the model saw (nil when it changed or is gone).
+H.unchanged = function(job)
+  local s, e = H.range(job)
+  if s and vim.deep_equal(H.lines(job.buf, s, e), job.original) then
+    return s, e
+  end
+  return nil
+end
+
 H.spin = function(job)
   job.frame = (job.frame % #H.SPINNER) + 1
   local s = H.range(job)
@@ -136,8 +145,8 @@ H.answer = function(job, res)
   if not vim.api.nvim_buf_is_valid(job.buf) then
     return H.finish(job)
   end
-  local s, e = H.range(job)
-  if not s or not vim.deep_equal(H.lines(job.buf, s, e), job.original) then
+  local s, e = H.unchanged(job)
+  if not s then
     H.finish(job)
     H.notify('the selected lines changed while the request ran: the edit was not applied (stale)', vim.log.levels.WARN)
     return
@@ -195,8 +204,8 @@ H.apply = function(job, hunks, decision, review)
       rejected[r.hunk] = true
     end
   end
-  local s, e = H.range(job)
-  if not s or not vim.deep_equal(H.lines(job.buf, s, e), job.original) then
+  local s, e = H.unchanged(job)
+  if not s then
     H.finish(job)
     H.notify('the selected lines changed during the review: the edit was not applied (stale)', vim.log.levels.WARN)
     return

@@ -69,21 +69,9 @@ H.answer_with_hunks = function(req, decision)
   if not files or next(skipped) == nil then
     return H.answer(req, decision)
   end
-  local out, any_on = {}, false
-  for fi, f in ipairs(files) do
-    local rejected = {}
-    local count = f.operation == 'edit' and #f.hunks or 1
-    for hi = 1, math.max(count, 1) do
-      if skipped[fi .. ':' .. hi] then
-        table.insert(rejected, { hunk = hi })
-      else
-        any_on = true
-      end
-    end
-    if #rejected > 0 then
-      table.insert(out, { path = f.path, before_sha256 = f.beforeSha256 or vim.NIL, rejected = rejected })
-    end
-  end
+  local out, any_on = require('caboose.ui.review').selection(files, function(fi, hi)
+    return skipped[fi .. ':' .. hi] and '' or nil
+  end)
   if not any_on then
     return H.answer(req, 'reject', 'the user turned off every hunk')
   end

@@ -287,38 +287,47 @@ H.finish_file = function()
   H.submit()
 end
 
---- The answer to the host: 'once' (with the rejected hunks, if any) or 'reject' when nothing was accepted.
+--- The hunk selection the host takes: per file, the hunks rejected (`rejected(fi, hi)` returns nil for an
+--- accepted hunk, else the reason or ''). Also whether any hunk was accepted and the reasons given.
+function M.selection(files, rejected)
+  local out, reasons, any_accepted = {}, {}, false
+  for fi, f in ipairs(files) do
+    local list = {}
+    for hi = 1, #H.units(f) do
+      local reason = rejected(fi, hi)
+      if reason == nil then
+        any_accepted = true
+      else
+        table.insert(list, { hunk = hi, reason = reason ~= '' and reason or nil })
+        if reason ~= '' then
+          table.insert(reasons, string.format('%s hunk %d: %s', f.path, hi, reason))
+        end
+      end
+    end
+    if #list > 0 then
+      table.insert(out, { path = f.path, before_sha256 = f.beforeSha256 or vim.NIL, rejected = list })
+    end
+  end
+  return out, any_accepted, reasons
+end
+
+--- The answer: 'once' (with the rejected hunks, if any) or 'reject' when nothing was accepted.
 H.submit = function()
   local a = H.active
   H.active = nil
-  local files, reasons, any_accepted = {}, {}, false
-  for fi, f in ipairs(a.files) do
-    local rejected = {}
-    for i = 1, #H.units(f) do
-      local d = a.decisions[fi][i]
-      if d and d.state == 'rejected' then
-        table.insert(rejected, { hunk = i, reason = (d.reason and d.reason ~= '') and d.reason or nil })
-        if d.reason and d.reason ~= '' then
-          table.insert(reasons, string.format('%s hunk %d: %s', f.path, i, d.reason))
-        end
-      else
-        any_accepted = true
-      end
-    end
-    if #rejected > 0 then
-      table.insert(files, { path = f.path, before_sha256 = f.beforeSha256 or vim.NIL, rejected = rejected })
-    end
+  local files, any_accepted, reasons = M.selection(a.files, function(fi, hi)
+    local d = a.decisions[fi][hi]
+    return d and d.state == 'rejected' and (d.reason or '') or nil
+  end)
+  local answer = a.req.on_answer or function(...)
+    require('caboose.ui.approval')._answer(a.req, ...)
   end
-  local approval = a.req.on_answer and { _answer = function(_, ...)
-    a.req.on_answer(...)
-  end } or require('caboose.ui.approval')
   if not any_accepted then
-    local reason = #reasons > 0 and table.concat(reasons, '; ') or nil
-    approval._answer(a.req, 'reject', reason)
+    answer('reject', #reasons > 0 and table.concat(reasons, '; ') or nil)
   elseif #files > 0 then
-    approval._answer(a.req, 'once', nil, { files = files })
+    answer('once', nil, { files = files })
   else
-    approval._answer(a.req, 'once')
+    answer('once')
   end
 end
 
