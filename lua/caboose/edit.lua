@@ -27,13 +27,23 @@ H.range = function(job)
   return s[1], e[1] + 1
 end
 
---- The tracked range while it still holds the lines the model saw (nil when it changed or is gone).
-H.unchanged = function(job)
+--- The tracked range while it still holds the lines the model saw; else the request ends as stale (nil).
+H.unchanged = function(job, when)
   local s, e = H.range(job)
   if s and vim.deep_equal(H.lines(job.buf, s, e), job.original) then
     return s, e
   end
+  H.finish(job)
+  H.notify('the selected lines changed ' .. when .. ': the edit was not applied (stale)', vim.log.levels.WARN)
   return nil
+end
+
+H.stop_spinner = function(job)
+  if job.timer then
+    job.timer:stop()
+    job.timer:close()
+    job.timer = nil
+  end
 end
 
 H.spin = function(job)
@@ -51,11 +61,7 @@ end
 
 H.finish = function(job)
   H.active[job.id] = nil
-  if job.timer then
-    job.timer:stop()
-    job.timer:close()
-    job.timer = nil
-  end
+  H.stop_spinner(job)
   if vim.api.nvim_buf_is_valid(job.buf) then
     vim.api.nvim_buf_clear_namespace(job.buf, H.ns, 0, -1)
   end
@@ -145,18 +151,12 @@ H.answer = function(job, res)
   if not vim.api.nvim_buf_is_valid(job.buf) then
     return H.finish(job)
   end
-  local s, e = H.unchanged(job)
+  local s, e = H.unchanged(job, 'while the request ran')
   if not s then
-    H.finish(job)
-    H.notify('the selected lines changed while the request ran: the edit was not applied (stale)', vim.log.levels.WARN)
     return
   end
   -- Progress off; the range marks stay for the review.
-  if job.timer then
-    job.timer:stop()
-    job.timer:close()
-    job.timer = nil
-  end
+  H.stop_spinner(job)
   if job.progress then
     pcall(vim.api.nvim_buf_del_extmark, job.buf, H.ns, job.progress)
   end
@@ -204,10 +204,8 @@ H.apply = function(job, hunks, decision, review)
       rejected[r.hunk] = true
     end
   end
-  local s, e = H.unchanged(job)
+  local s, e = H.unchanged(job, 'during the review')
   if not s then
-    H.finish(job)
-    H.notify('the selected lines changed during the review: the edit was not applied (stale)', vim.log.levels.WARN)
     return
   end
   local lines = H.merge(job.original, hunks, rejected)
