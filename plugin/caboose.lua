@@ -62,6 +62,14 @@ vim.api.nvim_create_user_command('CabooseNew', function()
   caboose().new_session()
 end, { desc = 'Caboose: start a new conversation' })
 
+vim.api.nvim_create_user_command('CabooseSessions', function(o)
+  caboose().command_sessions(o)
+end, { nargs = '*', bang = true, desc = 'Caboose: reopen a stored conversation ([search words]; ! deletes one)' })
+
+vim.api.nvim_create_user_command('CabooseRename', function(o)
+  caboose().rename(o.args)
+end, { nargs = '*', desc = 'Caboose: rename the current conversation' })
+
 vim.api.nvim_create_user_command('CabooseRestore', function()
   caboose().restore()
 end, { desc = 'Caboose: restore a file the agent deleted (from the trash)' })

@@ -77,7 +77,19 @@ H.handlers = {
     H.set_state(p.state, { mode = mode, session = p.session, grants = p.grants or {} })
   end,
   session_info = function(p)
-    H.chat().set_status(nil, nil, { model = p.model })
+    local fields = { title = p.title or false }
+    if p.model then
+      fields.model = p.model
+    end
+    H.chat().set_status(nil, nil, fields)
+  end,
+  transcript = function(p)
+    -- A reopened session: its chat replaces the current one (the unsent draft stays).
+    require('caboose.ui.approval').close_all()
+    H.chat().reset()
+    H.chat().load(p.items or {})
+    H.chat().set_status(nil, nil, { title = p.title or false })
+    M.open_chat()
   end,
   user_message = function(p)
     H.chat().user_message(p)
@@ -395,6 +407,23 @@ function M.new_session()
   H.chat().reset()
   M.open_chat()
   return H.call(require('caboose.rpc').methods.reset, { cwd = vim.fn.getcwd() })
+end
+
+--- Pick a stored session and reopen it (vim.ui.select); `query` searches their text. With `delete`, the
+--- chosen session is deleted (after asking) instead.
+---@param query string|nil
+---@param delete boolean|nil
+function M.sessions(query, delete)
+  return require('caboose.ui.sessions').pick(query and vim.trim(query) or nil, delete and 'delete' or 'open')
+end
+
+function M.command_sessions(o)
+  return M.sessions(o.args, o.bang)
+end
+
+--- Rename the current session (asks when `title` is empty).
+function M.rename(title)
+  return require('caboose.ui.sessions').rename(title)
 end
 
 --- Answer the pending approval: 'once' | 'always' | 'reject' (with an optional reason).

@@ -5,13 +5,28 @@ export const PRUNED_TOOL_OUTPUT = '[output truncated]';
 /** Tool outputs of this many most recent user turns are sent in full. */
 export const DEFAULT_KEEP_TOOL_OUTPUT_TURNS = 3;
 /** Outputs this short are cheaper to keep than to prune (errors, small results). */
-const KEEP_SHORT_OUTPUT_CHARS = 300;
+export const KEEP_SHORT_OUTPUT_CHARS = 300;
+
+/** Where an old tool output is kept: the id `recall` takes. Undefined = not stored (marker only). */
+export type StoredRef = (m: ChatMessage) => number | undefined;
+
+/** The stub that stands in the prompt for an output kept in cold storage. */
+export function storedOutputStub(id: number, tool: string, chars: number): string {
+  const size = chars >= 1024 ? `${(chars / 1024).toFixed(1)} KB` : `${chars} chars`;
+  return `[${tool} output (${size}) moved out of the prompt; stored as #${id} — call recall with id ${id} to read it]`;
+}
 
 /**
  * Old tool outputs are the largest consumers of context: after `keepTurns` further user messages, a
- * tool message's content is replaced by a marker (the call itself and the assistant text remain).
+ * tool message's content is replaced by a stub naming where the output is stored (the call itself and
+ * the assistant text remain). A stub only ever replaces the same output, so the prompt prefix stays stable.
  */
-export function pruneToolOutputs(history: readonly ChatMessage[], keepTurns = DEFAULT_KEEP_TOOL_OUTPUT_TURNS): ChatMessage[] {
+export function pruneToolOutputs(history: readonly ChatMessage[], keepTurns = DEFAULT_KEEP_TOOL_OUTPUT_TURNS, stored?: StoredRef): ChatMessage[] {
+  const names = new Map<string, string>();
+  for (const m of history) {
+    const calls = (m as { tool_calls?: { id: string; function: { name: string } }[] }).tool_calls;
+    if (m.role === 'assistant' && Array.isArray(calls)) for (const c of calls) names.set(c.id, c.function.name);
+  }
   // Walking backwards, `laterUsers` counts the user messages after index i: 0 in the current turn.
   let laterUsers = 0;
   const out = new Array<ChatMessage>(history.length);
@@ -19,7 +34,9 @@ export function pruneToolOutputs(history: readonly ChatMessage[], keepTurns = DE
     const m = history[i];
     if (m.role === 'user') laterUsers++;
     if (laterUsers >= keepTurns && m.role === 'tool' && typeof m.content === 'string' && m.content.length > KEEP_SHORT_OUTPUT_CHARS) {
-      out[i] = { ...m, content: PRUNED_TOOL_OUTPUT };
+      const id = stored?.(m);
+      const tool = names.get((m as { tool_call_id: string }).tool_call_id) ?? 'tool';
+      out[i] = { ...m, content: id === undefined ? PRUNED_TOOL_OUTPUT : storedOutputStub(id, tool, m.content.length) };
     } else {
       out[i] = m;
     }
@@ -33,11 +50,29 @@ export const DEFAULT_COMPACT_AT = 0.8;
 export const SUMMARY_PREFIX = '[Summary of the earlier conversation]';
 
 export const SUMMARIZE_INSTRUCTION = [
-  'The conversation is about to be compacted. Write a summary that lets you continue the work without it:',
-  "the user's goals and constraints, decisions made, files read or changed (paths) and their current state,",
-  'commands run and what they showed, open questions and the remaining tasks. Be concise but complete.',
-  'Answer with the summary only.',
-].join(' ');
+  'The conversation is about to be compacted: everything above will be replaced by your summary. Write it so',
+  'that you can continue the work without the rest, under exactly these headings:',
+  '',
+  "## Intent\nThe user's goals, requests and constraints, in their words where it matters.",
+  '## Files touched\nEvery file read, created, changed, moved or deleted (paths), and its current state.',
+  '## Decisions\nWhat was decided or agreed, and why; approaches rejected.',
+  '## Progress\nWhat is done, commands run and what they showed, errors met.',
+  '## Next steps\nWhat remains, in order, and any open question for the user.',
+  '',
+  'Be concise but complete; keep exact names, paths and numbers. Answer with the summary only.',
+].join('\n');
+
+/** A rough token count (4 characters a token) of messages about to be sent. */
+export function estimateTokens(messages: readonly ChatMessage[]): number {
+  let chars = 0;
+  for (const m of messages) {
+    if (typeof m.content === 'string') chars += m.content.length;
+    const calls = (m as { tool_calls?: { function: { arguments: string } }[] }).tool_calls;
+    if (Array.isArray(calls)) for (const c of calls) chars += c.function.arguments.length + 32;
+    chars += 8;
+  }
+  return Math.ceil(chars / 4);
+}
 
 /** True when the last reported usage crossed `compactAt` of the window. */
 export function needsCompaction(usedTokens: number | undefined, contextWindow: number | undefined, compactAt = DEFAULT_COMPACT_AT): boolean {
@@ -62,6 +97,48 @@ export function splitForCompaction(history: readonly ChatMessage[]): { head: Cha
 }
 
 /** The history after compaction: the summary stands in for the head. */
-export function compactedHistory(summary: string, tail: readonly ChatMessage[]): ChatMessage[] {
-  return [{ role: 'user', content: `${SUMMARY_PREFIX}\n${summary.trim()}` }, { role: 'assistant', content: 'Understood. Continuing from the summary.' }, ...tail];
+export function compactedHistory(summary: string, tail: readonly ChatMessage[], archivedAs?: number): ChatMessage[] {
+  const where = archivedAs === undefined ? '' : `\n\n(The full earlier conversation is archived as #${archivedAs}: call recall with id ${archivedAs} to read it.)`;
+  return [{ role: 'user', content: `${SUMMARY_PREFIX}\n${summary.trim()}${where}` }, { role: 'assistant', content: 'Understood. Continuing from the summary.' }, ...tail];
+}
+
+/** Context windows (tokens) of common models, matched on the model id (most specific first). */
+const KNOWN_WINDOWS: [RegExp, number][] = [
+  [/gpt-4\.1/, 1_047_576],
+  [/gpt-5/, 400_000],
+  [/gpt-4o|gpt-4-turbo|chatgpt-4o/, 128_000],
+  [/gpt-4-32k/, 32_768],
+  [/gpt-4(?!\.|o)/, 8_192],
+  [/gpt-3\.5-turbo/, 16_385],
+  [/\bo[134](-mini|-pro)?\b/, 200_000],
+  [/claude/, 200_000],
+  [/gemini-(1\.5|2|3)/, 1_048_576],
+  [/deepseek/, 64_000],
+  [/llama-?3\.[1-3]|llama-?4/, 128_000],
+  [/llama-?3/, 8_192],
+  [/qwen.*coder|qwen-?2\.5|qwen-?3/, 32_768],
+  [/mistral-large|codestral|mistral-small|mistral-medium/, 128_000],
+  [/mixtral|mistral/, 32_768],
+  [/grok/, 131_072],
+];
+
+/** Used when nothing says better: small enough for most servers; a context-length error still compacts. */
+export const DEFAULT_CONTEXT_WINDOW = 32_000;
+
+/** The window of a well-known model, or undefined. */
+export function knownContextWindow(model: string): number | undefined {
+  const id = model.toLowerCase().replace(/^.*\//, '');
+  return KNOWN_WINDOWS.find(([re]) => re.test(id))?.[1];
+}
+
+/** A model list entry's own window (OpenRouter, vLLM, LM Studio, llama.cpp and others name it differently). */
+export function listedContextWindow(entry: unknown): number | undefined {
+  if (!entry || typeof entry !== 'object') return undefined;
+  const e = entry as Record<string, unknown>;
+  const meta = (e.meta ?? {}) as Record<string, unknown>;
+  const top = (e.top_provider ?? {}) as Record<string, unknown>;
+  for (const v of [e.context_length, e.context_window, e.max_context_length, e.max_model_len, e.max_input_tokens, top.context_length, meta.n_ctx, meta.n_ctx_train]) {
+    if (typeof v === 'number' && Number.isFinite(v) && v > 0) return Math.floor(v);
+  }
+  return undefined;
 }

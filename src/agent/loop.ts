@@ -19,7 +19,7 @@ import { OpenAIProvider, ProviderError, type AssembledToolCall, type ChatMessage
 import { DEFAULT_MODE, blockedByModeMessage, permissionFor, type PermissionMode } from './permissions';
 import { assistantMessage, interruptedAssistantMessage, parseToolArguments, toolMessage, userMessage } from './messages';
 import { defaultSystemPrompt } from './prompt';
-import { compactedHistory, needsCompaction, pruneToolOutputs, splitForCompaction, SUMMARIZE_INSTRUCTION } from './context';
+import { compactedHistory, estimateTokens, needsCompaction, pruneToolOutputs, splitForCompaction, SUMMARIZE_INSTRUCTION, type StoredRef } from './context';
 
 export type { PermissionMode } from './permissions';
 
@@ -50,8 +50,10 @@ export interface AgentEvents {
   /** A pending approval was withdrawn (stop()); the host should close its prompt. */
   approvalCancelled?(req: { id: string }): void;
   usage?(usage: Usage): void;
-  /** The conversation was compacted: `removed` messages were replaced by `summary` (cold storage). */
-  compacted?(c: { removed: ChatMessage[]; summary: string }): void;
+  /** The conversation was compacted: `removed` messages were replaced by `added` (the summary pair). */
+  compacted?(c: { removed: ChatMessage[]; summary: string; added: ChatMessage[]; archivedAs?: number }): void;
+  /** A message joined the conversation (user, assistant, interrupted reply, tool result), in order. */
+  messageAdded?(m: ChatMessage): void;
   /** A turn begins: the user's message (a queued one when its turn comes). */
   turnStart?(message: QueuedMessage): void;
   turnEnd?(): void;
@@ -89,6 +91,12 @@ export interface AgentOptions {
   contextWindow?: number;
   /** Share of contextWindow that triggers compaction. Default 0.8. */
   compactAt?: number;
+  /** Asked once, when the conversation first nears `contextWindow`: the model's real window, if known. */
+  contextWindowLookup?: () => Promise<number | undefined>;
+  /** Where old tool outputs are stored: pruned ones become stubs naming that id (see `recall`). */
+  storedRef?: StoredRef;
+  /** Stores the messages compaction removes; the id returned is named in the summary (for `recall`). */
+  archive?: (removed: ChatMessage[], summary: string) => number | undefined;
   /** Restrict which tools this agent offers and may call (subagents). Default: every registry tool. */
   toolFilter?: (def: ToolDefinition) => boolean;
 }
@@ -125,12 +133,15 @@ export class Agent {
   private running = false;
   private abort: AbortController | null = null;
   private lastUsage: Usage | undefined;
+  private contextWindow: number | undefined;
+  private windowLookedUp = false;
 
   constructor(opts: AgentOptions) {
     this.opts = opts;
     this.model = isModelClient(opts.provider) ? opts.provider : new OpenAIProvider(opts.provider);
     this.registry = opts.registry;
     this.currentMode = opts.mode ?? DEFAULT_MODE;
+    this.contextWindow = opts.contextWindow;
   }
 
   /* ---------------------------------------------------------------------------------------------
@@ -182,6 +193,15 @@ export class Agent {
 
   setMode(mode: PermissionMode): void {
     this.currentMode = mode;
+  }
+
+  /** Tokens the model accepts (learned after start-up, e.g. from the server's model list). */
+  setContextWindow(tokens: number | undefined): void {
+    this.contextWindow = tokens;
+  }
+
+  get contextWindowTokens(): number | undefined {
+    return this.contextWindow;
   }
 
   /** Replace the conversation (e.g. a resumed session). Only while idle. */
@@ -252,7 +272,7 @@ export class Agent {
     const controller = new AbortController();
     this.abort = controller;
     const signal = controller.signal;
-    this.history.push(userMessage(text));
+    this.push(userMessage(text));
     const stepLimit = this.opts.stepLimit ?? DEFAULT_STEP_LIMIT;
 
     for (let step = 1; ; step++) {
@@ -271,20 +291,31 @@ export class Agent {
   }
 
   /**
-   * Near the context limit, the turns before the current one are summarized by the model and replaced by
-   * the summary. A failed summary leaves the history as it was (pruning still applies).
+   * Near the context limit (or when the server said the prompt does not fit: `force`), the turns before
+   * the current one are summarized by the model and replaced by the summary; the removed messages go to
+   * cold storage. A failed summary leaves the history as it was (pruning still applies). True when compacted.
    */
-  private async maybeCompact(signal: AbortSignal): Promise<void> {
-    const used = this.lastUsage ? this.lastUsage.promptTokens + this.lastUsage.completionTokens : undefined;
-    if (!needsCompaction(used, this.opts.contextWindow, this.opts.compactAt)) return;
+  private async maybeCompact(signal: AbortSignal, force = false): Promise<boolean> {
+    if (!force) {
+      const reported = this.lastUsage ? this.lastUsage.promptTokens + this.lastUsage.completionTokens : 0;
+      const used = Math.max(reported, estimateTokens(this.promptHistory()));
+      if (!needsCompaction(used, this.contextWindow, this.opts.compactAt)) return false;
+      const lookup = this.opts.contextWindowLookup;
+      if (lookup && !this.windowLookedUp) {
+        this.windowLookedUp = true;
+        const tokens = await lookup().catch(() => undefined);
+        if (tokens) this.contextWindow = tokens;
+        if (!needsCompaction(used, this.contextWindow, this.opts.compactAt)) return false;
+      }
+    }
     const split = splitForCompaction(this.history);
-    if (!split) return;
-    this.emit('notice', 'compacting the conversation (near the context limit)…');
+    if (!split) return false;
+    this.emit('notice', force ? 'the model’s context is full: compacting the conversation…' : 'compacting the conversation (near the context limit)…');
     let summary = '';
     try {
       const messages: ChatMessage[] = [
         { role: 'system', content: this.systemPrompt() },
-        ...pruneToolOutputs(split.head),
+        ...pruneToolOutputs(split.head, 1, this.opts.storedRef),
         { role: 'user', content: SUMMARIZE_INSTRUCTION },
       ];
       for await (const ev of this.model.stream({ messages, signal })) {
@@ -292,24 +323,42 @@ export class Agent {
       }
     } catch (err) {
       if (!signal.aborted) this.emit('notice', `compaction failed: ${err instanceof Error ? err.message : String(err)}`);
-      return;
+      return false;
     }
-    if (summary.trim() === '') return;
-    this.history.splice(0, this.history.length, ...compactedHistory(summary, split.tail));
+    if (summary.trim() === '') return false;
+    let archivedAs: number | undefined;
+    try {
+      archivedAs = this.opts.archive?.(split.head, summary);
+    } catch (e) {
+      this.opts.log?.error('archiving the compacted messages failed: %s', e instanceof Error ? e.message : String(e));
+    }
+    const compacted = compactedHistory(summary, split.tail, archivedAs);
+    this.history.splice(0, this.history.length, ...compacted);
     this.lastUsage = undefined;
-    this.emit('compacted', { removed: split.head, summary });
-    this.emit('notice', `compacted ${split.head.length} earlier messages into a summary`);
+    this.emit('compacted', { removed: split.head, summary, added: compacted.slice(0, compacted.length - split.tail.length), ...(archivedAs === undefined ? {} : { archivedAs }) });
+    this.emit('notice', `compacted ${split.head.length} earlier messages into a summary${archivedAs === undefined ? '' : ` (the full text stays reachable as #${archivedAs})`}`);
+    return true;
+  }
+
+  /** The conversation as the next request sends it (old tool outputs stubbed). */
+  private promptHistory(): ChatMessage[] {
+    return pruneToolOutputs(this.history, undefined, this.opts.storedRef);
+  }
+
+  private push(m: ChatMessage): void {
+    this.history.push(m);
+    this.emit('messageAdded', m);
   }
 
   /** One model call. Returns the tool calls to run, [] for a final answer, null when the turn must end. */
-  private async streamStep(signal: AbortSignal): Promise<AssembledToolCall[] | null> {
+  private async streamStep(signal: AbortSignal, compactedForLength = false): Promise<AssembledToolCall[] | null> {
     this.setState('streaming');
-    await this.maybeCompact(signal);
+    if (!compactedForLength) await this.maybeCompact(signal);
     if (signal.aborted) return null;
     this.emit('assistantStart');
     let partial = '';
     try {
-      const messages: ChatMessage[] = [{ role: 'system', content: this.systemPrompt() }, ...pruneToolOutputs(this.history)];
+      const messages: ChatMessage[] = [{ role: 'system', content: this.systemPrompt() }, ...this.promptHistory()];
       const tools = this.registry.specs(this.opts.toolFilter).map(({ name, description, parameters }) => ({ name, description, parameters }));
       for await (const ev of this.model.stream({ messages, tools, signal })) {
         switch (ev.type) {
@@ -328,7 +377,7 @@ export class Agent {
           case 'tool_call_delta':
             break;
           case 'done':
-            this.history.push(assistantMessage(ev.text, ev.toolCalls));
+            this.push(assistantMessage(ev.text, ev.toolCalls));
             this.emit('assistantEnd', { interrupted: false });
             if (ev.finishReason === 'length' && ev.toolCalls.length === 0) {
               this.emit('notice', 'the reply was cut at the max_tokens limit');
@@ -342,9 +391,15 @@ export class Agent {
       const e = err instanceof ProviderError ? err : new ProviderError('bad_response', err instanceof Error ? err.message : String(err));
       const aborted = signal.aborted || e.kind === 'aborted';
       // Partial text stays in the history, marked so the model knows its reply was cut.
-      if (partial.length > 0) this.history.push(interruptedAssistantMessage(partial));
+      if (partial.length > 0) this.push(interruptedAssistantMessage(partial));
       // Only a reply that showed text was interrupted; a request that failed before any text has nothing to mark.
       this.emit('assistantEnd', { interrupted: partial.length > 0 });
+      // The prompt did not fit: compact and try once more instead of ending the turn.
+      if (e.kind === 'context_length' && !aborted && !compactedForLength && partial.length === 0) {
+        if (await this.maybeCompact(signal, true)) return this.streamStep(signal, true);
+        this.emit('error', { kind: e.kind, message: `${e.message}; nothing older is left to summarize — start a new conversation (:CabooseNew) or shorten the request` });
+        return null;
+      }
       if (aborted) this.emit('notice', 'stopped');
       else this.emit('error', { kind: e.kind, message: e.message });
       return null;
@@ -398,7 +453,7 @@ export class Agent {
       finish(signal.aborted ? cancelledResult() : await this.gateAndRun(p, signal));
     }
     await flush();
-    for (let i = 0; i < pending.length; i++) this.history.push(toolMessage(pending[i].call.id, results[i]));
+    for (let i = 0; i < pending.length; i++) this.push(toolMessage(pending[i].call.id, results[i]));
   }
 
   private permission(p: PendingCall): 'run' | 'ask' | 'block' {

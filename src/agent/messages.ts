@@ -1,5 +1,6 @@
 /** Building blocks of the OpenAI-format conversation the agent keeps. Pure helpers. */
 import type { ToolResult } from '../tools/tool';
+import { capToolResultJson } from '../tools/output';
 import type { AssembledToolCall, ChatMessage } from './provider';
 
 /** Appended to a partial assistant message whose stream was cut or stopped. */
@@ -36,7 +37,7 @@ export function interruptedAssistantMessage(partial: string): ChatMessage {
   return { role: 'assistant', content: partial.length > 0 ? `${partial}\n\n${INTERRUPTED_MARKER}` : INTERRUPTED_MARKER };
 }
 
-/** Tool results go to the model as JSON strings. */
+/** Tool results go to the model as JSON strings, within the output cap every tool obeys. */
 export function toolMessage(toolCallId: string, result: ToolResult): ChatMessage {
-  return { role: 'tool', tool_call_id: toolCallId, content: JSON.stringify(result) };
+  return { role: 'tool', tool_call_id: toolCallId, content: capToolResultJson(result) };
 }

@@ -49,6 +49,8 @@ export interface ModelRequest {
   messages: ChatMessage[];
   tools?: ModelTool[];
   signal?: AbortSignal;
+  /** Overrides the configured max_tokens (short side requests such as titles). */
+  maxTokens?: number;
 }
 
 export interface AssembledToolCall {
@@ -85,7 +87,15 @@ export interface ModelClient {
   prepare?(): Promise<void>;
 }
 
-export type ProviderErrorKind = 'unreachable' | 'auth' | 'not_found' | 'rate_limited' | 'server' | 'interrupted' | 'aborted' | 'bad_response';
+export type ProviderErrorKind = 'unreachable' | 'auth' | 'not_found' | 'rate_limited' | 'server' | 'interrupted' | 'aborted' | 'bad_response' | 'context_length';
+
+/** How servers say the prompt does not fit (OpenAI's code, vLLM, llama.cpp, Ollama, OpenRouter, Anthropic-compatible). */
+const CONTEXT_LENGTH_RE = /context[_ ]length[_ ]exceeded|maximum context length|context window|exceeds? the (?:model'?s? )?(?:maximum )?context|too many tokens|prompt is too long|input is too long|reduce the length of the (?:messages|prompt)/i;
+
+/** True when an error text from the server means "the prompt is longer than the model's context". */
+export function isContextLengthMessage(text: string): boolean {
+  return CONTEXT_LENGTH_RE.test(text);
+}
 
 export class ProviderError extends Error {
   readonly kind: ProviderErrorKind;
@@ -204,7 +214,7 @@ export class OpenAIProvider implements ModelClient {
           stream: true,
           stream_options: { include_usage: true },
           ...(tools ? { tools } : {}),
-          ...(this.config.maxTokens ? { max_tokens: this.config.maxTokens } : {}),
+          ...((req.maxTokens ?? this.config.maxTokens) ? { max_tokens: req.maxTokens ?? this.config.maxTokens } : {}),
         },
         { signal: controller.signal },
       );
@@ -297,6 +307,10 @@ export class OpenAIProvider implements ModelClient {
       if (status >= 500) {
         const retryAfterMs = parseRetryAfter(err.headers);
         return new ProviderError('server', `server error ${status} from ${base}${detail ? ` — ${detail}` : ''}`, { status, cause: err, retryAfterMs });
+      }
+      const code = (err as { code?: unknown }).code;
+      if (code === 'context_length_exceeded' || ((status === 400 || status === 413 || status === 422) && isContextLengthMessage(`${detail} ${err.message}`))) {
+        return new ProviderError('context_length', `the conversation is longer than the model's context window (${status})${detail ? ` — ${detail}` : ''}`, { status, cause: err });
       }
       return new ProviderError('bad_response', `request rejected (${status}) by ${base}${detail ? ` — ${detail}` : ''}`, { status, cause: err });
     }

@@ -1,5 +1,6 @@
 import type { HostConfig } from './protocol';
 import { resolveProvider } from './provider-config';
+import { fetchModelList } from './model-list';
 
 export interface HealthReport {
   node: string;
@@ -37,15 +38,10 @@ export async function checkHealth(config: HostConfig, _dataDir: string): Promise
   report.endpoint.base_url = provider.baseURL;
   report.endpoint.model = provider.model;
   try {
-    const headers: Record<string, string> = { ...(provider.headers ?? {}) };
-    if (provider.apiKey) headers.authorization = `Bearer ${provider.apiKey}`;
-    const res = await fetch(`${provider.baseURL}/models`, { headers, signal: AbortSignal.timeout(5000) });
-    report.endpoint.status = res.status;
+    const list = await fetchModelList(provider);
+    report.endpoint.status = list.status;
     report.endpoint.reachable = true;
-    if (res.ok) {
-      const body = (await res.json().catch(() => null)) as { data?: unknown[] } | null;
-      if (body && Array.isArray(body.data)) report.endpoint.models = body.data.length;
-    }
+    if (list.ok) report.endpoint.models = list.data.length;
   } catch (err) {
     const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
     report.endpoint.error = `${err instanceof Error ? err.message : String(err)}${cause}`;

@@ -7,6 +7,11 @@ export const METHODS = {
   send: 'session.send',
   stop: 'session.stop',
   reset: 'session.new',
+  sessionList: 'session.list',
+  sessionOpen: 'session.open',
+  sessionRename: 'session.rename',
+  sessionDelete: 'session.delete',
+  sessionInfo: 'session.info',
   setMode: 'mode.set',
   approvalResolve: 'approval.resolve',
   askResolve: 'ask.resolve',
@@ -47,4 +52,6 @@ export const EVENTS = {
   usage: 'usage',
   retry: 'retry',
   sessionInfo: 'session_info',
+  /** A reopened session's chat, rendered at once: `{ session, title, items }`. */
+  transcript: 'transcript',
 } as const;

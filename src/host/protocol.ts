@@ -47,6 +47,10 @@ export const InitParams = z.object({
   nvim_version: z.string().optional(),
 });
 
+export const SessionListParams = z.object({ query: z.string().max(1000).optional().nullable() });
+export const SessionOpenParams = z.object({ id: z.string().min(1).max(200) });
+export const SessionRenameParams = z.object({ title: z.string().min(1).max(1000) });
+export const SessionDeleteParams = z.object({ id: z.string().min(1).max(200) });
 export const ResetParams = z.object({ cwd: z.string().min(1).optional() });
 const n = z.number().int().positive().optional().nullable();
 export const ContextItemParams = z.object({

@@ -17,6 +17,13 @@ import { NvimBufferBridge } from './nvim-buffers';
 import { createModelClient } from '../agent/provider';
 import { requestSelectionEdit } from '../agent/selection-edit';
 import { computeHunks, type ReviewHunk } from '../workspace/review';
+import { createRecallTool } from '../tools/recall';
+import { DEFAULT_CONTEXT_WINDOW, knownContextWindow } from '../agent/context';
+import { SessionRecorder } from './session-recorder';
+import type { SessionRepository } from '../store/sessions';
+import { restoreConversation, transcriptItems } from './session-history';
+import { requestTitle } from './session-title';
+import { resolveContextWindow } from './model-list';
 
 type SelectionEditParamsT = {
   id: number;
@@ -32,6 +39,8 @@ type SelectionEditParamsT = {
 
 export interface SessionRuntime {
   session: ChatSession;
+  /** Every stored session of this data folder (list, search, delete). */
+  sessions: SessionRepository;
   /** Starts a turn or queues the message; context items are read and attached first. */
   send(text: string, context?: ContextItem[]): Promise<{ id: number; status: string; position?: number }>;
   /** Loads what the first reply needs (model client, HTTP stack). */
@@ -45,6 +54,10 @@ export interface SessionRuntime {
   /** A visual-selection edit request: the replacement lines and their hunks (nothing is written). */
   selectionEdit(p: SelectionEditParamsT): Promise<{ cancelled: true } | { lines: string[]; hunks: ReviewHunk[] }>;
   cancelSelectionEdit(id: number): boolean;
+  /** Renames this session (the user's title wins over the model's). */
+  rename(title: string): { title: string };
+  /** Which session the chat shows, its title and whether it holds messages. */
+  info(): { session: string; title: string | null; cwd: string; messages: number };
   dispose(): void;
 }
 
@@ -56,6 +69,8 @@ export interface RuntimeOptions {
   session: ChatSession;
   ui: LuaUi;
   log: Logger;
+  /** Reopen this stored session: its conversation continues and the chat shows its transcript. */
+  resume?: boolean;
 }
 
 /** Builds the workspace, the tool set and the agent for one chat session. */
@@ -94,6 +109,11 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   })) {
     registry.add(def);
   }
+  const sessions = ws.workspace.store.sessions;
+  const recorder = new SessionRecorder(sessions, session.id, { cwd: o.cwd, model: o.provider.model }, (e) =>
+    log.error('session store: %s', e instanceof Error ? (e.stack ?? e.message) : String(e)),
+  );
+  registry.add(createRecallTool({ get: (id) => sessions.row(session.id, id), archivedBy: (id) => sessions.archivedBy(session.id, id) }));
   registry.add(createSubagentTool({ name: 'explore', provider: o.provider, registry, log }));
   registry.add(createSubagentTool({ name: 'agent', provider: o.provider, registry, log }));
   const agent = new Agent({
@@ -105,7 +125,19 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     cwd: o.cwd,
     systemPrompt: config.system_prompt ?? undefined,
     toolFilter: isOffered,
-    contextWindow: o.provider.contextWindow,
+    // Compaction is always on: the configured window, else a well-known model's, else (asked only when the
+    // conversation gets long) the server's model list, else a conservative default.
+    contextWindow: o.provider.contextWindow ?? knownContextWindow(o.provider.model) ?? DEFAULT_CONTEXT_WINDOW,
+    contextWindowLookup:
+      o.provider.contextWindow || knownContextWindow(o.provider.model)
+        ? undefined
+        : async () => {
+            const w = await resolveContextWindow(o.provider);
+            log.info('context window %d tokens (%s)', w.tokens, w.source);
+            return w.tokens;
+          },
+    storedRef: recorder.storedId,
+    archive: recorder.archive,
     makeContext: (signal) => ({
       signal,
       workspace: ws.workspace,
@@ -117,11 +149,20 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     events: {
       state: (state, previous) => session.emitState(state, previous),
       assistantStart: () => ui.emit(EVENTS.assistantStart, {}),
-      text: (delta) => ui.emit(EVENTS.assistantDelta, { text: delta }),
+      text: (delta) => {
+        recorder.text(delta);
+        ui.emit(EVENTS.assistantDelta, { text: delta });
+      },
+      messageAdded: (m) => recorder.messageAdded(m),
       assistantEnd: (info) => ui.emit(EVENTS.assistantEnd, { interrupted: info.interrupted }),
       turnStart: (m) => {
         const meta = metaOf(m);
+        recorder.turnStart({ text: meta.display, ...(meta.labels.length > 0 ? { labels: meta.labels } : {}) });
         ui.emit(EVENTS.userMessage, { id: meta.id, text: meta.display, context: meta.labels });
+      },
+      turnEnd: () => {
+        recorder.flush();
+        nameSession();
       },
       queueDiscarded: (ms) => ui.emit(EVENTS.queueDiscarded, { messages: ms.map((m) => ({ id: metaOf(m).id, text: metaOf(m).display })) }),
       retry: (r) => ui.emit(EVENTS.retry, { attempt: r.attempt, delay_ms: r.delayMs, message: r.message }),
@@ -141,12 +182,16 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
         // A shell command may have changed files behind Neovim's back: clean buffers re-read them.
         if (r.name === 'bash') ui.emit(EVENTS.diskChanged, {});
       },
-      error: (e) => ui.emit(EVENTS.error, { kind: e.kind, message: e.message }),
-      notice: (text) => ui.emit(EVENTS.notice, { text }),
-      approvalCancelled: (req) => session.cancelApproval(req.id),
-      compacted: (c) => {
-        ws.workspace.store.archive.add(session.id, c.summary, c.removed);
+      error: (e) => {
+        recorder.chatLine('error', e.message);
+        ui.emit(EVENTS.error, { kind: e.kind, message: e.message });
       },
+      notice: (text) => {
+        recorder.chatLine('notice', text);
+        ui.emit(EVENTS.notice, { text });
+      },
+      approvalCancelled: (req) => session.cancelApproval(req.id),
+      compacted: (c) => recorder.compacted(c.added, c.archivedAs),
     },
     log: {
       debug: (m: string, ...a: unknown[]) => log.debug(m, ...a),
@@ -156,7 +201,36 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     },
   });
   session.bind(agent);
-  ui.emit(EVENTS.sessionInfo, { session: session.id, model: o.provider.model, cwd: o.cwd });
+  if (o.resume) {
+    const rows = sessions.rows(session.id);
+    const restored = restoreConversation(rows);
+    agent.loadMessages(restored.map((r) => r.message));
+    recorder.adopt(restored);
+    const stored = sessions.get(session.id);
+    ui.emit(EVENTS.transcript, { session: session.id, title: stored?.title ?? null, items: transcriptItems(rows) });
+  }
+  ui.emit(EVENTS.sessionInfo, { session: session.id, model: o.provider.model, cwd: o.cwd, title: sessions.get(session.id)?.title ?? null });
+  // Once, after the first reply: a 3–6 word title from the model (the first words stand in until then).
+  let naming = false;
+  const titleAbort = new AbortController();
+  function nameSession(): void {
+    const info = sessions.get(session.id);
+    if (naming || !info || info.titleSource === 'model' || info.titleSource === 'user') return;
+    const msgs = agent.messages;
+    const first = msgs.find((m) => m.role === 'user');
+    const reply = [...msgs].reverse().find((m) => m.role === 'assistant' && typeof m.content === 'string' && m.content !== '');
+    if (!first || typeof first.content !== 'string') return;
+    naming = true;
+    const firstText = info.title ?? first.content;
+    requestTitle(createModelClient(o.provider), firstText, typeof reply?.content === 'string' ? reply.content : '', titleAbort.signal)
+      .then((title) => {
+        const now = sessions.get(session.id);
+        if (!title || !now || now.titleSource === 'user') return;
+        sessions.rename(session.id, title, 'model');
+        ui.emit(EVENTS.sessionInfo, { session: session.id, title });
+      })
+      .catch((e: unknown) => log.info('session title: %s', e instanceof Error ? e.message : String(e)));
+  }
   const sendNow = async (text: string, context: ContextItem[]) => {
     const id = ++messageCount;
     const composed = await composeMessage(text, context, (p) => ws.call('read_file', { path: p }));
@@ -173,6 +247,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   const selectionEdits = new Map<number, AbortController>();
   return {
     session,
+    sessions,
     async selectionEdit(p) {
       const ac = new AbortController();
       selectionEdits.set(p.id, ac);
@@ -203,12 +278,26 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     },
     sent: () => sending,
     prepare: () => agent.prepare(),
+    rename(title) {
+      const t = title.replace(/\s+/g, ' ').trim().slice(0, 120);
+      if (t === '') throw new Error('a session title cannot be empty');
+      sessions.ensure({ id: session.id, cwd: o.cwd, model: o.provider.model });
+      sessions.rename(session.id, t, 'user');
+      ui.emit(EVENTS.sessionInfo, { session: session.id, title: t });
+      return { title: t };
+    },
+    info() {
+      const s = sessions.get(session.id);
+      return { session: session.id, title: s?.title ?? null, cwd: o.cwd, messages: s?.messageCount ?? 0 };
+    },
     listTrash: () => ws.workspace.trash.list(),
     restore: (trashId, targetPath) => ws.call('restore_file', { trashId, targetPath }),
     callTool: (name, args) => ws.call(name, args),
     dispose() {
       for (const ac of selectionEdits.values()) ac.abort();
+      titleAbort.abort();
       session.stop();
+      recorder.dispose();
       ws.close();
     },
   };

@@ -78,14 +78,62 @@ export class HostServer {
         // A new conversation works in Neovim's current directory (it may have changed with :cd).
         const { cwd } = parse(protocol().ResetParams, params, method);
         if (cwd && this.init) this.init.cwd = cwd;
-        const old = this.runtime;
-        this.runtime = null;
-        this.starting = null;
-        if (old) old.dispose();
-        const rt = await this.ensureRuntime();
+        const rt = await this.replaceRuntime();
         // Lua learns the new session (its id, no standing grants) at once, not at the first turn.
         rt.session.emitState(rt.session.agent.state, rt.session.agent.state);
         return { session: rt.session.id };
+      }
+      case METHODS.sessionList: {
+        const { query } = parse(protocol().SessionListParams, params, method);
+        const rt = await this.ensureRuntime();
+        const repo = rt.sessions;
+        const cwd = this.requireInit().cwd;
+        const current = rt.session.id;
+        const view = (s: import('../store/sessions').SessionInfo & { snippet?: string }) => ({
+          id: s.id,
+          title: s.title ?? '(untitled)',
+          cwd: s.cwd,
+          here: s.cwd === cwd,
+          current: s.id === current,
+          updated_at: s.updatedAt,
+          message_count: s.messageCount,
+          ...(s.snippet ? { snippet: s.snippet } : {}),
+        });
+        const found = query && query.trim() !== '' ? repo.search(query, { cwd }) : repo.list({ cwd });
+        return { sessions: found.map(view) };
+      }
+      case METHODS.sessionOpen: {
+        const { id } = parse(protocol().SessionOpenParams, params, method);
+        const rt = await this.ensureRuntime();
+        const stored = rt.sessions.get(id);
+        if (!stored) throw new HostError(`no stored session ${id}`);
+        if (id === rt.session.id) return rt.info();
+        // The conversation continues in the folder it was about (when it still exists).
+        const init = this.requireInit();
+        const fs = require('node:fs') as typeof import('node:fs');
+        if (fs.existsSync(stored.cwd)) init.cwd = stored.cwd;
+        const next = await this.replaceRuntime(id);
+        next.session.emitState(next.session.agent.state, next.session.agent.state);
+        return next.info();
+      }
+      case METHODS.sessionRename: {
+        const { title } = parse(protocol().SessionRenameParams, params, method);
+        const rt = await this.ensureRuntime();
+        return rt.rename(title);
+      }
+      case METHODS.sessionDelete: {
+        const { id } = parse(protocol().SessionDeleteParams, params, method);
+        const rt = await this.ensureRuntime();
+        if (id !== rt.session.id) return { deleted: rt.sessions.delete(id), current: rt.session.id };
+        // Deleting the open session: the chat starts a new one.
+        const next = await this.replaceRuntime();
+        const deleted = next.sessions.delete(id);
+        next.session.emitState(next.session.agent.state, next.session.agent.state);
+        return { deleted, current: next.session.id };
+      }
+      case METHODS.sessionInfo: {
+        const rt = await this.ensureRuntime();
+        return rt.info();
       }
       case METHODS.setMode: {
         const { mode } = parse(protocol().SetModeParams, params, method);
@@ -200,7 +248,16 @@ export class HostServer {
     return this.init;
   }
 
-  private ensureRuntime(): Promise<SessionRuntime> {
+  /** Ends the current session (it stays stored) and starts another: a new one, or `resumeId` reopened. */
+  private async replaceRuntime(resumeId?: string): Promise<SessionRuntime> {
+    const old = this.runtime ?? (this.starting ? await this.starting.catch(() => null) : null);
+    this.runtime = null;
+    this.starting = null;
+    old?.dispose();
+    return this.ensureRuntime(resumeId);
+  }
+
+  private ensureRuntime(resumeId?: string): Promise<SessionRuntime> {
     if (this.runtime) return Promise.resolve(this.runtime);
     if (!this.starting) {
       const init = this.requireInit();
@@ -209,8 +266,8 @@ export class HostServer {
         const { ChatSession } = require('./session') as typeof import('./session');
         const { createSessionRuntime } = require('./runtime') as typeof import('./runtime');
         const provider = await resolveProvider(init.config);
-        const session = new ChatSession(this.ui, this.log);
-        const rt = await createSessionRuntime({ ...init, provider, session, ui: this.ui, log: this.log });
+        const session = new ChatSession(this.ui, this.log, resumeId);
+        const rt = await createSessionRuntime({ ...init, provider, session, ui: this.ui, log: this.log, resume: resumeId !== undefined });
         this.runtime = rt;
         return rt;
       })();

@@ -15,7 +15,7 @@ interface Pending<T> {
  * Everything the agent reports is forwarded to Lua as events; Lua only displays.
  */
 export class ChatSession {
-  readonly id = randomUUID();
+  readonly id: string;
   private readonly approvals = new Map<string, Pending<ApprovalDecision>>();
   private readonly asks = new Map<string, Pending<string | null>>();
   agent!: Agent;
@@ -23,7 +23,11 @@ export class ChatSession {
   constructor(
     private readonly ui: LuaUi,
     private readonly log: Logger,
-  ) {}
+    /** A stored session's id when it is reopened; a new one otherwise. */
+    id?: string,
+  ) {
+    this.id = id ?? randomUUID();
+  }
 
   bind(agent: Agent): void {
     this.agent = agent;

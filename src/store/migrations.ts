@@ -61,6 +61,51 @@ CREATE TABLE conversation_archive (
 CREATE INDEX conversation_archive_session ON conversation_archive(session_id, id);
 `,
   },
+  {
+    version: 3,
+    name: 'sessions',
+    sql: `
+CREATE TABLE sessions (
+  id TEXT PRIMARY KEY,
+  cwd TEXT NOT NULL,
+  title TEXT,
+  title_source TEXT,
+  model TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  message_count INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX sessions_cwd ON sessions(cwd, updated_at);
+CREATE INDEX sessions_updated ON sessions(updated_at);
+
+CREATE TABLE session_messages (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  kind TEXT NOT NULL,
+  role TEXT,
+  message_json TEXT,
+  display_json TEXT,
+  text TEXT NOT NULL DEFAULT '',
+  in_context INTEGER NOT NULL DEFAULT 1,
+  partial INTEGER NOT NULL DEFAULT 0,
+  archived_by INTEGER,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX session_messages_session ON session_messages(session_id, id);
+
+CREATE VIRTUAL TABLE session_messages_fts USING fts5(text, content='session_messages', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
+CREATE TRIGGER session_messages_fts_ai AFTER INSERT ON session_messages BEGIN
+  INSERT INTO session_messages_fts(rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER session_messages_fts_ad AFTER DELETE ON session_messages BEGIN
+  INSERT INTO session_messages_fts(session_messages_fts, rowid, text) VALUES ('delete', old.id, old.text);
+END;
+CREATE TRIGGER session_messages_fts_au AFTER UPDATE OF text ON session_messages BEGIN
+  INSERT INTO session_messages_fts(session_messages_fts, rowid, text) VALUES ('delete', old.id, old.text);
+  INSERT INTO session_messages_fts(rowid, text) VALUES (new.id, new.text);
+END;
+`,
+  },
 ];
 
 /** Applies every migration newer than `PRAGMA user_version`, each in its own transaction. */

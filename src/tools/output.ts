@@ -49,3 +49,49 @@ export function capText(text: string, maxLines = MAX_OUTPUT_LINES, maxBytes = MA
 export function truncationNotice(c: CappedText, how: string): string {
   return `[output truncated: ${c.omittedLines} of ${c.totalLines} lines (${c.omittedBytes} bytes) omitted; ${how}]`;
 }
+
+/**
+ * The cap every tool result obeys on its way to the model, whatever the tool: the longest text fields
+ * are cut (with a notice) until the serialized result fits 2,000 lines / 50 KB. Tools that cap their own
+ * output with a better "how to get the rest" are untouched (they already fit).
+ */
+export function capToolResultJson(result: unknown, maxBytes = MAX_OUTPUT_BYTES, maxLines = MAX_OUTPUT_LINES): string {
+  const json = JSON.stringify(result);
+  const fits = (s: string) => Buffer.byteLength(s, 'utf8') <= maxBytes + 1024 && countNewlines(s) <= maxLines;
+  if (fits(json)) return json;
+  const copy = JSON.parse(json) as unknown;
+  // Cut the longest strings first, each to what the budget leaves, until the whole fits.
+  for (let round = 0; round < 8; round++) {
+    const strings: { holder: Record<string, unknown> | unknown[]; key: string | number; value: string }[] = [];
+    collectStrings(copy, strings);
+    strings.sort((a, b) => b.value.length - a.value.length);
+    const top = strings[0];
+    if (!top || top.value.length < 256) break;
+    const others = Buffer.byteLength(JSON.stringify(copy), 'utf8') - Buffer.byteLength(JSON.stringify(top.value), 'utf8');
+    const budget = Math.max(256, maxBytes - others - 400);
+    const c = capText(top.value, maxLines, budget);
+    const cut = c.truncated ? c : capText(top.value, maxLines, Math.floor(top.value.length / 2));
+    (top.holder as Record<string | number, unknown>)[top.key] = `${cut.text}\n${truncationNotice(cut, 'the result exceeded the 50 KB / 2,000-line cap for tool output; narrow the request to see the rest')}`;
+    const out = JSON.stringify(copy);
+    if (fits(out)) return out;
+  }
+  const c = capText(json, maxLines, maxBytes);
+  return `${c.text}\n${truncationNotice(c, 'the result exceeded the cap for tool output; narrow the request')}`;
+}
+
+function countNewlines(s: string): number {
+  let n = 0;
+  for (let i = s.indexOf('\n'); i !== -1; i = s.indexOf('\n', i + 1)) n++;
+  return n;
+}
+
+function collectStrings(node: unknown, out: { holder: Record<string, unknown> | unknown[]; key: string | number; value: string }[]): void {
+  if (Array.isArray(node)) {
+    node.forEach((v, i) => (typeof v === 'string' ? out.push({ holder: node, key: i, value: v }) : collectStrings(v, out)));
+  } else if (node && typeof node === 'object') {
+    for (const [k, v] of Object.entries(node as Record<string, unknown>)) {
+      if (typeof v === 'string') out.push({ holder: node as Record<string, unknown>, key: k, value: v });
+      else collectStrings(v, out);
+    }
+  }
+}

@@ -13,6 +13,8 @@
  * - `POST /v1/chat/completions`: consumes one scripted reply per request (FIFO). Streams SSE when the body
  *   has `stream: true`, otherwise answers one `chat.completion` JSON object.
  * - `GET /v1/models`: a model list (for health checks); never consumes a scripted reply.
+ * - the host's session-title request (a POST whose system message asks to name the conversation) is
+ *   answered with `fake.setTitle()`'s text and recorded in `fake.titleRequests` only.
  * - anything else: 404 with an OpenAI-style error body.
  *
  * When the script queue is empty the server answers the default reply: `{ text: 'ok' }` unless
@@ -128,6 +130,9 @@ export interface FakeOpenAI {
   readonly requests: FakeRequest[];
   /** Chat completion requests only. */
   readonly chatRequests: FakeRequest[];
+  /** The host's requests for a session title: answered with `setTitle`'s text, kept out of `requests`. */
+  readonly titleRequests: FakeRequest[];
+  setTitle(title: string): void;
   /** Scripted replies not consumed yet. */
   readonly pending: number;
   /** Chat requests answered with the default reply because the script was empty. */
@@ -149,6 +154,7 @@ const DEFAULT_MODELS = ['fake-model'];
 
 export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
   const requests: FakeRequest[] = [];
+  const titleRequests: FakeRequest[] = [];
   const queue: FakeReply[] = [];
   let defaultReply: FakeReply = opts.defaultReply ?? { text: 'ok' };
   let unscripted = 0;
@@ -157,6 +163,8 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
   const waiters = new Set<() => void>();
   const sockets = new Set<import('node:net').Socket>();
   const models = opts.models ?? DEFAULT_MODELS;
+  let titleText = 'Fake session title';
+  const titleReply = (_r: FakeRequest): string => titleText;
 
   const notify = (): void => {
     for (const w of [...waiters]) w();
@@ -202,7 +210,8 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
         rawBody,
         clientClosed: false,
       };
-      requests.push(record);
+      if (isTitleRequest(record)) titleRequests.push(record);
+      else requests.push(record);
       res.on('close', () => {
         if (!res.writableFinished) {
           record.clientClosed = true;
@@ -230,6 +239,11 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       return;
     }
     if (record.method === 'POST' && record.path === '/v1/chat/completions') {
+      // The host's side request naming a session: answered here, never from the script.
+      if (isTitleRequest(record)) {
+        await answerChat(record, { text: titleReply(record) }, res);
+        return;
+      }
       let reply = queue.shift();
       if (reply === undefined) {
         unscripted++;
@@ -339,6 +353,10 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     url: `http://127.0.0.1:${port}/v1`,
     port,
     requests,
+    titleRequests,
+    setTitle(title: string) {
+      titleText = title;
+    },
     get chatRequests() {
       return requests.filter((r) => r.path === '/v1/chat/completions');
     },
@@ -372,6 +390,14 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
 /* ------------------------------------------------------------------------------------------------
  * Helpers
  * ---------------------------------------------------------------------------------------------- */
+
+/** The host's title request starts with this system instruction (src/host/session-title.ts). */
+const TITLE_MARKER = 'Name this coding conversation';
+
+function isTitleRequest(r: FakeRequest): boolean {
+  const first = r.body?.messages?.[0] as { role?: string; content?: unknown } | undefined;
+  return r.method === 'POST' && first?.role === 'system' && typeof first.content === 'string' && first.content.startsWith(TITLE_MARKER);
+}
 
 function sendJson(res: http.ServerResponse, status: number, payload: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json' });

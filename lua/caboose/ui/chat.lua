@@ -417,7 +417,7 @@ function M.reset()
     end
   end
   H.buf, H.input = nil, nil
-  H.status.usage, H.status.retry = nil, nil
+  H.status.usage, H.status.retry, H.status.title = nil, nil, nil
   if draft and (#draft > 1 or draft[1] ~= '') then
     vim.api.nvim_buf_set_lines(M.input_buf(), 0, -1, false, draft)
   end
@@ -449,7 +449,7 @@ end
 
 -- Status (winbar) ----------------------------------------------------------------------------------
 
-H.status = { state = 'idle', mode = nil, model = nil, usage = nil, retry = nil, grants = nil }
+H.status = { state = 'idle', mode = nil, model = nil, usage = nil, retry = nil, grants = nil, title = nil }
 
 H.tokens = function(n)
   n = tonumber(n) or 0
@@ -480,6 +480,9 @@ function M.status_line()
     table.insert(head, '%#CabooseWarn#always: ' .. H.esc(table.concat(s.grants, ', ')) .. '%*')
   end
   local tail = {}
+  if s.title then
+    table.insert(tail, '%#CabooseTitle#' .. H.esc(s.title) .. '%*')
+  end
   if s.model then
     table.insert(tail, H.esc(s.model))
   end
@@ -615,7 +618,7 @@ H.queue = {} ---@type { id: integer, text: string }[]
 
 H.ensure_reply = function(kind)
   if not H.reply.open then
-    M.block('## Caboose\n\n')
+    M.block(H.REPLY_HEADING)
     H.reply.open = true
   elseif kind == 'text' and H.reply.last == 'tool' then
     M.block('')
@@ -631,11 +634,37 @@ function M.user_message(p)
   M.buf()
   H.queue_remove({ p.id })
   H.reply = { open = false, last = nil }
-  local text = '## You\n\n' .. (p.text or '')
-  for _, label in ipairs(p.context or {}) do
-    text = text .. '\n> 📎 ' .. label
+  M.block(H.user_text(p.text, p.context))
+end
+
+-- The text of each kind of entry: shared by live rendering and the bulk load of a reopened session.
+H.REPLY_HEADING = '## Caboose\n\n'
+H.INTERRUPTED = '\n\n_[response interrupted]_'
+
+H.user_text = function(text, labels)
+  local out = '## You\n\n' .. (text or '')
+  for _, label in ipairs(labels or {}) do
+    out = out .. '\n> 📎 ' .. label
   end
-  M.block(text)
+  return out
+end
+
+H.error_text = function(message)
+  return '> **Error:** ' .. tostring(message):gsub('\n', '\n> ')
+end
+
+H.notice_text = function(text)
+  return '> _' .. tostring(text):gsub('\n', ' ') .. '_'
+end
+
+H.detail_lines = function(details, out)
+  out = out or {}
+  for _, d in ipairs(details or {}) do
+    for _, l in ipairs(vim.split(d, '\n', { plain = true })) do
+      table.insert(out, H.DETAIL .. l)
+    end
+  end
+  return out
 end
 
 -- Queued messages: shown under the transcript (not in it) until their turn starts.
@@ -719,7 +748,7 @@ end
 function M.assistant_end(info)
   if info and info.interrupted then
     H.ensure_reply('text')
-    M.append('\n\n_[response interrupted]_')
+    M.append(H.INTERRUPTED)
   end
 end
 
@@ -762,12 +791,7 @@ function M.tool_result(p)
   if not row then
     return
   end
-  local details = {}
-  for _, d in ipairs(p.details or {}) do
-    for _, l in ipairs(vim.split(d, '\n', { plain = true })) do
-      table.insert(details, H.DETAIL .. l)
-    end
-  end
+  local details = H.detail_lines(p.details)
   local follow = H.followers(buf)
   H.edit(buf, function()
     vim.api.nvim_buf_set_lines(buf, row, row + 1, false, { H.tool_line(status, t.text, p.summary) })
@@ -786,11 +810,96 @@ function M.tool_result(p)
 end
 
 function M.error(message)
-  M.block('> **Error:** ' .. tostring(message):gsub('\n', '\n> '))
+  M.block(H.error_text(message))
 end
 
 function M.notice(text)
-  M.block('> _' .. tostring(text):gsub('\n', ' ') .. '_')
+  M.block(H.notice_text(text))
+end
+
+-- Reopened sessions ----------------------------------------------------------------------------------
+
+--- A lines table written the way M.append / M.block write the buffer (for one set_lines call).
+H.lines_writer = function()
+  local L = { '' }
+  local w = { lines = L }
+  function w.append(text)
+    local parts = vim.split(text, '\n', { plain = true })
+    L[#L] = L[#L] .. parts[1]
+    for i = 2, #parts do
+      L[#L + 1] = parts[i]
+    end
+  end
+  function w.block(text)
+    if not (#L == 1 and L[1] == '') then
+      text = (L[#L] == '' and '\n' or '\n\n') .. text
+    end
+    w.append(text)
+  end
+  return w
+end
+
+--- Shows a stored session's transcript (host event `transcript`): the same text live rendering wrote,
+--- set in one change, so a long session opens at once. Replaces what the chat showed.
+---@param items table[] { t = 'user'|'text'|'tool'|'notice'|'error', ... } (src/host/session-history.ts)
+function M.load(items)
+  local w = H.lines_writer()
+  local icons = {} ---@type { row: integer, status: string }[]
+  local reply = { open = false, last = nil }
+  local function ensure(kind)
+    if not reply.open then
+      w.block(H.REPLY_HEADING)
+      reply.open = true
+    elseif kind == 'text' and reply.last == 'tool' then
+      w.block('')
+    end
+    reply.last = kind
+  end
+  for _, it in ipairs(items or {}) do
+    if it.t == 'user' then
+      reply = { open = false, last = nil }
+      w.block(H.user_text(it.text, it.labels))
+    elseif it.t == 'text' then
+      ensure('text')
+      w.append(it.text or '')
+      if it.interrupted then
+        w.append(H.INTERRUPTED)
+      end
+    elseif it.t == 'tool' then
+      local line = H.tool_line(it.status, it.text or '?', it.summary)
+      if reply.open and reply.last == 'tool' then
+        w.append('\n' .. line)
+      else
+        ensure('tool')
+        w.block(line)
+      end
+      reply.last = 'tool'
+      table.insert(icons, { row = #w.lines - 1, status = it.status })
+      if it.details and #it.details > 0 then
+        w.append('\n' .. table.concat(H.detail_lines(it.details), '\n'))
+      end
+    elseif it.t == 'notice' then
+      w.block(H.notice_text(it.text))
+    elseif it.t == 'error' then
+      w.block(H.error_text(it.text))
+    end
+  end
+  local buf = M.buf()
+  vim.api.nvim_buf_clear_namespace(buf, H.ns_hint, 0, -1)
+  H.hint = false
+  H.edit(buf, function()
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, w.lines)
+  end)
+  for _, ic in ipairs(icons) do
+    H.mark_icon(buf, ic.row, ic.status)
+  end
+  H.reply = { open = false, last = nil }
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    H.scroll_to_end(win)
+  end
+  if #w.lines == 1 and w.lines[1] == '' then
+    H.render_hint()
+  end
 end
 
 function M.todos(items)

@@ -1,0 +1,132 @@
+/**
+ * Writes a chat session to SQLite as it happens: each message the moment the agent adds it, a streaming
+ * reply at most FLUSH_MS after its text arrived, chat notices and errors, compaction summaries (the
+ * messages they replace stay, archived). Knows which row holds each message, for pruning stubs.
+ */
+import type { ChatMessage } from '../agent/provider';
+import type { SessionRepository } from '../store/sessions';
+import { fallbackTitle, indexText, type RestoredMessage, type UserDisplay } from './session-history';
+
+/** A streaming reply reaches the database at least this often. */
+export const FLUSH_MS = 200;
+
+export class SessionRecorder {
+  private readonly rowOf = new WeakMap<ChatMessage, number>();
+  private started = false;
+  private nextDisplay: UserDisplay | null = null;
+  private partial: { rowId: number; text: string; dirty: boolean } | null = null;
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly repo: SessionRepository,
+    readonly sessionId: string,
+    private readonly info: { cwd: string; model: string },
+    private readonly onError: (err: unknown) => void = () => undefined,
+  ) {
+    this.started = repo.get(sessionId) !== null;
+  }
+
+  /** Messages restored from this session's rows keep their row ids. */
+  adopt(restored: readonly RestoredMessage[]): void {
+    for (const r of restored) if (r.rowId !== null) this.rowOf.set(r.message, r.rowId);
+  }
+
+  /** The stored id of a message of the conversation (for pruning stubs). */
+  storedId = (m: ChatMessage): number | undefined => this.rowOf.get(m);
+
+  /** What the chat shows of the next user message (its words, not the attached context). */
+  turnStart(display: UserDisplay): void {
+    this.nextDisplay = display;
+  }
+
+  text(delta: string): void {
+    this.safely(() => {
+      if (!this.partial) {
+        this.ensureSession(null);
+        const rowId = this.repo.append(this.sessionId, { kind: 'message', role: 'assistant', message: { role: 'assistant', content: delta }, text: delta, partial: true });
+        this.partial = { rowId, text: delta, dirty: false };
+        return;
+      }
+      this.partial.text += delta;
+      this.partial.dirty = true;
+      this.timer ??= setTimeout(() => this.flush(), FLUSH_MS);
+    });
+  }
+
+  /** Writes the streaming reply's text so far. */
+  flush(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const p = this.partial;
+    if (!p?.dirty) return;
+    p.dirty = false;
+    this.safely(() => this.repo.updatePartial(p.rowId, { role: 'assistant', content: p.text }, p.text));
+  }
+
+  messageAdded(m: ChatMessage): void {
+    this.safely(() => {
+      if (m.role === 'user') {
+        const display = this.nextDisplay ?? { text: typeof m.content === 'string' ? m.content : '' };
+        this.nextDisplay = null;
+        this.ensureSession(display.text);
+        this.rowOf.set(m, this.repo.append(this.sessionId, { kind: 'message', role: 'user', message: m, display, text: indexText(m, display) }));
+        return;
+      }
+      this.ensureSession(null);
+      if (m.role === 'assistant' && this.partial) {
+        if (this.timer) clearTimeout(this.timer);
+        this.timer = null;
+        const rowId = this.partial.rowId;
+        this.partial = null;
+        this.repo.finish(rowId, { message: m, text: indexText(m) });
+        this.rowOf.set(m, rowId);
+        return;
+      }
+      this.rowOf.set(m, this.repo.append(this.sessionId, { kind: 'message', role: m.role, message: m, text: indexText(m) }));
+    });
+  }
+
+  /** A line the chat showed (not part of the model's conversation). */
+  chatLine(kind: 'notice' | 'error', text: string): void {
+    this.safely(() => {
+      if (!this.started) return; // nothing said yet: nothing worth a session
+      this.repo.append(this.sessionId, { kind, text, inContext: false });
+    });
+  }
+
+  /** Compaction: the summary row stands for `removed` from now on; its id is what `recall` reads. */
+  archive = (removed: ChatMessage[], summary: string): number | undefined => {
+    let id: number | undefined;
+    this.safely(() => {
+      id = this.repo.append(this.sessionId, { kind: 'summary', role: 'user', message: { summary }, text: summary });
+      const rows = [...new Set(removed.map((m) => this.rowOf.get(m)).filter((r): r is number => r !== undefined))];
+      this.repo.archive(rows, id);
+    });
+    return id;
+  };
+
+  /** The summary pair that replaced the archived messages. */
+  compacted(added: ChatMessage[], archivedAs: number | undefined): void {
+    if (archivedAs === undefined) return;
+    for (const m of added) this.rowOf.set(m, archivedAs);
+  }
+
+  dispose(): void {
+    this.flush();
+  }
+
+  private ensureSession(firstText: string | null): void {
+    if (this.started) return;
+    this.repo.ensure({ id: this.sessionId, cwd: this.info.cwd, model: this.info.model, title: firstText === null ? null : fallbackTitle(firstText) });
+    this.started = true;
+  }
+
+  /** A failing database must not break the chat: the error is reported once per call, the turn goes on. */
+  private safely(fn: () => void): void {
+    try {
+      fn();
+    } catch (e) {
+      this.onError(e);
+    }
+  }
+}

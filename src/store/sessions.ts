@@ -1,0 +1,250 @@
+import type Database from 'better-sqlite3';
+
+/**
+ * Conversations as they happen: one row per session, one row per message (what the model is sent, and
+ * what the chat showed), searchable through FTS5. Rows are written the moment they exist, so a killed
+ * host loses at most the last unflushed part of a streaming reply.
+ */
+
+/** `message`: part of the model's conversation; `summary`: a compaction summary standing in for older
+ * messages; `notice` / `error`: chat lines only; `subagent`: a subagent's transcript (chat only). */
+export type SessionRowKind = 'message' | 'summary' | 'notice' | 'error' | 'subagent';
+
+export interface SessionInfo {
+  id: string;
+  cwd: string;
+  title: string | null;
+  titleSource: 'fallback' | 'model' | 'user' | null;
+  model: string | null;
+  createdAt: number;
+  updatedAt: number;
+  messageCount: number;
+}
+
+export interface SessionRow {
+  id: number;
+  kind: SessionRowKind;
+  role: string | null;
+  message: unknown;
+  display: unknown;
+  text: string;
+  inContext: boolean;
+  partial: boolean;
+  archivedBy: number | null;
+  createdAt: number;
+}
+
+export interface SessionSearchHit extends SessionInfo {
+  /** The best matching passage, with the match wrapped in « ». */
+  snippet: string;
+  matches: number;
+}
+
+export interface NewRow {
+  kind: SessionRowKind;
+  role?: string | null;
+  message?: unknown;
+  display?: unknown;
+  text?: string;
+  inContext?: boolean;
+  partial?: boolean;
+}
+
+interface RawSession {
+  id: string;
+  cwd: string;
+  title: string | null;
+  title_source: string | null;
+  model: string | null;
+  created_at: number;
+  updated_at: number;
+  message_count: number;
+}
+
+interface RawRow {
+  id: number;
+  kind: string;
+  role: string | null;
+  message_json: string | null;
+  display_json: string | null;
+  text: string;
+  in_context: number;
+  partial: number;
+  archived_by: number | null;
+  created_at: number;
+}
+
+/** Longest text indexed per row: enough to find a session by what was said in it. */
+const MAX_INDEXED_CHARS = 64 * 1024;
+
+function toInfo(r: RawSession): SessionInfo {
+  return {
+    id: r.id,
+    cwd: r.cwd,
+    title: r.title,
+    titleSource: (r.title_source as SessionInfo['titleSource']) ?? null,
+    model: r.model,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    messageCount: r.message_count,
+  };
+}
+
+function toRow(r: RawRow): SessionRow {
+  return {
+    id: r.id,
+    kind: r.kind as SessionRowKind,
+    role: r.role,
+    message: r.message_json === null ? null : (JSON.parse(r.message_json) as unknown),
+    display: r.display_json === null ? null : (JSON.parse(r.display_json) as unknown),
+    text: r.text,
+    inContext: r.in_context === 1,
+    partial: r.partial === 1,
+    archivedBy: r.archived_by,
+    createdAt: r.created_at,
+  };
+}
+
+function json(v: unknown): string | null {
+  return v === undefined || v === null ? null : JSON.stringify(v);
+}
+
+/** FTS5 query from what the user typed: every word must appear (as a prefix), punctuation ignored. */
+export function ftsQuery(input: string): string | null {
+  const words = input.match(/[\p{L}\p{N}_]+/gu) ?? [];
+  if (words.length === 0) return null;
+  return words.map((w) => `"${w}"*`).join(' ');
+}
+
+export class SessionRepository {
+  private readonly st: {
+    insertSession: Database.Statement;
+    touch: Database.Statement;
+    insertRow: Database.Statement;
+    updatePartial: Database.Statement;
+    finishRow: Database.Statement;
+  };
+
+  constructor(private readonly db: Database.Database) {
+    this.st = {
+      insertSession: db.prepare(
+        'INSERT OR IGNORE INTO sessions (id, cwd, title, title_source, model, created_at, updated_at, message_count) VALUES (?, ?, ?, ?, ?, ?, ?, 0)',
+      ),
+      touch: db.prepare('UPDATE sessions SET updated_at = ?, message_count = message_count + ? WHERE id = ?'),
+      insertRow: db.prepare(
+        'INSERT INTO session_messages (session_id, kind, role, message_json, display_json, text, in_context, partial, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      ),
+      updatePartial: db.prepare('UPDATE session_messages SET message_json = ?, text = ? WHERE id = ? AND partial = 1'),
+      finishRow: db.prepare('UPDATE session_messages SET message_json = ?, display_json = ?, text = ?, partial = 0 WHERE id = ?'),
+    };
+  }
+
+  /** Creates the session row unless it exists. */
+  ensure(s: { id: string; cwd: string; model?: string | null; title?: string | null }): void {
+    const now = Date.now();
+    this.st.insertSession.run(s.id, s.cwd, s.title ?? null, s.title ? 'fallback' : null, s.model ?? null, now, now);
+  }
+
+  get(id: string): SessionInfo | null {
+    const r = this.db.prepare('SELECT * FROM sessions WHERE id = ?').get(id) as RawSession | undefined;
+    return r ? toInfo(r) : null;
+  }
+
+  /** Sessions with at least one message: those of `cwd` first, then the rest, newest activity first. */
+  list(opts: { cwd?: string; limit?: number } = {}): SessionInfo[] {
+    const rows = this.db
+      .prepare(
+        `SELECT * FROM sessions WHERE message_count > 0
+         ORDER BY (cwd = @cwd) DESC, updated_at DESC LIMIT @limit`,
+      )
+      .all({ cwd: opts.cwd ?? '', limit: opts.limit ?? 500 }) as RawSession[];
+    return rows.map(toInfo);
+  }
+
+  /** Full-text search over every session's messages; `cwd` sessions rank first, then by relevance. */
+  search(query: string, opts: { cwd?: string; limit?: number } = {}): SessionSearchHit[] {
+    const q = ftsQuery(query);
+    if (!q) return [];
+    const rows = this.db
+      .prepare(
+        `WITH hits AS (
+           SELECT m.session_id AS sid, f.rank AS rank,
+                  snippet(session_messages_fts, 0, '«', '»', '…', 12) AS snip
+           FROM session_messages_fts f JOIN session_messages m ON m.id = f.rowid
+           WHERE session_messages_fts MATCH @q
+         ), best AS (
+           SELECT sid, MIN(rank) AS rank, COUNT(*) AS matches FROM hits GROUP BY sid
+         )
+         SELECT s.*, b.matches AS matches,
+                (SELECT snip FROM hits h WHERE h.sid = s.id ORDER BY h.rank LIMIT 1) AS snippet
+         FROM best b JOIN sessions s ON s.id = b.sid
+         ORDER BY (s.cwd = @cwd) DESC, b.rank, s.updated_at DESC LIMIT @limit`,
+      )
+      .all({ q, cwd: opts.cwd ?? '', limit: opts.limit ?? 100 }) as (RawSession & { snippet: string; matches: number })[];
+    return rows.map((r) => ({ ...toInfo(r), snippet: r.snippet.replace(/\s+/g, ' '), matches: r.matches }));
+  }
+
+  rename(id: string, title: string, source: 'fallback' | 'model' | 'user'): boolean {
+    return this.db.prepare('UPDATE sessions SET title = ?, title_source = ? WHERE id = ?').run(title, source, id).changes > 0;
+  }
+
+  delete(id: string): boolean {
+    return this.db.transaction(() => {
+      this.db.prepare('DELETE FROM session_messages WHERE session_id = ?').run(id);
+      return this.db.prepare('DELETE FROM sessions WHERE id = ?').run(id).changes > 0;
+    })();
+  }
+
+  /** Appends a row; chat-visible rows (everything but partial streaming rows) count as messages. */
+  append(sessionId: string, row: NewRow): number {
+    const now = Date.now();
+    const text = (row.text ?? '').slice(0, MAX_INDEXED_CHARS);
+    const info = this.st.insertRow.run(
+      sessionId,
+      row.kind,
+      row.role ?? null,
+      json(row.message),
+      json(row.display),
+      text,
+      row.inContext === false ? 0 : 1,
+      row.partial ? 1 : 0,
+      now,
+    );
+    this.st.touch.run(now, row.kind === 'message' || row.kind === 'summary' ? 1 : 0, sessionId);
+    return Number(info.lastInsertRowid);
+  }
+
+  /** Streaming text so far of a partial assistant row. */
+  updatePartial(rowId: number, message: unknown, text: string): void {
+    this.st.updatePartial.run(json(message), text.slice(0, MAX_INDEXED_CHARS), rowId);
+  }
+
+  /** The partial row becomes the finished message. */
+  finish(rowId: number, row: { message: unknown; display?: unknown; text: string }): void {
+    this.st.finishRow.run(json(row.message), json(row.display), row.text.slice(0, MAX_INDEXED_CHARS), rowId);
+  }
+
+  /** Compaction: `rowIds` leave the model's context; `summaryRowId` now stands for them. */
+  archive(rowIds: number[], summaryRowId: number): void {
+    const stmt = this.db.prepare('UPDATE session_messages SET in_context = 0, archived_by = ? WHERE id = ?');
+    this.db.transaction(() => {
+      for (const id of rowIds) stmt.run(summaryRowId, id);
+    })();
+  }
+
+  rows(sessionId: string): SessionRow[] {
+    return (this.db.prepare('SELECT * FROM session_messages WHERE session_id = ? ORDER BY id').all(sessionId) as RawRow[]).map(toRow);
+  }
+
+  row(sessionId: string, rowId: number): SessionRow | null {
+    const r = this.db.prepare('SELECT * FROM session_messages WHERE session_id = ? AND id = ?').get(sessionId, rowId) as RawRow | undefined;
+    return r ? toRow(r) : null;
+  }
+
+  /** The rows a summary row replaced (an archived conversation segment). */
+  archivedBy(sessionId: string, summaryRowId: number): SessionRow[] {
+    return (
+      this.db.prepare('SELECT * FROM session_messages WHERE session_id = ? AND archived_by = ? ORDER BY id').all(sessionId, summaryRowId) as RawRow[]
+    ).map(toRow);
+  }
+}
