@@ -67,8 +67,11 @@ export function capToolResultJson(result: unknown, maxBytes = MAX_OUTPUT_BYTES, 
     strings.sort((a, b) => b.value.length - a.value.length);
     const top = strings[0];
     if (!top || top.value.length < 256) break;
-    const others = Buffer.byteLength(JSON.stringify(copy), 'utf8') - Buffer.byteLength(JSON.stringify(top.value), 'utf8');
-    const budget = Math.max(256, maxBytes - others - 400);
+    const encoded = Buffer.byteLength(JSON.stringify(top.value), 'utf8');
+    const others = Buffer.byteLength(JSON.stringify(copy), 'utf8') - encoded;
+    // JSON escapes (\n, quotes) make the encoded text longer than the text itself.
+    const overhead = encoded / Math.max(1, Buffer.byteLength(top.value, 'utf8'));
+    const budget = Math.max(256, Math.floor((maxBytes - others - 400) / overhead));
     const c = capText(top.value, maxLines, budget);
     const cut = c.truncated ? c : capText(top.value, maxLines, Math.floor(top.value.length / 2));
     (top.holder as Record<string | number, unknown>)[top.key] = `${cut.text}\n${truncationNotice(cut, 'the result exceeded the 50 KB / 2,000-line cap for tool output; narrow the request to see the rest')}`;

@@ -45,6 +45,28 @@ export function conversationText(messages: { role: string | null; message: unkno
   return out.join('\n\n');
 }
 
+/**
+ * A stored tool result (JSON) as lines to page through: multi-line text fields (file contents, command
+ * output) are written out as they are, under a header naming the field; everything else as compact JSON.
+ */
+export function readableToolOutput(content: string): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(content);
+  } catch {
+    return content;
+  }
+  const r = parsed as { ok?: boolean; data?: unknown; error?: unknown };
+  if (r?.ok !== true || !r.data || typeof r.data !== 'object' || Array.isArray(r.data)) return JSON.stringify(parsed, null, 1);
+  const scalars: Record<string, unknown> = {};
+  const texts: string[] = [];
+  for (const [k, v] of Object.entries(r.data as Record<string, unknown>)) {
+    if (typeof v === 'string' && v.includes('\n')) texts.push(`--- ${k} ---\n${v.replace(/\n$/, '')}`);
+    else scalars[k] = v;
+  }
+  return [...(Object.keys(scalars).length > 0 ? [JSON.stringify(scalars)] : []), ...texts].join('\n');
+}
+
 export function createRecallTool(source: RecallSource): ToolDefinition<typeof recallParameters, RecallResult> {
   return {
     name: 'recall',
@@ -66,7 +88,7 @@ export function createRecallTool(source: RecallSource): ToolDefinition<typeof re
       } else {
         kind = 'tool_output';
         const m = (row.message ?? {}) as Msg;
-        text = typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? '');
+        text = readableToolOutput(typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? ''));
       }
       const lines = text.split('\n');
       const start = Math.min(args.startLine ?? 1, Math.max(1, lines.length));
