@@ -90,6 +90,7 @@ H.handlers = {
     H.chat().load(p.items or {})
     H.chat().set_status(nil, nil, { title = p.title or false })
     M.open_chat()
+    vim.api.nvim_exec_autocmds('User', { pattern = 'CabooseSessionOpened', modeline = false, data = { session = p.session, title = p.title } })
   end,
   user_message = function(p)
     H.chat().user_message(p)

@@ -178,6 +178,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       toolResult: (r) => {
         const view = describeToolResult(r.name, callArgs.get(r.id), r.result);
         callArgs.delete(r.id);
+        recorder.toolView(r.id, view);
         ui.emit(EVENTS.toolResult, { id: r.id, name: r.name, ok: r.result.ok, status: view.status, summary: view.summary, details: view.details });
         // A shell command may have changed files behind Neovim's back: clean buffers re-read them.
         if (r.name === 'bash') ui.emit(EVENTS.diskChanged, {});
@@ -202,12 +203,12 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   });
   session.bind(agent);
   if (o.resume) {
-    const rows = sessions.rows(session.id);
-    const restored = restoreConversation(rows);
+    // The transcript first (what the user waits for), then the conversation the model continues from.
+    const stored = sessions.get(session.id);
+    ui.emit(EVENTS.transcript, { session: session.id, title: stored?.title ?? null, items: transcriptItems(sessions.displayRows(session.id)) });
+    const restored = restoreConversation(sessions.contextRows(session.id));
     agent.loadMessages(restored.map((r) => r.message));
     recorder.adopt(restored);
-    const stored = sessions.get(session.id);
-    ui.emit(EVENTS.transcript, { session: session.id, title: stored?.title ?? null, items: transcriptItems(rows) });
   }
   ui.emit(EVENTS.sessionInfo, { session: session.id, model: o.provider.model, cwd: o.cwd, title: sessions.get(session.id)?.title ?? null });
   // Once, after the first reply: a 3–6 word title from the model (the first words stand in until then).

@@ -106,8 +106,46 @@ function parseResult(content: unknown): ToolResult {
   return { ok: true, data: {} };
 }
 
+/** What the chat shows of an assistant message (stored with it, so reopening parses no tool output). */
+export interface AssistantDisplay {
+  text: string;
+  interrupted?: boolean;
+  calls?: { id: string; text: string }[];
+}
+
+/** What the chat shows of a tool result. */
+export interface ToolDisplay {
+  id: string;
+  status: ToolStatus;
+  summary?: string;
+  details?: string[];
+}
+
+export function assistantDisplay(m: ChatMessage, partial = false): AssistantDisplay {
+  let text = typeof m.content === 'string' ? m.content : '';
+  const interrupted = partial || text.endsWith(INTERRUPTED_MARKER);
+  if (text.endsWith(INTERRUPTED_MARKER)) text = text.slice(0, -INTERRUPTED_MARKER.length).replace(/\s+$/, '');
+  const calls = toolCalls(m).map((c) => ({ id: c.id, text: summarizeToolCall(c.function.name, parseArgs(c.function.arguments)) }));
+  return { text, ...(interrupted ? { interrupted: true } : {}), ...(calls.length > 0 ? { calls } : {}) };
+}
+
+export function toolDisplay(id: string, name: string, args: unknown, content: unknown): ToolDisplay {
+  const view = describeToolResult(name, args, parseResult(content));
+  return { id, status: view.status, summary: view.summary, ...(view.details.length > 0 ? { details: view.details } : {}) };
+}
+
+/** A row as the transcript needs it: its stored display, or the message when it has none. */
+export interface DisplayRow {
+  kind: SessionRow['kind'];
+  role: string | null;
+  display: unknown;
+  message: unknown;
+  text: string;
+  partial: boolean;
+}
+
 /** What the chat showed, rebuilt from every row (compacted ones included). */
-export function transcriptItems(rows: readonly SessionRow[]): TranscriptItem[] {
+export function transcriptItems(rows: readonly DisplayRow[]): TranscriptItem[] {
   const items: TranscriptItem[] = [];
   const calls = new Map<string, { item: Extract<TranscriptItem, { t: 'tool' }>; name: string; args: unknown }>();
   for (const r of rows) {
@@ -115,29 +153,31 @@ export function transcriptItems(rows: readonly SessionRow[]): TranscriptItem[] {
       items.push({ t: r.kind, text: r.text });
       continue;
     }
-    if (r.kind !== 'message' || r.message === null) continue;
-    const m = r.message as ChatMessage;
-    if (m.role === 'user') {
+    if (r.kind !== 'message') continue;
+    const m = (r.message ?? null) as ChatMessage | null;
+    if (r.role === 'user') {
       const d = (r.display ?? null) as UserDisplay | null;
-      items.push({ t: 'user', text: d?.text ?? (typeof m.content === 'string' ? m.content : ''), ...(d?.labels?.length ? { labels: d.labels } : {}) });
-    } else if (m.role === 'assistant') {
-      let text = typeof m.content === 'string' ? m.content : '';
-      const interrupted = r.partial || text.endsWith(INTERRUPTED_MARKER);
-      if (text.endsWith(INTERRUPTED_MARKER)) text = text.slice(0, -INTERRUPTED_MARKER.length).replace(/\s+$/, '');
-      if (text !== '' || interrupted) items.push({ t: 'text', text, ...(interrupted ? { interrupted: true } : {}) });
-      for (const c of toolCalls(m)) {
-        const args = parseArgs(c.function.arguments);
-        const item = { t: 'tool' as const, id: c.id, text: summarizeToolCall(c.function.name, args), status: 'cancelled' as ToolStatus | 'running' };
-        calls.set(c.id, { item, name: c.function.name, args });
+      items.push({ t: 'user', text: d?.text ?? (typeof m?.content === 'string' ? m.content : ''), ...(d?.labels?.length ? { labels: d.labels } : {}) });
+    } else if (r.role === 'assistant') {
+      const d = r.display && !r.partial ? (r.display as AssistantDisplay) : m ? assistantDisplay(m, r.partial) : null;
+      if (!d) continue;
+      if (d.text !== '' || d.interrupted) items.push({ t: 'text', text: d.text, ...(d.interrupted ? { interrupted: true } : {}) });
+      const raw = m ? toolCalls(m) : [];
+      for (const c of d.calls ?? []) {
+        const item = { t: 'tool' as const, id: c.id, text: c.text, status: 'cancelled' as ToolStatus | 'running' };
+        const rc = raw.find((x) => x.id === c.id);
+        calls.set(c.id, { item, name: rc?.function.name ?? '', args: rc ? parseArgs(rc.function.arguments) : null });
         items.push(item);
       }
-    } else if (m.role === 'tool') {
-      const call = calls.get((m as { tool_call_id: string }).tool_call_id);
+    } else if (r.role === 'tool') {
+      const d = (r.display ?? null) as ToolDisplay | null;
+      const id = d?.id ?? (m as { tool_call_id?: string } | null)?.tool_call_id ?? '';
+      const call = calls.get(id);
       if (!call) continue;
-      const view = describeToolResult(call.name, call.args, parseResult(m.content));
+      const view = d ?? toolDisplay(id, call.name, call.args, m?.content);
       call.item.status = view.status;
-      call.item.summary = view.summary;
-      if (view.details.length > 0) call.item.details = view.details;
+      if (view.summary !== undefined) call.item.summary = view.summary;
+      if (view.details) call.item.details = view.details;
     }
   }
   return items;

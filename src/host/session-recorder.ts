@@ -5,7 +5,8 @@
  */
 import type { ChatMessage } from '../agent/provider';
 import type { SessionRepository } from '../store/sessions';
-import { fallbackTitle, indexText, type RestoredMessage, type UserDisplay } from './session-history';
+import { assistantDisplay, fallbackTitle, indexText, toolDisplay, type RestoredMessage, type ToolDisplay, type UserDisplay } from './session-history';
+import type { ToolResultView } from './summaries';
 
 /** A streaming reply reaches the database at least this often. */
 export const FLUSH_MS = 200;
@@ -16,6 +17,8 @@ export class SessionRecorder {
   private nextDisplay: UserDisplay | null = null;
   private partial: { rowId: number; text: string; dirty: boolean } | null = null;
   private timer: NodeJS.Timeout | null = null;
+  /** Tool calls waiting for their result message: name and arguments, and the chat's view once known. */
+  private readonly calls = new Map<string, { name: string; args: unknown; view?: ToolResultView }>();
 
   constructor(
     private readonly repo: SessionRepository,
@@ -63,6 +66,12 @@ export class SessionRecorder {
     this.safely(() => this.repo.updatePartial(p.rowId, { role: 'assistant', content: p.text }, p.text));
   }
 
+  /** The chat's view of a finished call (what the tool line shows), stored with its result message. */
+  toolView(id: string, view: ToolResultView): void {
+    const c = this.calls.get(id);
+    if (c) c.view = view;
+  }
+
   messageAdded(m: ChatMessage): void {
     this.safely(() => {
       if (m.role === 'user') {
@@ -73,16 +82,31 @@ export class SessionRecorder {
         return;
       }
       this.ensureSession(null);
-      if (m.role === 'assistant' && this.partial) {
-        if (this.timer) clearTimeout(this.timer);
-        this.timer = null;
-        const rowId = this.partial.rowId;
-        this.partial = null;
-        this.repo.finish(rowId, { message: m, text: indexText(m) });
-        this.rowOf.set(m, rowId);
+      if (m.role === 'assistant') {
+        for (const c of (m as { tool_calls?: { id: string; function: { name: string; arguments: string } }[] }).tool_calls ?? []) {
+          this.calls.set(c.id, { name: c.function.name, args: safeParse(c.function.arguments) });
+        }
+        const display = assistantDisplay(m);
+        if (this.partial) {
+          if (this.timer) clearTimeout(this.timer);
+          this.timer = null;
+          const rowId = this.partial.rowId;
+          this.partial = null;
+          this.repo.finish(rowId, { message: m, display, text: indexText(m) });
+          this.rowOf.set(m, rowId);
+          return;
+        }
+        this.rowOf.set(m, this.repo.append(this.sessionId, { kind: 'message', role: 'assistant', message: m, display, text: indexText(m) }));
         return;
       }
-      this.rowOf.set(m, this.repo.append(this.sessionId, { kind: 'message', role: m.role, message: m, text: indexText(m) }));
+      let display: ToolDisplay | undefined;
+      if (m.role === 'tool') {
+        const id = (m as { tool_call_id: string }).tool_call_id;
+        const c = this.calls.get(id);
+        this.calls.delete(id);
+        if (c) display = c.view ? { id, status: c.view.status, summary: c.view.summary, ...(c.view.details.length > 0 ? { details: c.view.details } : {}) } : toolDisplay(id, c.name, c.args, m.content);
+      }
+      this.rowOf.set(m, this.repo.append(this.sessionId, { kind: 'message', role: m.role, message: m, display, text: indexText(m) }));
     });
   }
 
@@ -128,5 +152,13 @@ export class SessionRecorder {
     } catch (e) {
       this.onError(e);
     }
+  }
+}
+
+function safeParse(raw: string): unknown {
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch {
+    return raw;
   }
 }

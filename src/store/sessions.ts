@@ -232,6 +232,37 @@ export class SessionRepository {
     })();
   }
 
+  /**
+   * Every row as the chat transcript needs it: the stored display, the message only for rows that have
+   * none (a partial reply, a row written without one). Reopening a long session parses no tool output.
+   */
+  displayRows(sessionId: string): { kind: SessionRowKind; role: string | null; display: unknown; message: unknown; text: string; partial: boolean }[] {
+    const raw = this.db
+      .prepare(
+        `SELECT kind, role, display_json, partial, CASE WHEN kind IN ('notice', 'error') THEN text ELSE '' END AS text,
+                CASE WHEN display_json IS NULL OR partial = 1 THEN message_json END AS message_json
+         FROM session_messages WHERE session_id = ? ORDER BY id`,
+      )
+      .all(sessionId) as { kind: string; role: string | null; display_json: string | null; partial: number; text: string; message_json: string | null }[];
+    return raw.map((r) => ({
+      kind: r.kind as SessionRowKind,
+      role: r.role,
+      display: r.display_json === null ? null : (JSON.parse(r.display_json) as unknown),
+      message: r.message_json === null ? null : (JSON.parse(r.message_json) as unknown),
+      text: r.text,
+      partial: r.partial === 1,
+    }));
+  }
+
+  /** The rows of the model's conversation (in context), fully parsed. */
+  contextRows(sessionId: string): SessionRow[] {
+    return (
+      this.db
+        .prepare("SELECT * FROM session_messages WHERE session_id = ? AND in_context = 1 AND kind IN ('message', 'summary') ORDER BY id")
+        .all(sessionId) as RawRow[]
+    ).map(toRow);
+  }
+
   rows(sessionId: string): SessionRow[] {
     return (this.db.prepare('SELECT * FROM session_messages WHERE session_id = ? ORDER BY id').all(sessionId) as RawRow[]).map(toRow);
   }

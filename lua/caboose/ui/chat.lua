@@ -819,22 +819,33 @@ end
 
 -- Reopened sessions ----------------------------------------------------------------------------------
 
---- A lines table written the way M.append / M.block write the buffer (for one set_lines call).
-H.lines_writer = function()
-  local L = { '' }
-  local w = { lines = L }
+--- Text written the way M.append / M.block write the buffer, collected as chunks and split into lines
+--- once (a long session has tens of thousands of lines). `row()` is the 0-based row of the last line.
+H.text_writer = function()
+  local chunks, n, rows, ends_nl, empty = {}, 0, 0, false, true
+  local w = {}
   function w.append(text)
-    local parts = vim.split(text, '\n', { plain = true })
-    L[#L] = L[#L] .. parts[1]
-    for i = 2, #parts do
-      L[#L + 1] = parts[i]
+    if text == '' then
+      return
     end
+    n = n + 1
+    chunks[n] = text
+    local _, nl = text:gsub('\n', '')
+    rows = rows + nl
+    ends_nl = text:sub(-1) == '\n'
+    empty = false
   end
   function w.block(text)
-    if not (#L == 1 and L[1] == '') then
-      text = (L[#L] == '' and '\n' or '\n\n') .. text
+    if not empty then
+      text = (ends_nl and '\n' or '\n\n') .. text
     end
     w.append(text)
+  end
+  function w.row()
+    return rows
+  end
+  function w.lines()
+    return vim.split(table.concat(chunks), '\n', { plain = true })
   end
   return w
 end
@@ -843,7 +854,7 @@ end
 --- set in one change, so a long session opens at once. Replaces what the chat showed.
 ---@param items table[] { t = 'user'|'text'|'tool'|'notice'|'error', ... } (src/host/session-history.ts)
 function M.load(items)
-  local w = H.lines_writer()
+  local w = H.text_writer()
   local icons = {} ---@type { row: integer, status: string }[]
   local reply = { open = false, last = nil }
   local function ensure(kind)
@@ -874,7 +885,7 @@ function M.load(items)
         w.block(line)
       end
       reply.last = 'tool'
-      table.insert(icons, { row = #w.lines - 1, status = it.status })
+      table.insert(icons, { row = w.row(), status = it.status })
       if it.details and #it.details > 0 then
         w.append('\n' .. table.concat(H.detail_lines(it.details), '\n'))
       end
@@ -884,11 +895,12 @@ function M.load(items)
       w.block(H.error_text(it.text))
     end
   end
+  local lines = w.lines()
   local buf = M.buf()
   vim.api.nvim_buf_clear_namespace(buf, H.ns_hint, 0, -1)
   H.hint = false
   H.edit(buf, function()
-    vim.api.nvim_buf_set_lines(buf, 0, -1, false, w.lines)
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   end)
   for _, ic in ipairs(icons) do
     H.mark_icon(buf, ic.row, ic.status)
@@ -897,7 +909,7 @@ function M.load(items)
   for _, win in ipairs(vim.fn.win_findbuf(buf)) do
     H.scroll_to_end(win)
   end
-  if #w.lines == 1 and w.lines[1] == '' then
+  if #lines == 1 and lines[1] == '' then
     H.render_hint()
   end
 end

@@ -96,7 +96,6 @@ function M.open(id)
   return H.caboose()._request(H.methods().session_open, { id = id }, function(err, res)
     if not err then
       H.caboose()._notify('reopened: ' .. (res.title or id))
-      vim.api.nvim_exec_autocmds('User', { pattern = 'CabooseSessionOpened', modeline = false, data = res })
     end
   end)
 end
