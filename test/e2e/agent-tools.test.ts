@@ -10,6 +10,8 @@ const SEED_TOOLS = [
   'read_file', 'write_file', 'edit_file', 'glob', 'grep', 'bash', 'list_directory', 'fetch', 'web_search',
   'todo_write', 'todo_read', 'explore', 'agent', 'ask_user', 'search_files', 'create_file', 'delete_file',
   'restore_file', 'move_file', 'apply_patch',
+  // issue 10: reads back outputs and conversation moved out of the prompt
+  'recall',
 ];
 
 forEachNvim((bin) => {
