@@ -358,8 +358,9 @@ export class Agent {
 
   /**
    * Runs the calls of one reply. Consecutive calls that run without asking and have the `read` policy
-   * run concurrently; anything else (approval, edit, exec, interactive) runs alone, in order. Results
-   * are appended in the original order whatever the completion order.
+   * (subagents included: a child gates its own calls) run concurrently; anything else (approval, edit,
+   * exec, interactive) runs alone, in order. Results are appended in the original order whatever the
+   * completion order.
    */
   private async executeTools(calls: AssembledToolCall[], signal: AbortSignal): Promise<void> {
     this.setState('executing_tools');
