@@ -122,6 +122,9 @@ H.handlers = {
   tool_result = function(p)
     H.chat().tool_result(p)
   end,
+  tool_progress = function(p)
+    H.chat().tool_progress(p)
+  end,
   todos = function(p)
     H.chat().todos(p.items)
   end,

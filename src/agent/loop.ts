@@ -32,6 +32,8 @@ export interface ApprovalRequest {
   tool: string;
   args: unknown;
   preview?: ApprovalPreview;
+  /** Who asks, when it is not the main agent (a subagent: "agent #2: fix the parser"). */
+  label?: string;
 }
 
 /** `review`: with 'once'/'always', the hunks the user rejected in a file change (the rest are written). */
@@ -97,8 +99,10 @@ export interface AgentOptions {
   storedRef?: StoredRef;
   /** Stores the messages compaction removes; the id returned is named in the summary (for `recall`). */
   archive?: (removed: ChatMessage[], summary: string) => number | undefined;
-  /** Restrict which tools this agent offers and may call (subagents). Default: every registry tool. */
+  /** Which registry tools are offered to the model (a hidden tool still answers when called by name). Default: all. */
   toolFilter?: (def: ToolDefinition) => boolean;
+  /** Tools approved with "always"; pass one set to share the grants with subagents. Default: a set of its own. */
+  grants?: Set<string>;
 }
 
 /** A user message; `meta` is the caller's (e.g. what the chat shows of it), handed back in turnStart. */
@@ -126,7 +130,7 @@ export class Agent {
   private readonly opts: AgentOptions;
   private readonly history: ChatMessage[] = [];
   private readonly queue: QueuedMessage[] = [];
-  private readonly alwaysAllowed = new Set<string>();
+  private readonly alwaysAllowed: Set<string>;
   private readonly idleWaiters: (() => void)[] = [];
   private currentMode: PermissionMode;
   private currentState: AgentState = 'idle';
@@ -142,6 +146,7 @@ export class Agent {
     this.registry = opts.registry;
     this.currentMode = opts.mode ?? DEFAULT_MODE;
     this.contextWindow = opts.contextWindow;
+    this.alwaysAllowed = opts.grants ?? new Set<string>();
   }
 
   /* ---------------------------------------------------------------------------------------------
@@ -408,8 +413,9 @@ export class Agent {
 
   /**
    * Runs the calls of one reply. Consecutive calls that run without asking and have the `read` policy
-   * run concurrently; anything else (approval, edit, exec, interactive) runs alone, in order. Results
-   * are appended in the original order whatever the completion order.
+   * (subagents included: a child gates its own calls) run concurrently; anything else (approval, edit,
+   * exec, interactive) runs alone, in order. Results are appended in the original order whatever the
+   * completion order.
    */
   private async executeTools(calls: AssembledToolCall[], signal: AbortSignal): Promise<void> {
     this.setState('executing_tools');
@@ -475,7 +481,7 @@ export class Agent {
       const valid = def.parameters.safeParse(p.args ?? {});
       if (!valid.success) return this.runTool(p, signal);
       // A call that cannot apply (stale file, text not found…) fails now: the user is not asked about it.
-      const preview = await this.previewFor(def, valid.data, signal);
+      const preview = await this.previewFor(p, def, valid.data, signal);
       if ('error' in preview) return err(preview.error);
       const decision = await this.askApproval(p, def, valid.data, preview.preview, signal);
       if (decision === null) {
@@ -502,10 +508,10 @@ export class Agent {
    * the same way): it goes back to the model instead of to the user. Any other failure only loses the
    * preview (logged); the user is still asked.
    */
-  private async previewFor(def: ToolDefinition, args: unknown, signal: AbortSignal): Promise<{ preview?: ApprovalPreview } | { error: ToolErrorInfo }> {
+  private async previewFor(p: PendingCall, def: ToolDefinition, args: unknown, signal: AbortSignal): Promise<{ preview?: ApprovalPreview } | { error: ToolErrorInfo }> {
     if (!def.preview) return {};
     try {
-      return { preview: await def.preview(args, this.opts.makeContext(signal)) };
+      return { preview: await def.preview(args, this.contextFor(p, signal)) };
     } catch (e) {
       if (e instanceof ToolError) return { error: e.toInfo() };
       this.opts.log?.warn('preview for %s failed: %s', def.name, e instanceof Error ? e.message : String(e));
@@ -537,7 +543,7 @@ export class Agent {
     if (signal.aborted) return cancelledResult();
     const aborted = abortPromise(signal);
     try {
-      const ctx = review ? { ...this.opts.makeContext(signal), review } : this.opts.makeContext(signal);
+      const ctx = review ? { ...this.contextFor(p, signal), review } : this.contextFor(p, signal);
       const result = await Promise.race([this.registry.call(p.call.name, p.args, ctx), aborted.promise]);
       return result ?? cancelledResult();
     } finally {
@@ -548,6 +554,10 @@ export class Agent {
   /* ---------------------------------------------------------------------------------------------
    * Helpers
    * ------------------------------------------------------------------------------------------- */
+
+  private contextFor(p: PendingCall, signal: AbortSignal): ToolContext {
+    return { ...this.opts.makeContext(signal), toolCallId: p.call.id };
+  }
 
   private systemPrompt(): string {
     return this.opts.systemPrompt ?? defaultSystemPrompt(this.currentMode, this.opts.cwd);

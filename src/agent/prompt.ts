@@ -8,6 +8,11 @@ const MODE_NOTES: Record<PermissionMode, string> = {
   chug: 'The session is in chug mode: every tool runs without approval. Be careful.',
 };
 
+/** One sentence on what the mode lets run (subagents' prompts say it too). */
+export function modeNote(mode: PermissionMode): string {
+  return MODE_NOTES[mode];
+}
+
 export function defaultSystemPrompt(mode: PermissionMode, cwd?: string): string {
   return [
     'You are Caboose, a coding assistant running inside Neovim with tools to read, search and change the user\'s workspace.',

@@ -39,6 +39,8 @@ export const EVENTS = {
   assistantEnd: 'assistant_end',
   toolCall: 'tool_call',
   toolResult: 'tool_result',
+  /** A running tool's line changes its summary (a subagent's steps): `{ id, summary }`. */
+  toolProgress: 'tool_progress',
   approvalRequest: 'approval_request',
   approvalClosed: 'approval_closed',
   ask: 'ask',

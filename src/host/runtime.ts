@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { Agent } from '../agent/loop';
-import { createSubagentTool } from '../agent/subagent';
+import { createAgentTool, createExploreTool, type SubagentProgress, type SubagentTranscript } from '../agent/subagent';
 import { isOffered } from '../tools/offered';
 import { createExecTools } from '../tools/exec-tools';
 import { TodoList } from '../tools/todo-list';
@@ -11,7 +11,7 @@ import { EVENTS } from './protocol';
 import type { ChatSession } from './session';
 import type { LuaUi } from './lua-ui';
 import type { Logger } from './logger';
-import { describeToolResult, summarizeToolCall } from './summaries';
+import { describeSubagentProgress, describeToolResult, summarizeToolCall } from './summaries';
 import { composeMessage, type ContextItem } from './message-context';
 import { NvimBufferBridge } from './nvim-buffers';
 import { createModelClient } from '../agent/provider';
@@ -114,8 +114,23 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     log.error('session store: %s', e instanceof Error ? (e.stack ?? e.message) : String(e)),
   );
   registry.add(createRecallTool({ get: (id) => sessions.row(session.id, id), archivedBy: (id) => sessions.archivedBy(session.id, id) }));
-  registry.add(createSubagentTool({ name: 'explore', provider: o.provider, registry, log }));
-  registry.add(createSubagentTool({ name: 'agent', provider: o.provider, registry, log }));
+  // Subagents: `agent` children run in the session's mode and share its approvals and "always" grants.
+  const grants = new Set<string>();
+  const transcripts = new Map<string, SubagentTranscript>(); // until the call's line shows the child's steps
+  const subagent = {
+    provider: o.provider,
+    registry,
+    log,
+    offered: isOffered,
+    onProgress: (p: SubagentProgress) => ui.emit(EVENTS.toolProgress, { id: p.toolCallId, summary: describeSubagentProgress(p) }),
+    onTranscript: (t: SubagentTranscript) => {
+      // Stored with the session whatever happened to the call (a stopped child reports after its result).
+      recorder.subagent(t);
+      if (callArgs.has(t.toolCallId)) transcripts.set(t.toolCallId, t);
+    },
+  };
+  registry.add(createExploreTool(subagent));
+  registry.add(createAgentTool({ ...subagent, grants, mode: () => agent.mode, requestApproval: session.requestApproval, approvalCancelled: (r) => session.cancelApproval(r.id) }));
   const agent = new Agent({
     provider: o.provider,
     registry,
@@ -125,6 +140,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     cwd: o.cwd,
     systemPrompt: config.system_prompt ?? undefined,
     toolFilter: isOffered,
+    grants,
     // Compaction is always on: the configured window, else a well-known model's, else (asked only when the
     // conversation gets long) the server's model list, else a conservative default.
     contextWindow: o.provider.contextWindow ?? knownContextWindow(o.provider.model) ?? DEFAULT_CONTEXT_WINDOW,
@@ -176,9 +192,10 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
         ui.emit(EVENTS.toolCall, { id: c.id, name: c.name, summary: summarizeToolCall(c.name, c.args) });
       },
       toolResult: (r) => {
-        const view = describeToolResult(r.name, callArgs.get(r.id), r.result);
+        const view = describeToolResult(r.name, callArgs.get(r.id), r.result, transcripts.get(r.id));
         callArgs.delete(r.id);
         recorder.toolView(r.id, view);
+        transcripts.delete(r.id);
         ui.emit(EVENTS.toolResult, { id: r.id, name: r.name, ok: r.result.ok, status: view.status, summary: view.summary, details: view.details });
         // A shell command may have changed files behind Neovim's back: clean buffers re-read them.
         if (r.name === 'bash') ui.emit(EVENTS.diskChanged, {});

@@ -110,6 +110,16 @@ export class SessionRecorder {
     });
   }
 
+  /** A subagent's whole conversation, kept with the session (outside the model's context), searchable. */
+  subagent(t: { toolCallId: string; label: string; task: string; status: string; messages: ChatMessage[] }): void {
+    this.safely(() => {
+      this.ensureSession(null);
+      const last = [...t.messages].reverse().find((m) => m.role === 'assistant' && typeof m.content === 'string');
+      const text = `${t.label}: ${t.task}\n${typeof last?.content === 'string' ? last.content : ''}`;
+      this.repo.append(this.sessionId, { kind: 'subagent', message: t, display: { id: t.toolCallId, label: t.label, status: t.status }, text, inContext: false });
+    });
+  }
+
   /** A line the chat showed (not part of the model's conversation). */
   chatLine(kind: 'notice' | 'error', text: string): void {
     this.safely(() => {

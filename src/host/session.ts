@@ -48,6 +48,8 @@ export class ChatSession {
         summary: summarizeApprovalArgs(req.args, req.preview),
         preview: req.preview as unknown as Record<string, unknown>,
         mode: this.agent.mode,
+        // A subagent's request says which one asks ("agent #2: fix the parser").
+        ...(req.label ? { label: req.label } : {}),
       });
     });
 

@@ -1,12 +1,15 @@
 import type { ApprovalPreview, ToolResult } from '../tools/tool';
+import type { ChatMessage } from '../agent/provider';
+import type { SubagentProgress, SubagentTranscript } from '../agent/subagent';
 
 const clip = (s: string, n = 80) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 /** One line for the chat: the tool and its most telling argument. */
 export function summarizeToolCall(name: string, args: unknown): string {
   if (!args || typeof args !== 'object') return name;
   const a = args as Record<string, unknown>;
-  const key = ['path', 'command', 'pattern', 'query', 'url', 'from', 'question'].find((k) => typeof a[k] === 'string');
+  const key = ['path', 'command', 'pattern', 'query', 'url', 'from', 'question', 'task'].find((k) => typeof a[k] === 'string');
   if (key) return `${name} ${clip(String(a[key]).split('\n')[0])}`;
   if (typeof a.patch === 'string') {
     const files = [...a.patch.matchAll(/^\*\*\* (?:Add|Update|Delete) File: (.+)$/gm)].map((m) => m[1].trim());
@@ -66,18 +69,34 @@ function argumentLines(args: unknown): string[] {
   return out;
 }
 
-/** One line per finished call for the chat (`edit_file src/a.ts +3 −1`, `bash npm test → exit 1`) plus details. */
-export function describeToolResult(name: string, args: unknown, result: ToolResult): ToolResultView {
+function statusOf(result: ToolResult): ToolStatus {
+  if (result.ok) return 'ok';
+  return result.error.kind === 'rejected_by_user' ? 'rejected' : result.error.kind === 'cancelled' ? 'cancelled' : 'error';
+}
+
+/**
+ * One line per finished call for the chat (`edit_file src/a.ts +3 −1`, `bash npm test → exit 1`) plus details.
+ * A subagent's details list its steps (from its transcript) and the first lines of its answer.
+ */
+export function describeToolResult(name: string, args: unknown, result: ToolResult, transcript?: SubagentTranscript): ToolResultView {
   const details = argumentLines(args);
+  if (transcript) details.push(...subagentSteps(transcript.messages));
   if (!result.ok) {
     const kind = result.error.kind;
-    const status: ToolStatus = kind === 'rejected_by_user' ? 'rejected' : kind === 'cancelled' ? 'cancelled' : 'error';
+    const status = statusOf(result);
     details.push(`${kind}: ${result.error.message}`);
     if (result.error.suggestedAction) details.push(`→ ${result.error.suggestedAction}`);
     return { status, summary: status === 'error' ? `${kind}: ${clip(result.error.message, 100)}` : clip(result.error.message, 100), details: capLines(details) };
   }
   const d = (result.data ?? {}) as Record<string, unknown>;
   const words: string[] = [];
+  if (typeof d.answer === 'string' && typeof d.toolCalls === 'number') {
+    words.push(`${plural(d.toolCalls, 'tool call')}${d.truncated === true ? ' (answer cut)' : ''}`);
+    const answer = textLines(d.answer);
+    details.push('answer:', ...answer.slice(0, SUBAGENT_ANSWER_LINES).map((l) => `  ${l}`));
+    if (answer.length > SUBAGENT_ANSWER_LINES) details.push(`  … ${answer.length - SUBAGENT_ANSWER_LINES} more lines`);
+    return { status: 'ok', summary: words.join(' '), details: capLines(details) };
+  }
   if (typeof d.diff === 'string' && d.diff !== '') {
     const { added, removed } = diffStat(d.diff);
     words.push(`+${added} −${removed}`);
@@ -115,13 +134,67 @@ export function describeToolResult(name: string, args: unknown, result: ToolResu
 }
 
 /* ------------------------------------------------------------------------------------------------
+ * Subagents
+ * ---------------------------------------------------------------------------------------------- */
+
+const SUBAGENT_ANSWER_LINES = 8;
+const STEP_ICONS: Record<ToolStatus, string> = { ok: '✓', error: '✗', rejected: '⊘', cancelled: '⊘' };
+
+/** The tool line's live summary while a subagent works: `[#2] step 3: edit_file src/a.ts`. */
+export function describeSubagentProgress(p: SubagentProgress): string {
+  const n = /#(\d+)/.exec(p.label)?.[1];
+  return `${n ? `[#${n}] ` : ''}step ${p.step}: ${summarizeToolCall(p.tool, p.args)}`;
+}
+
+/** One line per tool call of a child's conversation: `step 1: ✓ read_file src/a.ts 120 lines`. */
+function subagentSteps(messages: ChatMessage[]): string[] {
+  const results = new Map<string, ToolResult>();
+  for (const m of messages) {
+    if (m.role === 'tool' && typeof m.tool_call_id === 'string') results.set(m.tool_call_id, parseResult(m.content));
+  }
+  const out: string[] = [];
+  for (const m of messages) {
+    if (m.role !== 'assistant' || !Array.isArray(m.tool_calls)) continue;
+    for (const c of m.tool_calls) {
+      if (c.type !== 'function') continue;
+      const args = parseArgs(c.function.arguments);
+      const result = results.get(c.id);
+      const call = summarizeToolCall(c.function.name, args);
+      if (!result) {
+        out.push(`step ${out.length + 1}: ◌ ${call} (no result)`);
+        continue;
+      }
+      const view = describeToolResult(c.function.name, args, result);
+      out.push(`step ${out.length + 1}: ${STEP_ICONS[view.status]} ${call}${view.summary ? ` ${view.summary}` : ''}`);
+    }
+  }
+  return out;
+}
+
+function parseResult(content: unknown): ToolResult {
+  try {
+    const r = JSON.parse(String(content)) as ToolResult;
+    if (r && typeof r === 'object' && typeof r.ok === 'boolean') return r;
+  } catch {
+    /* not a tool result */
+  }
+  return { ok: false, error: { kind: 'internal_error', message: 'unreadable result' } };
+}
+
+function parseArgs(raw: string): unknown {
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch {
+    return {};
+  }
+}
+
+/* ------------------------------------------------------------------------------------------------
  * Approval float
  * ---------------------------------------------------------------------------------------------- */
 
 /** Shown first, in this order; the other arguments follow in the order the model sent them. */
 const FIRST_KEYS = ['path', 'from', 'to', 'command', 'url', 'method', 'query', 'question', 'task'];
-
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 /** Files an apply_patch patch touches: envelope headers, or a unified diff's ---/+++ lines. */
 function patchFiles(patch: string): string[] {

@@ -3,11 +3,10 @@ import type { ToolDefinition } from './tool';
 /**
  * Every tool name of the product documents exists and can be called, but the list offered to the model
  * leaves out tools that only duplicate another one, so the model is not asked to choose between twins:
- * - `search_files` (glob | text | regex) duplicates `glob` + `grep`, which are offered;
- * - `agent` is the same read-only subagent as `explore`, which is offered.
+ * - `search_files` (glob | text | regex) duplicates `glob` + `grep`, which are offered.
  * A model that calls a hidden tool by name still gets it.
  */
-export const NOT_OFFERED: ReadonlySet<string> = new Set(['search_files', 'agent']);
+export const NOT_OFFERED: ReadonlySet<string> = new Set(['search_files']);
 
 export function isOffered(def: ToolDefinition): boolean {
   return !NOT_OFFERED.has(def.name);

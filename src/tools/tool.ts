@@ -29,6 +29,8 @@ export interface ToolContext {
   /** Streamed progress for long tools (bash output, fetch). */
   progress?: (text: string) => void;
   log?: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, meta?: unknown) => void;
+  /** The model's id of this call (set by the agent loop; absent when the user runs a tool). */
+  toolCallId?: string;
   /** The user's hunk-level decision on this (write) call: only the hunks not rejected are written. */
   review?: ReviewSelection;
 }

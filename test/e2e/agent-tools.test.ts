@@ -26,7 +26,7 @@ forEachNvim((bin) => {
           vim.ui.select = function(items, opts, cb) table.insert(_G.ui_calls, { kind = 'select', prompt = opts.prompt, items = items }) cb(items[2], 2) end`,
       });
 
-    it('offers every seed tool except the overlapping twins; web_search only when configured; hidden tools still answer', async () => {
+    it('offers every seed tool except the overlapping twin; web_search only when configured; hidden tools still answer', async () => {
       await start();
       fs.writeFileSync(path.join(e.t.cwd, 'f.txt'), 'needle\n');
       e.fake.script({ toolCalls: [{ name: 'search_files', arguments: { mode: 'text', query: 'needle' } }] }, { text: 'found' });
@@ -34,7 +34,7 @@ forEachNvim((bin) => {
       await e.t.cmd('Caboose find needle');
       await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('found'), 'answer');
       const offered = (e.fake.chatRequests[n].body?.tools ?? []).map((x) => x.function.name).sort();
-      const expected = SEED_TOOLS.filter((x) => !['search_files', 'agent', 'web_search'].includes(x)).sort();
+      const expected = SEED_TOOLS.filter((x) => !['search_files', 'web_search'].includes(x)).sort();
       assert.deepEqual(offered, expected);
       for (const tool of e.fake.chatRequests[n].body?.tools ?? []) {
         assert.equal(tool.type, 'function');

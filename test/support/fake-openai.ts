@@ -17,6 +17,10 @@
  *   answered with `fake.setTitle()`'s text and recorded in `fake.titleRequests` only.
  * - anything else: 404 with an OpenAI-style error body.
  *
+ * Several conversations at once (subagents): `fake.scriptFor('write a.txt', …replies)` keeps replies for the
+ * requests whose first user message contains that text (a child's task). Such requests take only from their
+ * own queue (the default reply once it is empty); every other request takes from the shared script.
+ *
  * When the script queue is empty the server answers the default reply: `{ text: 'ok' }` unless
  * `startFakeOpenAI({ defaultReply })` or `fake.setDefaultReply()` says otherwise (e.g. `{ status: 500 }`
  * to make unexpected calls loud). `fake.unscripted` counts requests that fell back to the default.
@@ -138,6 +142,8 @@ export interface FakeOpenAI {
   /** Chat requests answered with the default reply because the script was empty. */
   readonly unscripted: number;
   script(...replies: FakeReply[]): void;
+  /** Replies for the conversation whose first user message contains `match` (see the header). */
+  scriptFor(match: string, ...replies: FakeReply[]): void;
   setDefaultReply(reply: FakeReply): void;
   /** Resolves with the n-th request (1-based, any route) once it has arrived. Rejects after `timeoutMs`. */
   waitForRequest(n: number, timeoutMs?: number): Promise<FakeRequest>;
@@ -156,6 +162,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
   const requests: FakeRequest[] = [];
   const titleRequests: FakeRequest[] = [];
   const queue: FakeReply[] = [];
+  const conversations: { match: string; queue: FakeReply[] }[] = [];
   let defaultReply: FakeReply = opts.defaultReply ?? { text: 'ok' };
   let unscripted = 0;
   let callCounter = 0;
@@ -244,7 +251,9 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
         await answerChat(record, { text: titleReply(record) }, res);
         return;
       }
-      let reply = queue.shift();
+      const first = firstUserText(record.body);
+      const conversation = conversations.find((c) => first.includes(c.match));
+      let reply = conversation ? conversation.queue.shift() : queue.shift();
       if (reply === undefined) {
         unscripted++;
         reply = defaultReply;
@@ -361,13 +370,18 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
       return requests.filter((r) => r.path === '/v1/chat/completions');
     },
     get pending() {
-      return queue.length;
+      return queue.length + conversations.reduce((n, c) => n + c.queue.length, 0);
     },
     get unscripted() {
       return unscripted;
     },
     script(...replies: FakeReply[]) {
       queue.push(...replies);
+    },
+    scriptFor(match: string, ...replies: FakeReply[]) {
+      const c = conversations.find((x) => x.match === match);
+      if (c) c.queue.push(...replies);
+      else conversations.push({ match, queue: [...replies] });
     },
     setDefaultReply(reply: FakeReply) {
       defaultReply = reply;
@@ -413,6 +427,14 @@ function write(res: http.ServerResponse, data: string): Promise<void> {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+/** The text of a chat request's first user message ('' when there is none). */
+function firstUserText(body: FakeChatBody | undefined): string {
+  const content = body?.messages?.find((m) => m.role === 'user')?.content;
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map((p) => (p && typeof p === 'object' && typeof (p as { text?: unknown }).text === 'string' ? (p as { text: string }).text : '')).join('');
+  return '';
 }
 
 function argsString(a: string | Record<string, unknown>): string {

@@ -627,3 +627,29 @@ test('a throwing event handler does not break the loop', async (t) => {
   assert.deepEqual(states, ['streaming', 'idle']);
   assert.equal(agent.messages.at(-1)?.content, 'still fine');
 });
+
+test('each tool call and its preview see the call\'s id in their context', async (t) => {
+  const seen: string[] = [];
+  const h = await setup(t, {
+    extraTools: [
+      {
+        name: 'whoami',
+        description: 'Reports the call id',
+        policy: 'edit',
+        parameters: z.object({}),
+        async execute(_args: unknown, ctx: { toolCallId?: string }) {
+          seen.push(`run ${ctx.toolCallId}`);
+          return {};
+        },
+        async preview(_args: unknown, ctx: { toolCallId?: string }) {
+          seen.push(`preview ${ctx.toolCallId}`);
+          return { kind: 'text', text: 'x' };
+        },
+      } as ToolDefinition,
+    ],
+  });
+  h.fake.script({ toolCalls: [{ id: 'call_a', name: 'whoami', arguments: {} }, { id: 'call_b', name: 'whoami', arguments: {} }] }, { text: 'done' });
+  h.agent.send('go');
+  await h.agent.idle();
+  assert.deepEqual(seen, ['preview call_a', 'run call_a', 'preview call_b', 'run call_b']);
+});

@@ -205,3 +205,25 @@ test('function replies see the request; waitForRequest resolves on arrival', asy
   assert.equal(textOf((await readSse(res)).chunks), 'echo hi');
   await assert.rejects(fake.waitForRequest(5, 20), /timed out/);
 });
+
+test('scriptFor routes replies by the conversation\'s first user message; others use the shared script', async (t) => {
+  const fake = await startFakeOpenAI({ defaultReply: { text: 'default' } });
+  t.after(() => fake.close());
+  fake.script({ text: 'shared 1' }, { text: 'shared 2' });
+  fake.scriptFor('task A', { text: 'A1' }, { text: 'A2' });
+  fake.scriptFor('task B', { text: 'B1' });
+  assert.equal(fake.pending, 5);
+  const ask = async (first: string, later?: string) => {
+    const messages = [{ role: 'system', content: 'you are task A' }, { role: 'user', content: first }, ...(later ? [{ role: 'user', content: later }] : [])];
+    const j = (await (await post(fake, { messages })).json()) as { choices: { message: { content: string } }[] };
+    return j.choices[0].message.content;
+  };
+  assert.equal(await ask('do task B now'), 'B1');
+  assert.equal(await ask('main conversation'), 'shared 1', 'the system prompt does not count; only the first user message');
+  assert.equal(await ask('do task A please'), 'A1');
+  assert.equal(await ask('main conversation', 'about task A'), 'shared 2', 'a later user message does not count');
+  assert.equal(await ask('task A again'), 'A2');
+  assert.equal(await ask('task B'), 'default', 'an exhausted conversation gets the default reply, not the shared script');
+  assert.equal(fake.pending, 0);
+  assert.equal(fake.unscripted, 1);
+});

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { describeToolResult, summarizeApprovalArgs } from '../../src/host/summaries';
+import { describeSubagentProgress, describeToolResult, summarizeApprovalArgs, summarizeToolCall } from '../../src/host/summaries';
+import type { SubagentTranscript } from '../../src/agent/subagent';
 
 const SHA = 'a'.repeat(64);
 
@@ -55,4 +56,45 @@ test('a partially applied change says how many hunks were applied and which were
   });
   assert.match(v.summary, /\(2 hunks applied, 1 rejected\)/);
   assert.ok(v.details.includes('rejected a.txt hunk 2: no'));
+});
+
+test('a subagent: its line counts the tool calls; its folded details list its steps and the start of its answer', () => {
+  const call = (id: string, name: string, args: unknown) => ({ id, type: 'function' as const, function: { name, arguments: JSON.stringify(args) } });
+  const transcript: SubagentTranscript = {
+    toolCallId: 'P1',
+    name: 'agent',
+    label: 'agent #2: write the files',
+    task: 'write the files',
+    tools: ['read_file', 'create_file'],
+    mode: 'create',
+    status: 'ok',
+    messages: [
+      { role: 'user', content: 'write the files' },
+      { role: 'assistant', content: null, tool_calls: [call('c1', 'read_file', { path: 'a.ts' }), call('c2', 'create_file', { path: 'b.ts', content: 'x' })] },
+      { role: 'tool', tool_call_id: 'c1', content: JSON.stringify({ ok: true, data: { totalLines: 12 } }) },
+      { role: 'tool', tool_call_id: 'c2', content: JSON.stringify({ ok: false, error: { kind: 'rejected_by_user', message: 'The user rejected this create_file call.' } }) },
+      { role: 'assistant', content: null, tool_calls: [call('c3', 'bash', { command: 'npm test' })] },
+    ],
+  };
+  const answer = Array.from({ length: 10 }, (_, i) => `line ${i + 1}`).join('\n');
+  const view = describeToolResult('agent', { task: 'write the files' }, { ok: true, data: { answer, toolCalls: 3, truncated: true } }, transcript);
+  assert.equal(view.status, 'ok');
+  assert.equal(view.summary, '3 tool calls (answer cut)');
+  assert.deepEqual(view.details, [
+    'task: write the files',
+    'step 1: ✓ read_file a.ts 12 lines',
+    'step 2: ⊘ create_file b.ts The user rejected this create_file call.',
+    'step 3: ◌ bash npm test (no result)',
+    'answer:',
+    ...Array.from({ length: 8 }, (_, i) => `  line ${i + 1}`),
+    '  … 2 more lines',
+  ]);
+  const stopped = describeToolResult('agent', { task: 't' }, { ok: false, error: { kind: 'cancelled', message: 'The subagent was stopped.' } }, transcript);
+  assert.equal(stopped.status, 'cancelled');
+  assert.ok(stopped.details.includes('step 1: ✓ read_file a.ts 12 lines'), 'a stopped child still shows what it did');
+});
+
+test('a subagent\'s live progress and its call line', () => {
+  assert.equal(describeSubagentProgress({ toolCallId: 'P', label: 'agent #2: fix it', step: 3, tool: 'edit_file', args: { path: 'src/a.ts' } }), '[#2] step 3: edit_file src/a.ts');
+  assert.equal(summarizeToolCall('agent', { task: 'Write a.txt\nthen b.txt' }), 'agent Write a.txt');
 });

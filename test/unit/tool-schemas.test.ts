@@ -10,7 +10,7 @@ import path from 'node:path';
 import { openWorkspace } from '../../src/index';
 import { createExecTools } from '../../src/tools/exec-tools';
 import { TodoList } from '../../src/tools/todo-list';
-import { createSubagentTool } from '../../src/agent/subagent';
+import { createAgentTool, createExploreTool } from '../../src/agent/subagent';
 import { toolSpec } from '../../src/tools/registry';
 
 const SNAPSHOT = path.join(__dirname, 'snapshots', 'tool-schemas.json');
@@ -19,11 +19,13 @@ function allSpecs() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-schemas-'));
   fs.mkdirSync(path.join(dir, 'ws'));
   const ws = openWorkspace({ root: path.join(dir, 'ws'), dataDir: path.join(dir, 'data') });
+  const provider = { baseURL: 'http://127.0.0.1:9/v1', apiKey: '', model: 'm' };
   try {
     const defs = [
       ...ws.registry.list(),
       ...createExecTools({ todos: new TodoList(), webSearch: { searxngUrl: 'http://127.0.0.1:9' } }),
-      createSubagentTool({ name: 'explore', provider: { baseURL: 'http://127.0.0.1:9/v1', apiKey: '', model: 'm' }, registry: ws.registry }),
+      createExploreTool({ provider, registry: ws.registry }),
+      createAgentTool({ provider, registry: ws.registry, mode: () => 'create', requestApproval: async () => ({ decision: 'reject' }) }),
     ];
     return defs.map(toolSpec).sort((a, b) => a.name.localeCompare(b.name));
   } finally {

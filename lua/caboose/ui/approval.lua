@@ -105,6 +105,9 @@ H.lines_for = function(req)
       H.line_count = #lines
     end
   end
+  if type(req.label) == 'string' and req.label ~= '' then
+    add('asked by ' .. req.label) -- the title has room for the subagent's name only
+  end
   for _, l in ipairs(type(req.summary) == 'table' and req.summary or {}) do
     add(tostring(l))
   end
@@ -143,6 +146,13 @@ H.close_win = function()
   H.win = nil
 end
 
+--- ` Caboose: approve edit_file? (create mode) `; a subagent's request starts with its name (`agent #2 ·`).
+H.title = function(req)
+  local title = string.format(' Caboose: approve %s? (%s mode) ', req.tool or '?', req.mode or '?')
+  local who = type(req.label) == 'string' and req.label:match('^[^:]+') or nil
+  return who and (' ' .. vim.fn.strcharpart(who, 0, 24) .. ' ·' .. title) or title
+end
+
 --- Size and place the float: as wide as readable, as high as its (wrapped) text, within the screen.
 H.layout = function(req, height)
   local width = math.min(math.max(60, math.floor(vim.o.columns * 0.7)), vim.o.columns - 4)
@@ -158,7 +168,7 @@ H.layout = function(req, height)
     col = math.floor((vim.o.columns - width - 2) / 2),
     style = 'minimal',
     border = 'rounded',
-    title = string.format(' Caboose: approve %s? (%s mode) ', req.tool or '?', req.mode or '?'),
+    title = H.title(req),
     title_pos = 'center',
     footer = (H.win and vim.api.nvim_get_current_win() == H.win) and (H.hunk_files(req) and H.FOOTER_HUNKS or H.FOOTER) or H.FOOTER_UNFOCUSED,
     footer_pos = 'center',

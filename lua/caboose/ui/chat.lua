@@ -613,7 +613,7 @@ end
 
 -- One "## Caboose" heading per reply, however many model steps (text, tool calls) it takes.
 H.reply = { open = false, last = nil } ---@type { open: boolean, last: 'text'|'tool'|nil }
-H.tools = {} ---@type table<string, { mark: integer, text: string }>
+H.tools = {} ---@type table<string, { mark: integer, text: string, icon: integer|nil, done: boolean|nil }>
 H.queue = {} ---@type { id: integer, text: string }[]
 
 H.ensure_reply = function(kind)
@@ -756,9 +756,13 @@ H.tool_line = function(status, text, summary)
   return (H.ICONS[status] or '•') .. ' ' .. text .. ((summary and summary ~= '') and (' ' .. summary) or '')
 end
 
-H.mark_icon = function(buf, row, status)
+--- Highlights the icon of a tool line; `t.icon` keeps the extmark so an update moves it instead of adding one.
+H.mark_icon = function(buf, row, status, t)
   local icon = H.ICONS[status] or '•'
-  vim.api.nvim_buf_set_extmark(buf, H.ns, row, 0, { end_col = #icon, hl_group = H.ICON_HL[status] or 'CabooseToolCall' })
+  local id = vim.api.nvim_buf_set_extmark(buf, H.ns, row, 0, { id = t and t.icon or nil, end_col = #icon, hl_group = H.ICON_HL[status] or 'CabooseToolCall' })
+  if t then
+    t.icon = id
+  end
 end
 
 --- One compact line per tool call; its status and summary are filled in when the result arrives.
@@ -774,8 +778,25 @@ function M.tool_call(p)
   H.reply.last = 'tool'
   local buf = H.buf
   local row = vim.api.nvim_buf_line_count(buf) - 1
-  H.mark_icon(buf, row, 'running')
-  H.tools[p.id or text] = { mark = vim.api.nvim_buf_set_extmark(buf, H.ns, row, 0, {}), text = text }
+  local t = { mark = vim.api.nvim_buf_set_extmark(buf, H.ns, row, 0, {}), text = text }
+  H.mark_icon(buf, row, 'running', t)
+  H.tools[p.id or text] = t
+end
+
+--- A running call's line gets a new summary (a subagent's current step): one line rewritten, nothing else.
+function M.tool_progress(p)
+  local t = H.valid(H.buf) and H.tools[p.id or ''] or nil
+  if not t or t.done then
+    return
+  end
+  local row = vim.api.nvim_buf_get_extmark_by_id(H.buf, H.ns, t.mark, {})[1]
+  if not row then
+    return
+  end
+  H.edit(H.buf, function()
+    vim.api.nvim_buf_set_lines(H.buf, row, row + 1, false, { H.tool_line('running', t.text, p.summary) })
+  end)
+  H.mark_icon(H.buf, row, 'running', t)
 end
 
 function M.tool_result(p)
@@ -799,7 +820,8 @@ function M.tool_result(p)
       vim.api.nvim_buf_set_lines(buf, row + 1, row + 1, false, details)
     end
   end)
-  H.mark_icon(buf, row, status)
+  H.mark_icon(buf, row, status, t)
+  t.done = true
   local last = vim.api.nvim_buf_line_count(buf)
   for _, win in ipairs(follow) do
     pcall(vim.api.nvim_win_set_cursor, win, { last, 0 })

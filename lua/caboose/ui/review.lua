@@ -196,7 +196,9 @@ H.winbar = function()
   local units = H.units(f)
   local what = f.operation == 'edit' and f.path or (f.operation .. ' ' .. f.path .. (f.toPath and (' → ' .. f.toPath) or ''))
   local bar = string.format(
-    ' %%#CabooseTitle#Review %s%%* %s%s │ %d hunk%s: ✓%d ✗%d │ %%<%s/%s hunks · %s accept · %s reject · %s/%s all · %s later',
+    ' %s%%#CabooseTitle#Review %s%%* %s%s │ %d hunk%s: ✓%d ✗%d │ %%<%s/%s hunks · %s accept · %s reject · %s/%s all · %s later',
+    -- A subagent's request says which one asks.
+    type(a.req.label) == 'string' and a.req.label ~= '' and ('%#CabooseNotice#' .. a.req.label:gsub('%%', '%%%%') .. '%* │ ') or '',
     (a.req.tool or ''):gsub('%%', '%%%%'),
     what:gsub('%%', '%%%%'),
     #a.files > 1 and string.format(' (file %d/%d)', a.fi, #a.files) or '',
