@@ -111,6 +111,15 @@ describe('session store', () => {
     assert.deepEqual(store.sessions.search('migration'), []);
     assert.equal(store.sessions.rows('a').length, 0);
     assert.equal(ftsQuery('  ...  '), null);
+    // A subagent's transcript is kept with its session, outside the model's context, and searchable.
+    const rec = new SessionRecorder(store.sessions, 'b', { cwd: '/here', model: 'm' });
+    rec.subagent({ toolCallId: 'c9', label: 'agent #1: fix the parser', task: 'fix the parser', status: 'ok', messages: [user('fix the parser'), { role: 'assistant', content: 'Fixed the tokenizer bug.' }] });
+    const row = store.sessions.rows('b').at(-1)!;
+    assert.equal(row.kind, 'subagent');
+    assert.equal(row.inContext, false);
+    assert.equal((row.message as { messages: unknown[] }).messages.length, 2);
+    assert.deepEqual(store.sessions.search('tokenizer').map((h) => h.id), ['b']);
+    assert.equal(restoreConversation(store.sessions.rows('b')).length, 1, 'not part of the conversation');
   });
 });
 
