@@ -235,7 +235,9 @@ export const applyPatchTool: ToolDefinition<typeof applyPatchParameters, ApplyPa
     'Apply a multi-file patch atomically: every file is prepared and checked in memory first, then all are written ' +
     'together; any failure leaves every file as it was. Accepts the "*** Begin Patch" envelope (Add File / Delete File ' +
     '/ Update File with @@ chunks of " " context, "-" removed and "+" added lines, optional Move to) and plain unified ' +
-    'diffs. Add File never overwrites (already_exists); deleted files go to the trash. Stale-file protocol: put the ' +
+    'diffs. "@@ line" names a line the chunk comes after; when that is not unique, start the chunk with several @@ lines ' +
+    '(e.g. "@@ class Foo" then "@@     def run(self):"): each is found after the previous one, then the chunk after the ' +
+    'last. Add File never overwrites (already_exists); deleted files go to the trash. Stale-file protocol: put the ' +
     'sha256 from read_file of each file you change in expectedSha256ByPath ("" for files that must not exist yet); ' +
     'a mismatch fails with stale_file — re-read the files and rebuild the patch.',
   parameters: applyPatchParameters,

@@ -466,6 +466,18 @@ describe('apply_patch', () => {
     assert.match(d.diff, /-b\n\+B/);
   });
 
+  test('several @@ lines in a row pick one of identical spots (class, then method); the description says so', async () => {
+    const src = 'class A:\n    def run(self):\n        return 0\n\nclass B:\n    def run(self):\n        return 0\n';
+    write('m.py', src);
+    data(await ws.call('apply_patch', {
+      patch: envelope('*** Update File: m.py\n@@ class B:\n@@     def run(self):\n-        return 0\n+        return 1\n'),
+      expectedSha256ByPath: { 'm.py': sha(src) },
+    }));
+    assert.equal(read('m.py'), src.replace(/return 0\n$/, 'return 1\n'));
+    const spec = ws.tools.find((t) => t.name === 'apply_patch')!;
+    assert.match(spec.description, /several @@ lines/);
+  });
+
   test('plain unified diffs are accepted', async () => {
     write('u.txt', 'one\ntwo\nthree\n');
     data(await ws.call('apply_patch', { patch: '--- a/u.txt\n+++ b/u.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n' }));
