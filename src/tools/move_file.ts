@@ -2,16 +2,13 @@ import { z } from 'zod';
 import { ToolError } from './errors';
 import type { ToolDefinition } from './tool';
 import { fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
-import { pathField } from '../workspace/tool-support';
+import { expectedShaField, pathField } from '../workspace/tool-support';
 import { unsavedBufferError } from '../workspace/file-access';
 
 export const moveFileParameters = z.object({
   from: pathField('Current path of the file'),
   to: pathField('New path (must not exist; missing folders are created)'),
-  expectedSha256: z
-    .string()
-    .optional()
-    .describe('Optional sha256 of the file as you last read it; when given and the file changed since, the call fails with stale_file.'),
+  expectedSha256: expectedShaField('the file at `from`'),
 });
 
 export interface MoveFileData {
@@ -61,8 +58,8 @@ export const moveFileTool: ToolDefinition<typeof moveFileParameters, MoveFileDat
   name: 'move_file',
   description:
     'Move or rename a file. Never overwrites: fails with already_exists when the destination exists. Missing folders ' +
-    'of the destination are created. Pass expectedSha256 (from read_file) to make sure you move the version you saw ' +
-    '(stale_file otherwise: re-read and decide again). The sha256 is unchanged by a move.',
+    'of the destination are created. expectedSha256 (required: the sha256 from read_file) proves you move the version ' +
+    'you saw (stale_file otherwise: re-read and decide again). The sha256 is unchanged by a move.',
   parameters: moveFileParameters,
   policy: 'edit',
   execute: (args, ctx) => {

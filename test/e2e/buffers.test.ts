@@ -257,13 +257,13 @@ forEachNvim((bin) => {
 
     it('restore_file reloads a clean buffer waiting at the path; move renames so :w works', async () => {
       await reset('restored text\n');
-      const d = await toolCall(t, 'delete_file', { path: 'f.txt' });
+      const d = await toolCall(t, 'delete_file', { path: 'f.txt', expectedSha256: sha('restored text\n') });
       assert.ok(d.ok);
       await t.cmd('edit f.txt'); // a new, empty buffer
       const r = await toolCall(t, 'restore_file', { trashId: d.data!.trashId });
       assert.ok(r.ok, JSON.stringify(r));
       assert.deepEqual(await bufferOf(t, F()), { lines: ['restored text'], modified: false });
-      const m = await toolCall(t, 'move_file', { from: 'f.txt', to: 'sub/g.txt' });
+      const m = await toolCall(t, 'move_file', { from: 'f.txt', to: 'sub/g.txt', expectedSha256: sha('restored text\n') });
       assert.ok(m.ok, JSON.stringify(m));
       const g = path.join(t.cwd, 'sub', 'g.txt');
       assert.equal(await t.lua('return vim.api.nvim_buf_get_name(0)'), g);
