@@ -244,7 +244,7 @@ export const applyPatchTool: ToolDefinition<typeof applyPatchParameters, ApplyPa
   policy: 'edit',
   execute: (args, ctx) => {
     const ws = fileWorkspace(ctx.workspace);
-    return ws.runWrite('apply_patch', 'patch', empty(), (d) => plan(ws, args, d), ctx.review);
+    return ws.runWrite('apply_patch', 'patch', empty(), (d) => plan(ws, args, d), { review: ctx.review, signal: ctx.signal });
   },
   async preview(args, ctx) {
     const ws = fileWorkspace(ctx.workspace);

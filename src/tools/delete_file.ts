@@ -68,7 +68,7 @@ export const deleteFileTool: ToolDefinition<typeof deleteFileParameters, DeleteF
   policy: 'edit',
   execute: (args, ctx) => {
     const ws = fileWorkspace(ctx.workspace);
-    return ws.runWrite('delete_file', 'delete', empty(), (d) => plan(ws, args, d));
+    return ws.runWrite('delete_file', 'delete', empty(), (d) => plan(ws, args, d), { signal: ctx.signal });
   },
   async preview(args, ctx) {
     const p = await plan(fileWorkspace(ctx.workspace), args, empty());

@@ -64,7 +64,7 @@ export const moveFileTool: ToolDefinition<typeof moveFileParameters, MoveFileDat
   policy: 'edit',
   execute: (args, ctx) => {
     const ws = fileWorkspace(ctx.workspace);
-    return ws.runWrite('move_file', 'move', empty(), (d) => plan(ws, args, d));
+    return ws.runWrite('move_file', 'move', empty(), (d) => plan(ws, args, d), { signal: ctx.signal });
   },
   async preview(args, ctx) {
     const p = await plan(fileWorkspace(ctx.workspace), args, empty());

@@ -64,7 +64,7 @@ export const writeFileTool: ToolDefinition<typeof writeFileParameters, WriteFile
   policy: 'edit',
   execute: (args, ctx) => {
     const ws = fileWorkspace(ctx.workspace);
-    return ws.runWrite('write_file', 'write', empty(), (d) => plan(ws, args, d), ctx.review);
+    return ws.runWrite('write_file', 'write', empty(), (d) => plan(ws, args, d), { review: ctx.review, signal: ctx.signal });
   },
   async preview(args, ctx) {
     const ws = fileWorkspace(ctx.workspace);

@@ -2,7 +2,7 @@ import { createHash, randomBytes, webcrypto } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { STALE_FILE_ACTION, ToolError } from '../tools/errors';
+import { STALE_FILE_ACTION, ToolError, throwIfCancelled } from '../tools/errors';
 import { decodeText, isBinary, type TextEncodingInfo } from './encoding';
 import { lineHunksBytes, type LineHunk } from './buffer-hunks';
 
@@ -401,11 +401,12 @@ export class FileAccess {
    * unsaved_buffer); then the disk changes are committed; then the buffers are updated: a change to
    * an unsaved buffer lands in that buffer only (never on disk), clean loaded buffers are brought in
    * sync with the new disk bytes, deleted files' buffers are wiped and moved ones renamed.
+   * Once `signal` is aborted, nothing is changed (`cancelled`) up to the first rename.
    */
-  async commit(changes: FileChange[]): Promise<CommitReport> {
+  async commit(changes: FileChange[], signal?: AbortSignal): Promise<CommitReport> {
     const report: CommitReport = { buffered: new Map(), bridged: this.bridge !== null };
     if (!this.bridge) {
-      await this.commitDisk(changes);
+      await this.commitDisk(changes, true, signal);
       return report;
     }
     const movedFrom = new Set(changes.flatMap((c) => (c.type === 'write' && c.movedFrom ? [c.movedFrom] : [])));
@@ -451,7 +452,8 @@ export class FileAccess {
         });
       }
     }
-    const written = this.commitDisk(disk, false);
+    // Its cancel check also guards the buffer updates, which only follow the disk commit.
+    const written = this.commitDisk(disk, false, signal);
     let ops: BufferOp[];
     try {
       ops = [...bufferSets.map((b) => b.op), ...after.map((a) => (typeof a === 'function' ? a() : a))];
@@ -492,9 +494,10 @@ export class FileAccess {
   /**
    * Writes and deletes on disk, all-or-nothing: every new content goes to a temp file in the target's
    * folder (fsynced) first; then the temps are renamed into place. A failure before the renames removes
-   * the temps; a failure during them restores every file already replaced or deleted.
+   * the temps; a failure during them restores every file already replaced or deleted. An aborted
+   * `signal` is the last failure before the renames (the commit point).
    */
-  private async commitDisk(changes: FileChange[], syncDirs = true): Promise<void> {
+  private async commitDisk(changes: FileChange[], syncDirs = true, signal?: AbortSignal): Promise<void> {
     const temps = new Map<number, string>();
     const createdDirs: string[] = [];
     const steps: Step[] = [];
@@ -508,6 +511,7 @@ export class FileAccess {
         if (made) createdDirs.push(made);
         temps.set(i, await writeTemp(dir, path.basename(c.abs), c.bytes, c.mode));
       }
+      throwIfCancelled(signal);
       for (let i = 0; i < changes.length; i++) {
         const c = changes[i];
         this.faultHook?.({ index: i, change: c, phase: 'commit' });
