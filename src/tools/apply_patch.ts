@@ -64,7 +64,9 @@ async function planWithSnapshot(ws: FileWorkspace, ops: ReturnType<typeof parseP
     return k;
   };
   for (const op of ops) {
-    await load(op.path);
+    const k = await load(op.path);
+    // Updated, deleted and moved-away files must be writable (added ones do not exist yet).
+    if (op.type !== 'add') await ws.files.assertWritable(k.view, k.r.rel);
     if (op.type === 'update' && op.moveTo !== undefined) await load(op.moveTo);
   }
   // Binary or oversized files can be deleted or moved by a patch, never edited.

@@ -28,6 +28,7 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof deleteFileParameters
   if (v.kind !== 'file' || !v.bytes || !v.sha256) throw new ToolError('permission_denied', `"${r.rel}" is not a regular file.`, { path: r.rel });
   d.beforeSha256 = v.sha256;
   if (v.source === 'buffer') throw unsavedBufferError(r.rel, 'it cannot be deleted');
+  await ws.files.assertWritable(v, r.rel);
   ws.files.assertFresh(v, args.expectedSha256, r.rel);
   const trashId = ws.trash.newId();
   const bytes = v.bytes;

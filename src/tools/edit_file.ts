@@ -42,6 +42,7 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
   if (v.kind === 'directory') throw new ToolError('is_directory', `"${r.rel}" is a directory.`, { path: r.rel });
   d.beforeSha256 = v.sha256;
   if (v.source === 'buffer' && ws.files.unsavedBuffers === 'refuse') throw unsavedBufferError(r.rel, 'unsaved_buffers is "refuse"');
+  await ws.files.assertWritable(v, r.rel);
   ws.files.assertFresh(v, args.expectedSha256, r.rel);
   const fast = editBytes(v, args.edits, r.rel, ws.files.maxFileBytes);
   let bytes: Buffer;

@@ -29,6 +29,7 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof moveFileParameters>,
   if (v.kind !== 'file' || !v.bytes || !v.sha256) throw new ToolError('permission_denied', `"${from.rel}" is not a regular file.`, { path: from.rel });
   d.beforeSha256 = v.sha256;
   if (v.source === 'buffer') throw unsavedBufferError(from.rel, 'it cannot be moved');
+  await ws.files.assertWritable(v, from.rel);
   ws.files.assertFresh(v, args.expectedSha256, from.rel);
   if (from.abs === to.abs) throw new ToolError('already_exists', `"${to.rel}" is the file itself.`, { path: to.rel });
   const target = await ws.files.view(to.abs);

@@ -25,6 +25,8 @@ export interface WorkspaceOptions {
   unsavedBuffers?: UnsavedBuffersPolicy;
   /** Largest file read_file/edit_file will load. Default 10 MiB. */
   maxFileBytes?: number;
+  /** Let the write tools change read-only files (no owner write bit, or not writable by this user). Default false. */
+  allowReadonlyWrites?: boolean;
   /** Test hook: simulate failures during commits. */
   faultHook?: CommitFaultHook;
 }
@@ -103,6 +105,7 @@ export class FileWorkspace implements Workspace {
       bridge: opts.bridge,
       unsavedBuffers: opts.unsavedBuffers,
       maxFileBytes: opts.maxFileBytes,
+      allowReadonlyWrites: opts.allowReadonlyWrites,
       faultHook: opts.faultHook,
     });
     this.store = openStore(this.dataDir);

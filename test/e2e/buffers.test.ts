@@ -288,6 +288,33 @@ forEachNvim((bin) => {
         await r2.close();
       }
     });
+
+    it("a read-only file (Neovim's 'readonly') is refused; allow_readonly_writes = true lets the agent change it", async () => {
+      await reset('ro\n');
+      fs.chmodSync(F(), 0o444);
+      await t.cmd('edit f.txt');
+      assert.equal(await t.lua('return vim.bo.readonly'), true);
+      const args = { path: 'f.txt', content: 'new\n', expectedSha256: sha('ro\n') };
+      const w = await toolCall(t, 'write_file', args);
+      assert.equal(w.ok, false);
+      assert.equal(w.error!.kind, 'permission_denied', JSON.stringify(w));
+      assert.deepEqual(await bufferOf(t, F()), { lines: ['ro'], modified: false });
+      assert.equal(fs.readFileSync(F(), 'utf8'), 'ro\n');
+      const r2 = await startNvim({ nvim: bin, initLua: "require('caboose').setup({ allow_readonly_writes = true })" });
+      try {
+        const g = path.join(r2.cwd, 'f.txt');
+        fs.writeFileSync(g, 'ro\n');
+        fs.chmodSync(g, 0o444);
+        await r2.cmd('edit f.txt');
+        const ok = await toolCall(r2, 'write_file', args);
+        assert.ok(ok.ok, JSON.stringify(ok));
+        assert.deepEqual(await bufferOf(r2, g), { lines: ['new'], modified: false });
+        assert.equal(fs.readFileSync(g, 'utf8'), 'new\n');
+        assert.equal(fs.statSync(g).mode & 0o777, 0o444);
+      } finally {
+        await r2.close();
+      }
+    });
   });
 
   describe(`the agent edits an unsaved buffer, Neovim ${bin.version}`, () => {
