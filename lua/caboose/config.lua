@@ -8,6 +8,7 @@ local H = {}
 ---@field step_limit integer Model calls per message before the agent stops.
 ---@field max_queue integer Messages queued while the agent is busy.
 ---@field unsaved_buffers 'edit_buffer'|'refuse' What the agent does with buffers holding unsaved changes.
+---@field allow_readonly_writes boolean Let the agent change read-only files (no owner write bit, or not writable by you).
 ---@field deny_globs string[] Paths the agent may never touch.
 ---@field trash_retention_days number How long deleted files stay restorable.
 ---@field bash_timeout_ms integer Default timeout of the bash tool.
@@ -57,6 +58,7 @@ local defaults = {
   step_limit = 50,
   max_queue = 3,
   unsaved_buffers = 'edit_buffer',
+  allow_readonly_writes = false,
   deny_globs = { '.git/**' },
   trash_retention_days = 30,
   bash_timeout_ms = 120000,
@@ -124,6 +126,9 @@ H.checks = {
     return type(v) == 'number' and v >= 0, 'a number >= 0'
   end,
   ['unsaved_buffers'] = H.enum({ 'edit_buffer', 'refuse' }),
+  ['allow_readonly_writes'] = function(v)
+    return type(v) == 'boolean', 'a boolean'
+  end,
   ['deny_globs'] = H.string_list,
   ['trash_retention_days'] = H.positive,
   ['bash_timeout_ms'] = H.positive,
@@ -250,6 +255,7 @@ function M.host_part(cfg)
     step_limit = cfg.step_limit,
     max_queue = cfg.max_queue,
     unsaved_buffers = cfg.unsaved_buffers,
+    allow_readonly_writes = cfg.allow_readonly_writes,
     deny_globs = cfg.deny_globs,
     trash_retention_days = cfg.trash_retention_days,
     bash_timeout_ms = cfg.bash_timeout_ms,

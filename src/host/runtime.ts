@@ -85,6 +85,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     // The file tools see and edit live buffers (issue 4).
     bridge: new NvimBufferBridge(ui),
     unsavedBuffers: config.unsaved_buffers,
+    allowReadonlyWrites: config.allow_readonly_writes,
   });
   const todos = new TodoList();
   const maxQueue = config.max_queue ?? 3;

@@ -64,7 +64,9 @@ async function planWithSnapshot(ws: FileWorkspace, ops: ReturnType<typeof parseP
     return k;
   };
   for (const op of ops) {
-    await load(op.path);
+    const k = await load(op.path);
+    // Updated, deleted and moved-away files must be writable (added ones do not exist yet).
+    if (op.type !== 'add') await ws.files.assertWritable(k.view, k.r.rel);
     if (op.type === 'update' && op.moveTo !== undefined) await load(op.moveTo);
   }
   // Binary or oversized files can be deleted or moved by a patch, never edited.
@@ -235,14 +237,16 @@ export const applyPatchTool: ToolDefinition<typeof applyPatchParameters, ApplyPa
     'Apply a multi-file patch atomically: every file is prepared and checked in memory first, then all are written ' +
     'together; any failure leaves every file as it was. Accepts the "*** Begin Patch" envelope (Add File / Delete File ' +
     '/ Update File with @@ chunks of " " context, "-" removed and "+" added lines, optional Move to) and plain unified ' +
-    'diffs. Add File never overwrites (already_exists); deleted files go to the trash. Stale-file protocol: put the ' +
+    'diffs. "@@ line" names a line the chunk comes after; when that is not unique, start the chunk with several @@ lines ' +
+    '(e.g. "@@ class Foo" then "@@     def run(self):"): each is found after the previous one, then the chunk after the ' +
+    'last. Add File never overwrites (already_exists); deleted files go to the trash. Stale-file protocol: put the ' +
     'sha256 from read_file of each file you change in expectedSha256ByPath ("" for files that must not exist yet); ' +
     'a mismatch fails with stale_file — re-read the files and rebuild the patch.',
   parameters: applyPatchParameters,
   policy: 'edit',
   execute: (args, ctx) => {
     const ws = fileWorkspace(ctx.workspace);
-    return ws.runWrite('apply_patch', 'patch', empty(), (d) => plan(ws, args, d), ctx.review);
+    return ws.runWrite('apply_patch', 'patch', empty(), (d) => plan(ws, args, d), { review: ctx.review, signal: ctx.signal });
   },
   async preview(args, ctx) {
     const ws = fileWorkspace(ctx.workspace);

@@ -55,7 +55,7 @@ export const createFileTool: ToolDefinition<typeof createFileParameters, CreateF
   policy: 'edit',
   execute: (args, ctx) => {
     const ws = fileWorkspace(ctx.workspace);
-    return ws.runWrite('create_file', 'create', empty(), (d) => plan(ws, args, d), ctx.review);
+    return ws.runWrite('create_file', 'create', empty(), (d) => plan(ws, args, d), { review: ctx.review, signal: ctx.signal });
   },
   async preview(args, ctx) {
     const ws = fileWorkspace(ctx.workspace);

@@ -2,15 +2,12 @@ import { z } from 'zod';
 import { ToolError } from './errors';
 import type { ToolDefinition } from './tool';
 import { fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
-import { pathField } from '../workspace/tool-support';
+import { expectedShaField, pathField } from '../workspace/tool-support';
 import { unsavedBufferError } from '../workspace/file-access';
 
 export const deleteFileParameters = z.object({
   path: pathField(),
-  expectedSha256: z
-    .string()
-    .optional()
-    .describe('Optional sha256 of the file as you last read it; when given and the file changed since, the call fails with stale_file.'),
+  expectedSha256: expectedShaField(),
 });
 
 export interface DeleteFileData {
@@ -31,6 +28,7 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof deleteFileParameters
   if (v.kind !== 'file' || !v.bytes || !v.sha256) throw new ToolError('permission_denied', `"${r.rel}" is not a regular file.`, { path: r.rel });
   d.beforeSha256 = v.sha256;
   if (v.source === 'buffer') throw unsavedBufferError(r.rel, 'it cannot be deleted');
+  await ws.files.assertWritable(v, r.rel);
   ws.files.assertFresh(v, args.expectedSha256, r.rel);
   const trashId = ws.trash.newId();
   const bytes = v.bytes;
@@ -64,14 +62,14 @@ const empty = (): AuditDraft => ({ path: null, toPath: null, beforeSha256: null,
 export const deleteFileTool: ToolDefinition<typeof deleteFileParameters, DeleteFileData> = {
   name: 'delete_file',
   description:
-    'Delete a file by moving it to the workspace trash; returns a trashId that restore_file accepts. Pass ' +
-    'expectedSha256 (from read_file) to make sure you delete the version you saw: if the file changed, the call ' +
+    'Delete a file by moving it to the workspace trash; returns a trashId that restore_file accepts. expectedSha256 ' +
+    '(required: the sha256 from read_file) proves you delete the version you saw: if the file changed, the call ' +
     'fails with stale_file — re-read it and decide again. Folders are refused (is_directory).',
   parameters: deleteFileParameters,
   policy: 'edit',
   execute: (args, ctx) => {
     const ws = fileWorkspace(ctx.workspace);
-    return ws.runWrite('delete_file', 'delete', empty(), (d) => plan(ws, args, d));
+    return ws.runWrite('delete_file', 'delete', empty(), (d) => plan(ws, args, d), { signal: ctx.signal });
   },
   async preview(args, ctx) {
     const p = await plan(fileWorkspace(ctx.workspace), args, empty());

@@ -42,6 +42,7 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
   if (v.kind === 'directory') throw new ToolError('is_directory', `"${r.rel}" is a directory.`, { path: r.rel });
   d.beforeSha256 = v.sha256;
   if (v.source === 'buffer' && ws.files.unsavedBuffers === 'refuse') throw unsavedBufferError(r.rel, 'unsaved_buffers is "refuse"');
+  await ws.files.assertWritable(v, r.rel);
   ws.files.assertFresh(v, args.expectedSha256, r.rel);
   const fast = editBytes(v, args.edits, r.rel, ws.files.maxFileBytes);
   let bytes: Buffer;
@@ -140,7 +141,7 @@ export const editFileTool: ToolDefinition<typeof editFileParameters, EditFileDat
   policy: 'edit',
   execute: (args, ctx) => {
     const ws = fileWorkspace(ctx.workspace);
-    return ws.runWrite('edit_file', 'edit', empty(), (d) => plan(ws, args, d), ctx.review);
+    return ws.runWrite('edit_file', 'edit', empty(), (d) => plan(ws, args, d), { review: ctx.review, signal: ctx.signal });
   },
   async preview(args, ctx) {
     const ws = fileWorkspace(ctx.workspace);

@@ -61,3 +61,8 @@ export class ToolError extends Error {
 }
 
 export const STALE_FILE_ACTION = 'Re-read the file to obtain the current sha256 and re-apply your edit.';
+
+/** Throws `cancelled` once `signal` is aborted: write paths call it up to their commit point. */
+export function throwIfCancelled(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new ToolError('cancelled', 'The call was cancelled before it changed anything; no file was written.');
+}

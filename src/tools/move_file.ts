@@ -2,16 +2,13 @@ import { z } from 'zod';
 import { ToolError } from './errors';
 import type { ToolDefinition } from './tool';
 import { fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
-import { pathField } from '../workspace/tool-support';
+import { expectedShaField, pathField } from '../workspace/tool-support';
 import { unsavedBufferError } from '../workspace/file-access';
 
 export const moveFileParameters = z.object({
   from: pathField('Current path of the file'),
   to: pathField('New path (must not exist; missing folders are created)'),
-  expectedSha256: z
-    .string()
-    .optional()
-    .describe('Optional sha256 of the file as you last read it; when given and the file changed since, the call fails with stale_file.'),
+  expectedSha256: expectedShaField('the file at `from`'),
 });
 
 export interface MoveFileData {
@@ -32,6 +29,7 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof moveFileParameters>,
   if (v.kind !== 'file' || !v.bytes || !v.sha256) throw new ToolError('permission_denied', `"${from.rel}" is not a regular file.`, { path: from.rel });
   d.beforeSha256 = v.sha256;
   if (v.source === 'buffer') throw unsavedBufferError(from.rel, 'it cannot be moved');
+  await ws.files.assertWritable(v, from.rel);
   ws.files.assertFresh(v, args.expectedSha256, from.rel);
   if (from.abs === to.abs) throw new ToolError('already_exists', `"${to.rel}" is the file itself.`, { path: to.rel });
   const target = await ws.files.view(to.abs);
@@ -61,13 +59,13 @@ export const moveFileTool: ToolDefinition<typeof moveFileParameters, MoveFileDat
   name: 'move_file',
   description:
     'Move or rename a file. Never overwrites: fails with already_exists when the destination exists. Missing folders ' +
-    'of the destination are created. Pass expectedSha256 (from read_file) to make sure you move the version you saw ' +
-    '(stale_file otherwise: re-read and decide again). The sha256 is unchanged by a move.',
+    'of the destination are created. expectedSha256 (required: the sha256 from read_file) proves you move the version ' +
+    'you saw (stale_file otherwise: re-read and decide again). The sha256 is unchanged by a move.',
   parameters: moveFileParameters,
   policy: 'edit',
   execute: (args, ctx) => {
     const ws = fileWorkspace(ctx.workspace);
-    return ws.runWrite('move_file', 'move', empty(), (d) => plan(ws, args, d));
+    return ws.runWrite('move_file', 'move', empty(), (d) => plan(ws, args, d), { signal: ctx.signal });
   },
   async preview(args, ctx) {
     const p = await plan(fileWorkspace(ctx.workspace), args, empty());

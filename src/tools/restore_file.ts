@@ -57,7 +57,7 @@ export const restoreFileTool: ToolDefinition<typeof restoreFileParameters, Resto
   policy: 'edit',
   execute: (args, ctx) => {
     const ws = fileWorkspace(ctx.workspace);
-    return ws.runWrite('restore_file', 'restore', empty(), (d) => plan(ws, args, d));
+    return ws.runWrite('restore_file', 'restore', empty(), (d) => plan(ws, args, d), { signal: ctx.signal });
   },
   async preview(args, ctx) {
     const p = await plan(fileWorkspace(ctx.workspace), args, empty());

@@ -30,6 +30,7 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof writeFileParameters>
   if (v.kind === 'directory') throw new ToolError('is_directory', `"${r.rel}" is a directory.`, { path: r.rel });
   d.beforeSha256 = v.sha256;
   if (v.source === 'buffer' && ws.files.unsavedBuffers === 'refuse') throw unsavedBufferError(r.rel, 'unsaved_buffers is "refuse"');
+  await ws.files.assertWritable(v, r.rel);
   ws.files.assertFresh(v, args.expectedSha256, r.rel);
   // Keep the file's BOM and CRLF line breaks (a binary file being replaced keeps nothing).
   const old = v.bytes && !isBinary(v.bytes) ? toTextView(v, r.rel) : null;
@@ -64,7 +65,7 @@ export const writeFileTool: ToolDefinition<typeof writeFileParameters, WriteFile
   policy: 'edit',
   execute: (args, ctx) => {
     const ws = fileWorkspace(ctx.workspace);
-    return ws.runWrite('write_file', 'write', empty(), (d) => plan(ws, args, d), ctx.review);
+    return ws.runWrite('write_file', 'write', empty(), (d) => plan(ws, args, d), { review: ctx.review, signal: ctx.signal });
   },
   async preview(args, ctx) {
     const ws = fileWorkspace(ctx.workspace);

@@ -2,7 +2,7 @@ import { createHash, randomBytes, webcrypto } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { STALE_FILE_ACTION, ToolError } from '../tools/errors';
+import { STALE_FILE_ACTION, ToolError, throwIfCancelled } from '../tools/errors';
 import { decodeText, isBinary, type TextEncodingInfo } from './encoding';
 import { lineHunksBytes, type LineHunk } from './buffer-hunks';
 
@@ -171,6 +171,8 @@ export interface FileAccessOptions {
   /** What writes do to a file with unsaved buffer changes. Default 'edit_buffer'. */
   unsavedBuffers?: UnsavedBuffersPolicy;
   maxFileBytes?: number;
+  /** Let the write tools change read-only files (see assertWritable). Default false. */
+  allowReadonlyWrites?: boolean;
   faultHook?: CommitFaultHook;
 }
 
@@ -198,6 +200,7 @@ export function basisOf(v: FileView): ChangeBasis {
 export class FileAccess {
   readonly maxFileBytes: number;
   readonly unsavedBuffers: UnsavedBuffersPolicy;
+  readonly allowReadonlyWrites: boolean;
   private readonly bridge: BufferBridge | null;
   private readonly root: string | null;
   /** `${abs}\0${bufferSha}` → the disk sha256 seen when the agent read that unsaved buffer. */
@@ -211,6 +214,7 @@ export class FileAccess {
     this.root = opts.root ?? null;
     this.unsavedBuffers = opts.unsavedBuffers ?? 'edit_buffer';
     this.maxFileBytes = opts.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
+    this.allowReadonlyWrites = opts.allowReadonlyWrites ?? false;
     this.faultHook = opts.faultHook;
   }
 
@@ -244,7 +248,7 @@ export class FileAccess {
         const sha = cachedSha ?? sha256Hex(loaded.bytes);
         const bytes = loaded.utf8 ?? loaded.bytes;
         this.known.set(abs, { tick: loaded.changedtick, fmt: fmtKey(loaded.format), bytes, sha });
-        const disk = await diskView(abs);
+        const disk = await diskView(abs, this.rel(abs));
         const v: FileView = {
           abs,
           kind: 'file',
@@ -260,9 +264,26 @@ export class FileAccess {
         return v;
       }
     }
-    const v = await diskView(abs);
+    const v = await diskView(abs, this.rel(abs));
     if (loaded) v.changedtick = loaded.changedtick;
     return v;
+  }
+
+  /**
+   * Refuses to change a read-only file: one without its owner's write bit (what Neovim marks
+   * 'readonly'; a mode check, so it holds for root too) or one this user may not write (access()).
+   * Off with allowReadonlyWrites. Paths that do not exist on disk pass.
+   */
+  async assertWritable(v: FileView, rel: string): Promise<void> {
+    if (this.allowReadonlyWrites || v.kind === 'missing' || v.kind === 'directory') return;
+    if (v.mode !== null && (v.mode & 0o200) === 0) throw readonlyError(rel, `mode 0${v.mode.toString(8).padStart(3, '0')}`);
+    try {
+      await fsp.access(v.abs, fs.constants.W_OK);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') return;
+      throw readonlyError(rel, code === 'EROFS' ? 'read-only file system' : 'not writable by you');
+    }
   }
 
   /**
@@ -367,7 +388,9 @@ export class FileAccess {
 
   /** Size check before reading (file_too_large) for callers that will show the content. */
   async assertReadable(abs: string, rel: string): Promise<void> {
-    const st = await statOrNull(abs);
+    const st = await statOrNull(abs).catch((err: unknown) => {
+      throw isPermissionError(err) ? unreadableError(rel) : err;
+    });
     if (st && st.isFile() && st.size > this.maxFileBytes) {
       throw new ToolError('file_too_large', `"${rel}" is ${st.size} bytes; the limit is ${this.maxFileBytes}.`, {
         path: rel,
@@ -401,11 +424,12 @@ export class FileAccess {
    * unsaved_buffer); then the disk changes are committed; then the buffers are updated: a change to
    * an unsaved buffer lands in that buffer only (never on disk), clean loaded buffers are brought in
    * sync with the new disk bytes, deleted files' buffers are wiped and moved ones renamed.
+   * Once `signal` is aborted, nothing is changed (`cancelled`) up to the first rename.
    */
-  async commit(changes: FileChange[]): Promise<CommitReport> {
+  async commit(changes: FileChange[], signal?: AbortSignal): Promise<CommitReport> {
     const report: CommitReport = { buffered: new Map(), bridged: this.bridge !== null };
     if (!this.bridge) {
-      await this.commitDisk(changes);
+      await this.commitDisk(changes, true, signal);
       return report;
     }
     const movedFrom = new Set(changes.flatMap((c) => (c.type === 'write' && c.movedFrom ? [c.movedFrom] : [])));
@@ -451,7 +475,8 @@ export class FileAccess {
         });
       }
     }
-    const written = this.commitDisk(disk, false);
+    // Its cancel check also guards the buffer updates, which only follow the disk commit.
+    const written = this.commitDisk(disk, false, signal);
     let ops: BufferOp[];
     try {
       ops = [...bufferSets.map((b) => b.op), ...after.map((a) => (typeof a === 'function' ? a() : a))];
@@ -492,9 +517,10 @@ export class FileAccess {
   /**
    * Writes and deletes on disk, all-or-nothing: every new content goes to a temp file in the target's
    * folder (fsynced) first; then the temps are renamed into place. A failure before the renames removes
-   * the temps; a failure during them restores every file already replaced or deleted.
+   * the temps; a failure during them restores every file already replaced or deleted. An aborted
+   * `signal` is the last failure before the renames (the commit point).
    */
-  private async commitDisk(changes: FileChange[], syncDirs = true): Promise<void> {
+  private async commitDisk(changes: FileChange[], syncDirs = true, signal?: AbortSignal): Promise<void> {
     const temps = new Map<number, string>();
     const createdDirs: string[] = [];
     const steps: Step[] = [];
@@ -508,6 +534,7 @@ export class FileAccess {
         if (made) createdDirs.push(made);
         temps.set(i, await writeTemp(dir, path.basename(c.abs), c.bytes, c.mode));
       }
+      throwIfCancelled(signal);
       for (let i = 0; i < changes.length; i++) {
         const c = changes[i];
         this.faultHook?.({ index: i, change: c, phase: 'commit' });
@@ -563,14 +590,39 @@ function fmtKey(f: BufferFormat): string {
   return `${f.eol}|${f.finalEol}|${f.bom}|${f.fileencoding}`;
 }
 
-/** The file on disk, ignoring buffers. */
-async function diskView(abs: string): Promise<FileView> {
-  const st = await statOrNull(abs);
-  if (!st) return { abs, kind: 'missing', bytes: null, sha256: null, mode: null, size: 0, source: 'disk' };
-  if (st.isDirectory()) return { abs, kind: 'directory', bytes: null, sha256: null, mode: st.mode & 0o7777, size: 0, source: 'disk' };
-  if (!st.isFile()) return { abs, kind: 'other', bytes: null, sha256: null, mode: st.mode & 0o7777, size: st.size, source: 'disk' };
-  const bytes = await fsp.readFile(abs);
-  return { abs, kind: 'file', bytes, sha256: sha256Hex(bytes), mode: st.mode & 0o7777, size: bytes.length, source: 'disk' };
+/** The file on disk, ignoring buffers. A file that cannot be read (EACCES, or no read bit at all) is permission_denied. */
+async function diskView(abs: string, rel: string): Promise<FileView> {
+  try {
+    const st = await statOrNull(abs);
+    if (!st) return { abs, kind: 'missing', bytes: null, sha256: null, mode: null, size: 0, source: 'disk' };
+    if (st.isDirectory()) return { abs, kind: 'directory', bytes: null, sha256: null, mode: st.mode & 0o7777, size: 0, source: 'disk' };
+    if (!st.isFile()) return { abs, kind: 'other', bytes: null, sha256: null, mode: st.mode & 0o7777, size: st.size, source: 'disk' };
+    // Root could read it anyway: the mode says nobody should.
+    if ((st.mode & 0o444) === 0) throw unreadableError(rel);
+    const bytes = await fsp.readFile(abs);
+    return { abs, kind: 'file', bytes, sha256: sha256Hex(bytes), mode: st.mode & 0o7777, size: bytes.length, source: 'disk' };
+  } catch (err) {
+    throw isPermissionError(err) ? unreadableError(rel) : err;
+  }
+}
+
+function isPermissionError(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'EACCES' || code === 'EPERM';
+}
+
+function unreadableError(rel: string): ToolError {
+  return new ToolError('permission_denied', `"${rel}" cannot be read: permission denied.`, {
+    path: rel,
+    suggestedAction: `Leave it alone, or ask the user to make it readable (chmod u+r ${rel}).`,
+  });
+}
+
+function readonlyError(rel: string, why: string): ToolError {
+  return new ToolError('permission_denied', `"${rel}" is read-only (${why}); read-only files are not changed.`, {
+    path: rel,
+    suggestedAction: `Leave it unchanged, or ask the user to make it writable (chmod u+w ${rel}) or to set allow_readonly_writes = true.`,
+  });
 }
 
 

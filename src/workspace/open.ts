@@ -4,6 +4,7 @@ import type { ToolContext, ToolDefinition, ToolResult, ToolSpec } from '../tools
 import { FILE_TOOLS, FILE_WRITE_TOOL_NAMES } from '../tools/file-tools';
 import { FileWorkspace, type WorkspaceOptions } from './workspace';
 import type { AuditVerification, TrashEntry } from '../store';
+import { EXPECTED_SHA_REQUIRED } from './tool-support';
 
 /**
  * The file tools' registry. Besides the shared validation, it audits write attempts refused for invalid
@@ -20,6 +21,9 @@ export class FileToolRegistry extends ToolRegistry {
 
   override async call(name: string, args: unknown, ctx: ToolContext): Promise<ToolResult> {
     const result = await super.call(name, args, ctx);
+    if (!result.ok && result.error.kind === 'invalid_arguments' && missingSha(result.error.details)) {
+      result.error.suggestedAction = 'Call read_file on the file, then call this tool again with expectedSha256 set to the sha256 it returned.';
+    }
     if (!result.ok && result.error.kind === 'invalid_arguments' && FILE_WRITE_TOOL_NAMES.has(name) && !result.error.path) {
       const a = (args ?? {}) as Record<string, unknown>;
       const p = typeof a.path === 'string' ? a.path : typeof a.from === 'string' ? a.from : null;
@@ -27,6 +31,12 @@ export class FileToolRegistry extends ToolRegistry {
     }
     return result;
   }
+}
+
+/** The zod issues (see registry.call) include a missing expectedSha256. */
+function missingSha(details: unknown): boolean {
+  const issues = (details as { issues?: { path: string; message: string }[] } | undefined)?.issues ?? [];
+  return issues.some((i) => i.path === 'expectedSha256' && i.message === EXPECTED_SHA_REQUIRED);
 }
 
 export type OpenWorkspaceOptions = WorkspaceOptions;

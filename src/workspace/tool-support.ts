@@ -9,11 +9,14 @@ export const pathField = (what = 'File path') =>
     .min(1)
     .describe(`${what}, relative to the workspace root (absolute paths must stay inside the workspace).`);
 
-export const expectedShaField = () =>
+export const EXPECTED_SHA_REQUIRED =
+  'required: call read_file first and pass the sha256 it returns (it proves you saw the current file)';
+
+export const expectedShaField = (of = 'the file') =>
   z
-    .string()
+    .string({ error: (iss) => (iss.input === undefined ? EXPECTED_SHA_REQUIRED : undefined) })
     .describe(
-      'sha256 (hex) of the file as you last read it (data.sha256 from read_file or from your previous write). ' +
+      `sha256 (hex) of ${of} as you last read it (data.sha256 from read_file or from your previous write). ` +
         'If the file changed since, the call fails with stale_file: re-read and retry.',
     );
 

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { ToolError, type ErrorKind } from '../tools/errors';
+import { ToolError, throwIfCancelled, type ErrorKind } from '../tools/errors';
 import type { AuditRepository } from '../store/audit';
 import { openStore, type Store } from '../store';
 import { FileAccess, type BufferBridge, type CommitReport, type FileChange, type CommitFaultHook, type UnsavedBuffersPolicy } from './file-access';
@@ -25,6 +25,8 @@ export interface WorkspaceOptions {
   unsavedBuffers?: UnsavedBuffersPolicy;
   /** Largest file read_file/edit_file will load. Default 10 MiB. */
   maxFileBytes?: number;
+  /** Let the write tools change read-only files (no owner write bit, or not writable by this user). Default false. */
+  allowReadonlyWrites?: boolean;
   /** Test hook: simulate failures during commits. */
   faultHook?: CommitFaultHook;
 }
@@ -36,6 +38,13 @@ export interface AuditDraft {
   beforeSha256: string | null;
   afterSha256: string | null;
   diff: string | null;
+}
+
+/** What a write call brings besides its plan: the hunk review's decision and its abort signal. */
+export interface WriteOptions {
+  review?: ReviewSelection;
+  /** Once aborted, the write stops before its commit point and changes nothing (`cancelled`). */
+  signal?: AbortSignal;
 }
 
 /** A write computed in memory, ready to commit. */
@@ -96,6 +105,7 @@ export class FileWorkspace implements Workspace {
       bridge: opts.bridge,
       unsavedBuffers: opts.unsavedBuffers,
       maxFileBytes: opts.maxFileBytes,
+      allowReadonlyWrites: opts.allowReadonlyWrites,
       faultHook: opts.faultHook,
     });
     this.store = openStore(this.dataDir);
@@ -121,19 +131,23 @@ export class FileWorkspace implements Workspace {
 
   /**
    * The write path of every write tool: inside the lock, plan against the CURRENT content (stale gate
-   * included), commit all-or-nothing, and audit the attempt whether it succeeded or not.
+   * included), commit all-or-nothing, and audit the attempt whether it succeeded or not. A cancelled
+   * call is checked after every wait up to the commit's renames and then changes nothing.
    */
-  async runWrite<T>(tool: string, operation: string, draft: AuditDraft, plan: (draft: AuditDraft) => Promise<WritePlan<T>>, review?: ReviewSelection): Promise<T> {
+  async runWrite<T>(tool: string, operation: string, draft: AuditDraft, plan: (draft: AuditDraft) => Promise<WritePlan<T>>, opts: WriteOptions = {}): Promise<T> {
     if (this.closed) throw new ToolError('internal_error', 'The workspace is closed.');
+    const { review, signal } = opts;
     return this.withWriteLock(async () => {
       let p: WritePlan<T> | undefined;
       try {
+        throwIfCancelled(signal);
         p = await plan(draft);
         if (review) p = await applyReviewSelection(this, p, review);
+        throwIfCancelled(signal);
         await p.beforeCommit?.();
         let report: CommitReport;
         try {
-          report = await this.files.commit(p.changes);
+          report = await this.files.commit(p.changes, signal);
         } catch (err) {
           await p.onFailure?.();
           throw err;

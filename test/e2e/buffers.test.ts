@@ -257,13 +257,13 @@ forEachNvim((bin) => {
 
     it('restore_file reloads a clean buffer waiting at the path; move renames so :w works', async () => {
       await reset('restored text\n');
-      const d = await toolCall(t, 'delete_file', { path: 'f.txt' });
+      const d = await toolCall(t, 'delete_file', { path: 'f.txt', expectedSha256: sha('restored text\n') });
       assert.ok(d.ok);
       await t.cmd('edit f.txt'); // a new, empty buffer
       const r = await toolCall(t, 'restore_file', { trashId: d.data!.trashId });
       assert.ok(r.ok, JSON.stringify(r));
       assert.deepEqual(await bufferOf(t, F()), { lines: ['restored text'], modified: false });
-      const m = await toolCall(t, 'move_file', { from: 'f.txt', to: 'sub/g.txt' });
+      const m = await toolCall(t, 'move_file', { from: 'f.txt', to: 'sub/g.txt', expectedSha256: sha('restored text\n') });
       assert.ok(m.ok, JSON.stringify(m));
       const g = path.join(t.cwd, 'sub', 'g.txt');
       assert.equal(await t.lua('return vim.api.nvim_buf_get_name(0)'), g);
@@ -284,6 +284,33 @@ forEachNvim((bin) => {
         assert.equal(w.error!.kind, 'unsaved_buffer');
         assert.deepEqual(await bufferOf(r2, path.join(r2.cwd, 'f.txt')), { lines: ['y'], modified: true });
         assert.equal(fs.readFileSync(path.join(r2.cwd, 'f.txt'), 'utf8'), 'x\n');
+      } finally {
+        await r2.close();
+      }
+    });
+
+    it("a read-only file (Neovim's 'readonly') is refused; allow_readonly_writes = true lets the agent change it", async () => {
+      await reset('ro\n');
+      fs.chmodSync(F(), 0o444);
+      await t.cmd('edit f.txt');
+      assert.equal(await t.lua('return vim.bo.readonly'), true);
+      const args = { path: 'f.txt', content: 'new\n', expectedSha256: sha('ro\n') };
+      const w = await toolCall(t, 'write_file', args);
+      assert.equal(w.ok, false);
+      assert.equal(w.error!.kind, 'permission_denied', JSON.stringify(w));
+      assert.deepEqual(await bufferOf(t, F()), { lines: ['ro'], modified: false });
+      assert.equal(fs.readFileSync(F(), 'utf8'), 'ro\n');
+      const r2 = await startNvim({ nvim: bin, initLua: "require('caboose').setup({ allow_readonly_writes = true })" });
+      try {
+        const g = path.join(r2.cwd, 'f.txt');
+        fs.writeFileSync(g, 'ro\n');
+        fs.chmodSync(g, 0o444);
+        await r2.cmd('edit f.txt');
+        const ok = await toolCall(r2, 'write_file', args);
+        assert.ok(ok.ok, JSON.stringify(ok));
+        assert.deepEqual(await bufferOf(r2, g), { lines: ['new'], modified: false });
+        assert.equal(fs.readFileSync(g, 'utf8'), 'new\n');
+        assert.equal(fs.statSync(g).mode & 0o777, 0o444);
       } finally {
         await r2.close();
       }

@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { forEachNvim } from '../support/nvim';
@@ -88,7 +89,8 @@ forEachNvim((bin) => {
     it(':CabooseRestore puts back a file the agent deleted, and never overwrites', async () => {
       await start();
       fs.writeFileSync(path.join(e.t.cwd, 'gone.txt'), 'precious\n');
-      e.fake.script({ toolCalls: [{ name: 'delete_file', arguments: { path: 'gone.txt' } }] }, { text: 'deleted it' });
+      const expectedSha256 = createHash('sha256').update('precious\n').digest('hex');
+      e.fake.script({ toolCalls: [{ name: 'delete_file', arguments: { path: 'gone.txt', expectedSha256 } }] }, { text: 'deleted it' });
       await e.t.cmd('Caboose delete gone.txt');
       await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('deleted it'), 'answer');
       assert.equal(fs.existsSync(path.join(e.t.cwd, 'gone.txt')), false);

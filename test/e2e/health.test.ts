@@ -43,6 +43,9 @@ forEachNvim((bin) => {
       assert.match(err3, /`web_search` should be nil or \{ searxng_url/);
       const err4 = await t.lua<string>("local ok, e = pcall(require('caboose').setup, { approval = { grace_ms = -1 } }) return e");
       assert.match(err4, /`approval\.grace_ms` should be a number >= 0/);
+      const err5 = await t.lua<string>("local ok, e = pcall(require('caboose').setup, { allow_readonly_writes = 'yes' }) return e");
+      assert.match(err5, /`allow_readonly_writes` should be a boolean/);
+      assert.equal(await t.lua("require('caboose').setup({}) return require('caboose').config().allow_readonly_writes"), false, 'default');
       assert.equal(await t.lua("require('caboose').setup({ approval = { grace_ms = 0 } }) return require('caboose').config().approval.grace_ms"), 0);
       assert.equal(await t.lua("require('caboose').setup({}) return require('caboose').config().approval.grace_ms"), 400, 'default');
       const ok = await t.lua<boolean>("return pcall(require('caboose').setup, { provider = { model = 'x' }, mode = 'plan' })");

@@ -32,6 +32,14 @@ function snapshot(dir: string): Map<string, Buffer> {
   return out;
 }
 
+function makeWritable(dir: string): void {
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    fs.chmodSync(p, fs.statSync(p).mode | 0o200);
+    if (e.isDirectory()) makeWritable(p);
+  }
+}
+
 function assertSameTree(actual: Map<string, Buffer>, expected: Map<string, Buffer>, name: string): void {
   assert.deepEqual([...actual.keys()].sort(), [...expected.keys()].sort(), `${name}: file list`);
   for (const [k, v] of expected) assert.equal(actual.get(k)!.toString('utf8'), v.toString('utf8'), `${name}: ${k}`);
@@ -64,6 +72,8 @@ for (const name of scenarios) {
     const dataDir = path.join(tmp, 'data');
     fs.mkdirSync(root);
     if (fs.existsSync(path.join(dir, 'input'))) fs.cpSync(path.join(dir, 'input'), root, { recursive: true });
+    // The shared suite is kept read-only on disk; its inputs are ordinary files (read-only ones are refused).
+    makeWritable(root);
     const input = snapshot(root);
     const ws = openWorkspace({ root, dataDir, sessionId: 'conformance' });
     try {

@@ -56,11 +56,11 @@ test('envelope: add, delete, update with move, context header and end-of-file ma
   assert.equal(u.moveTo, 'b.py');
   assert.equal(u.newlineAtEof, undefined);
   assert.equal(u.chunks.length, 2);
-  assert.equal(u.chunks[0]?.context, 'def greet():');
+  assert.deepEqual(u.chunks[0]?.contexts, ['def greet():']);
   assert.deepEqual(chunkOldLines(u.chunks[0]!), ['context', 'print("Hi")']);
   assert.deepEqual(chunkNewLines(u.chunks[0]!), ['context', 'print("Hello")']);
   assert.equal(u.chunks[0]?.isEndOfFile, false);
-  assert.equal(u.chunks[1]?.context, undefined);
+  assert.equal(u.chunks[1]?.contexts, undefined);
   assert.equal(u.chunks[1]?.isEndOfFile, true);
 });
 
@@ -141,7 +141,38 @@ test('envelope: CRLF patch text keeps the CR in line content, markers still reco
 test('envelope: a unified-style @@ -a,b +c,d @@ header becomes a position hint', () => {
   const u = update(parsePatch('*** Begin Patch\n*** Update File: f\n@@ -12,2 +12,2 @@\n-a\n+b\n*** End Patch')[0]);
   assert.equal(u.chunks[0]?.oldStart, 12);
-  assert.equal(u.chunks[0]?.context, undefined);
+  assert.equal(u.chunks[0]?.contexts, undefined);
+});
+
+test('envelope: consecutive @@ lines narrow the search, outermost first (Codex grammar)', () => {
+  const u = update(
+    parsePatch(
+      [
+        '*** Begin Patch',
+        '*** Update File: shapes.py',
+        '  @@ class BaseClass',
+        '@@     def method(self):',
+        '-        return 1',
+        '+        return 2',
+        '@@ class Other',
+        '@@',
+        '@@     def method(self):',
+        '-        return 1',
+        '+        return 3',
+        '*** End Patch',
+      ].join('\n'),
+    )[0],
+  );
+  assert.equal(u.chunks.length, 2);
+  assert.deepEqual(u.chunks[0]?.contexts, ['class BaseClass', 'def method(self):']);
+  assert.deepEqual(chunkOldLines(u.chunks[0]!), ['        return 1']);
+  // A bare @@ among the headers adds no context.
+  assert.deepEqual(u.chunks[1]?.contexts, ['class Other', 'def method(self):']);
+  assert.deepEqual(chunkNewLines(u.chunks[1]!), ['        return 3']);
+  // After a header, " @@ …" is a context line (a patched file may hold "@@" lines).
+  const d = update(parsePatch('*** Begin Patch\n*** Update File: x.diff\n@@ top\n @@ -1 +1 @@\n-old\n+new\n*** End Patch')[0]);
+  assert.deepEqual(d.chunks[0]?.contexts, ['top']);
+  assert.deepEqual(chunkOldLines(d.chunks[0]!), ['@@ -1 +1 @@', 'old']);
 });
 
 test('envelope errors carry the line number', () => {
@@ -187,7 +218,7 @@ test('unified: git diff of a modified file with two hunks', () => {
   assert.equal(u.newlineAtEof, 'keep');
   assert.equal(u.chunks.length, 2);
   assert.equal(u.chunks[0]?.oldStart, 1);
-  assert.equal(u.chunks[0]?.context, undefined, 'the section heading is not a context line');
+  assert.equal(u.chunks[0]?.contexts, undefined, 'the section heading is not a context line');
   assert.deepEqual(chunkOldLines(u.chunks[0]!), ['one', 'two', 'three']);
   assert.equal(u.chunks[1]?.oldStart, 10);
   assert.deepEqual(chunkNewLines(u.chunks[1]!), ['ten', 'eleven']);

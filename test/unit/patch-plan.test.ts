@@ -72,6 +72,30 @@ test('@@ context header narrows the search to after that line', () => {
   assert.match(e.message, /Failed to find context 'def c\(\):' in f/);
 });
 
+test('several @@ lines narrow the search in order: each is sought after the previous one', () => {
+  const text = [
+    'class BaseClass:',
+    '    def method(self):',
+    '        return 1',
+    'class Other:',
+    '    def method(self):',
+    '        return 1',
+    '    def helper(self):',
+    '        return 1',
+    '',
+  ].join('\n');
+  const expected = text.replace('return 1\n    def helper', 'return 2\n    def helper');
+  assert.equal(updated(text, '@@ class Other:', '@@     def method(self):', '-        return 1', '+        return 2'), expected);
+  // The inner context is found after the outer one, even though it also occurs earlier.
+  assert.equal(
+    updated(text, '@@ class Other:', '@@     def helper(self):', '+        # helper'),
+    text.replace('def helper(self):\n', 'def helper(self):\n        # helper\n'),
+  );
+  // An inner context that only occurs before the outer one is not found.
+  const e = planFails({ f: 'def method():\n    pass\nclass A:\n    x = 1\n' }, envelope('*** Update File: f', '@@ class A:', '@@ def method():', '-    pass'), 'patch_apply_error', 'f');
+  assert.match(e.message, /Failed to find context 'def method\(\):' in f/);
+});
+
 test('pure addition appends at the end without context, after the context line with it', () => {
   assert.equal(updated('a\nb\n', '@@', '+c', '+d'), 'a\nb\nc\nd\n');
   assert.equal(updated('a\nb', '@@', '+c'), 'a\nb\nc\n');

@@ -32,8 +32,8 @@ async function someWrites(): Promise<void> {
   await ws.call('edit_file', { path: 'a.txt', expectedSha256: sha('a\n'), edits: [{ oldText: 'a', newText: 'b' }] }); // ok
   await ws.call('write_file', { path: 'a.txt', content: 'x', expectedSha256: sha('stale') }); // stale_file
   await ws.call('create_file', { path: 'n.txt', content: 'n\n' }); // ok
-  await ws.call('move_file', { from: 'n.txt', to: 'm.txt' }); // ok
-  await ws.call('delete_file', { path: 'm.txt' }); // ok
+  await ws.call('move_file', { from: 'n.txt', to: 'm.txt', expectedSha256: sha('n\n') }); // ok
+  await ws.call('delete_file', { path: 'm.txt', expectedSha256: sha('n\n') }); // ok
   await ws.call('create_file', { path: '../out.txt', content: 'x' }); // outside_workspace
   await ws.call('edit_file', { path: 'a.txt' }); // invalid_arguments
   await ws.call('read_file', { path: 'a.txt' }); // reads are not audited
@@ -142,7 +142,7 @@ test('verifyAuditLog takes a data folder path, { dataDir }, or is a method of th
   const ws = openWorkspace(opts);
   try {
     await ws.call('create_file', { path: 'a.txt', content: 'a' });
-    const del = await ws.call('delete_file', { path: 'a.txt' });
+    const del = await ws.call('delete_file', { path: 'a.txt', expectedSha256: sha('a') });
     assert.ok(del.ok);
     assert.deepEqual(ws.verifyAuditLog(), { ok: true, rows: 2 });
     assert.deepEqual(verifyAuditLog(opts), { ok: true, rows: 2 });

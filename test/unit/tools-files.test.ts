@@ -387,7 +387,7 @@ describe('delete_file and restore_file', () => {
 
   test('restore to targetPath; already_exists when the target exists, never overwriting', async () => {
     write('a.txt', 'old');
-    const { trashId } = data<{ trashId: string }>(await ws.call('delete_file', { path: 'a.txt' }));
+    const { trashId } = data<{ trashId: string }>(await ws.call('delete_file', { path: 'a.txt', expectedSha256: sha('old') }));
     write('a.txt', 'new');
     err(await ws.call('restore_file', { trashId }), 'already_exists');
     assert.equal(read('a.txt'), 'new');
@@ -399,15 +399,30 @@ describe('delete_file and restore_file', () => {
     write('a.txt', 'v1');
     err(await ws.call('delete_file', { path: 'a.txt', expectedSha256: sha('v0') }), 'stale_file');
     assert.equal(exists('a.txt'), true);
-    err(await ws.call('delete_file', { path: 'none.txt' }), 'not_found');
+    err(await ws.call('delete_file', { path: 'none.txt', expectedSha256: sha('v1') }), 'not_found');
     fs.mkdirSync(path.join(root, 'd'));
-    err(await ws.call('delete_file', { path: 'd' }), 'is_directory');
+    err(await ws.call('delete_file', { path: 'd', expectedSha256: sha('v1') }), 'is_directory');
     err(await ws.call('restore_file', { trashId: 'nope' }), 'not_found');
+  });
+
+  test('expectedSha256 is required: without it nothing is deleted and the error says to read the file first', async () => {
+    write('a.txt', 'keep\n');
+    const e = err(await ws.call('delete_file', { path: 'a.txt' }), 'invalid_arguments');
+    assert.match(e.message, /expectedSha256/);
+    assert.match(e.message, /read_file/);
+    assert.match(e.suggestedAction!, /read_file/);
+    assert.equal(read('a.txt'), 'keep\n');
+    assert.equal(ws.workspace.trash.list().length, 0);
+    const spec = ws.tools.find((t) => t.name === 'delete_file')!;
+    assert.deepEqual((spec.parameters as { required: string[] }).required, ['path', 'expectedSha256']);
+    // A wrong one is still stale_file with the re-read advice.
+    const stale = err(await ws.call('delete_file', { path: 'a.txt', expectedSha256: sha('other') }), 'stale_file');
+    assert.equal(stale.suggestedAction, STALE_FILE_ACTION);
   });
 
   test('trash retention purges old entries', async () => {
     write('a.txt', 'x');
-    const { trashId } = data<{ trashId: string }>(await ws.call('delete_file', { path: 'a.txt' }));
+    const { trashId } = data<{ trashId: string }>(await ws.call('delete_file', { path: 'a.txt', expectedSha256: sha('x') }));
     assert.equal(await ws.workspace.trash.purge(new Date(Date.now() + 29 * 86_400_000)), 0);
     assert.equal(await ws.workspace.trash.purge(new Date(Date.now() + 31 * 86_400_000)), 1);
     assert.equal(ws.workspace.trash.list().length, 0);
@@ -428,14 +443,28 @@ describe('move_file', () => {
   test('never overwrites; stale_file; not_found; is_directory', async () => {
     write('a.txt', 'a');
     write('b.txt', 'b');
-    err(await ws.call('move_file', { from: 'a.txt', to: 'b.txt' }), 'already_exists');
+    err(await ws.call('move_file', { from: 'a.txt', to: 'b.txt', expectedSha256: sha('a') }), 'already_exists');
     assert.deepEqual([read('a.txt'), read('b.txt')], ['a', 'b']);
     err(await ws.call('move_file', { from: 'a.txt', to: 'c.txt', expectedSha256: sha('zz') }), 'stale_file');
-    err(await ws.call('move_file', { from: 'x.txt', to: 'c.txt' }), 'not_found');
+    err(await ws.call('move_file', { from: 'x.txt', to: 'c.txt', expectedSha256: sha('a') }), 'not_found');
     fs.mkdirSync(path.join(root, 'd'));
-    err(await ws.call('move_file', { from: 'd', to: 'e' }), 'is_directory');
-    err(await ws.call('move_file', { from: 'a.txt', to: '../out.txt' }), 'outside_workspace');
+    err(await ws.call('move_file', { from: 'd', to: 'e', expectedSha256: sha('a') }), 'is_directory');
+    err(await ws.call('move_file', { from: 'a.txt', to: '../out.txt', expectedSha256: sha('a') }), 'outside_workspace');
     assert.equal(exists('c.txt'), false);
+  });
+
+  test('expectedSha256 is required: without it nothing moves and the error says to read the file first', async () => {
+    write('a.txt', 'a');
+    const e = err(await ws.call('move_file', { from: 'a.txt', to: 'b.txt' }), 'invalid_arguments');
+    assert.match(e.message, /expectedSha256/);
+    assert.match(e.message, /read_file/);
+    assert.match(e.suggestedAction!, /read_file/);
+    assert.deepEqual([exists('a.txt'), exists('b.txt')], [true, false]);
+    const spec = ws.tools.find((t) => t.name === 'move_file')!;
+    assert.deepEqual((spec.parameters as { required: string[] }).required, ['from', 'to', 'expectedSha256']);
+    const stale = err(await ws.call('move_file', { from: 'a.txt', to: 'b.txt', expectedSha256: sha('b') }), 'stale_file');
+    assert.equal(stale.suggestedAction, STALE_FILE_ACTION);
+    assert.deepEqual([exists('a.txt'), exists('b.txt')], [true, false]);
   });
 });
 
@@ -464,6 +493,18 @@ describe('apply_patch', () => {
     assert.equal(ws.workspace.trash.get(del.trashId!)!.originalPath, 'del.txt');
     assert.match(d.diff, /\+hello/);
     assert.match(d.diff, /-b\n\+B/);
+  });
+
+  test('several @@ lines in a row pick one of identical spots (class, then method); the description says so', async () => {
+    const src = 'class A:\n    def run(self):\n        return 0\n\nclass B:\n    def run(self):\n        return 0\n';
+    write('m.py', src);
+    data(await ws.call('apply_patch', {
+      patch: envelope('*** Update File: m.py\n@@ class B:\n@@     def run(self):\n-        return 0\n+        return 1\n'),
+      expectedSha256ByPath: { 'm.py': sha(src) },
+    }));
+    assert.equal(read('m.py'), src.replace(/return 0\n$/, 'return 1\n'));
+    const spec = ws.tools.find((t) => t.name === 'apply_patch')!;
+    assert.match(spec.description, /several @@ lines/);
   });
 
   test('plain unified diffs are accepted', async () => {
@@ -545,8 +586,8 @@ describe('previews', () => {
     assert.match((p1 as { diff: string }).diff, /-a\n\+b/);
     assert.match(((await pv('write_file', { path: 'a.txt', content: 'z\n', expectedSha256: sha('a\n') })) as { diff: string }).diff, /\+z/);
     assert.match(((await pv('create_file', { path: 'n.txt', content: 'n\n' })) as { diff: string }).diff, /\+n/);
-    assert.match(((await pv('delete_file', { path: 'a.txt' })) as { text: string }).text, /Delete a\.txt/);
-    assert.match(((await pv('move_file', { from: 'a.txt', to: 'b.txt' })) as { text: string }).text, /a\.txt → b\.txt/);
+    assert.match(((await pv('delete_file', { path: 'a.txt', expectedSha256: sha('a\n') })) as { text: string }).text, /Delete a\.txt/);
+    assert.match(((await pv('move_file', { from: 'a.txt', to: 'b.txt', expectedSha256: sha('a\n') })) as { text: string }).text, /a\.txt → b\.txt/);
     assert.match(
       ((await pv('apply_patch', { patch: '*** Begin Patch\n*** Add File: p.txt\n+p\n*** Update File: a.txt\n@@\n-a\n+c\n*** End Patch' })) as { diff: string }).diff,
       /\+p[\s\S]*\+c/,
@@ -555,7 +596,7 @@ describe('previews', () => {
     assert.deepEqual(fs.readdirSync(root), ['a.txt']);
     assert.equal(ws.workspace.audit.list().length, 0);
     write('t.txt', 't');
-    const { trashId } = data<{ trashId: string }>(await ws.call('delete_file', { path: 't.txt' }));
+    const { trashId } = data<{ trashId: string }>(await ws.call('delete_file', { path: 't.txt', expectedSha256: sha('t') }));
     assert.match(((await pv('restore_file', { trashId })) as { diff: string }).diff, /\+t/);
     assert.equal(exists('t.txt'), false);
   });

@@ -159,8 +159,8 @@ test("unsaved_buffers = 'refuse', delete and move of unsaved buffers → unsaved
       ['write_file', { path: 'a.txt', content: 'x\n', expectedSha256: sha('buffer\n') }],
       ['edit_file', { path: 'a.txt', expectedSha256: sha('buffer\n'), edits: [{ oldText: 'buffer', newText: 'x' }] }],
       ['apply_patch', { patch: '*** Begin Patch\n*** Update File: a.txt\n@@\n-buffer\n+x\n*** End Patch\n' }],
-      ['delete_file', { path: 'a.txt' }],
-      ['move_file', { from: 'a.txt', to: 'b.txt' }],
+      ['delete_file', { path: 'a.txt', expectedSha256: sha('buffer\n') }],
+      ['move_file', { from: 'a.txt', to: 'b.txt', expectedSha256: sha('buffer\n') }],
       ['apply_patch', { patch: '*** Begin Patch\n*** Delete File: a.txt\n*** End Patch\n' }],
     ] as const) {
       const r = await call(ws, name, args);
@@ -188,10 +188,10 @@ test('disk writes sync clean buffers; delete wipes, move renames, one update cal
     assert.equal(w.data.savedToDisk, true);
     assert.equal(fs.readFileSync(abs('a.txt'), 'utf8'), 'ONE\n');
     assert.deepEqual(bridge.bufs.get(abs('a.txt')), { text: 'ONE\n', modified: false, tick: 2 });
-    const m = await call(ws, 'move_file', { from: 'b.txt', to: 'c.txt' });
+    const m = await call(ws, 'move_file', { from: 'b.txt', to: 'c.txt', expectedSha256: sha('two\n') });
     assert.ok(m.ok);
     assert.ok(bridge.bufs.has(abs('c.txt')) && !bridge.bufs.has(abs('b.txt')));
-    const d = await call(ws, 'delete_file', { path: 'a.txt' });
+    const d = await call(ws, 'delete_file', { path: 'a.txt', expectedSha256: sha('ONE\n') });
     assert.ok(d.ok);
     assert.equal(bridge.bufs.has(abs('a.txt')), false);
     assert.deepEqual(bridge.ops.map((o) => o.map((x) => x.type)), [['set'], ['rename'], ['wipe']]);

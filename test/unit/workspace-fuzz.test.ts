@@ -109,10 +109,10 @@ test('fuzz: thousands of random edits and patches never crash and never write pa
         args = { path: target, content: randomText() };
       } else if (op < 0.96) {
         name = 'move_file';
-        args = { from: target, to: pick(names), ...(rand() < 0.5 ? { expectedSha256: expectedSha } : {}) };
+        args = { from: target, to: pick(names), expectedSha256: expectedSha };
       } else {
         name = 'delete_file';
-        args = { path: target, ...(rand() < 0.5 ? { expectedSha256: expectedSha } : {}) };
+        args = { path: target, expectedSha256: expectedSha };
       }
       const res = await ws.call(name, args);
       const after = snapshot(root);

@@ -10,10 +10,12 @@
  *      add          := "*** Add File: " path LF ("+" line LF)*
  *      delete       := "*** Delete File: " path LF
  *      update       := "*** Update File: " path LF ("*** Move to: " path LF)? chunk+
- *      chunk        := header? chunk_line+ ("*** End of File" LF)?
- *      header       := "@@" LF | "@@ " context LF        (optional only for the first chunk)
+ *      chunk        := header* chunk_line+ ("*** End of File" LF)?
+ *      header       := "@@" LF | "@@ " context LF        (at least one, except for the first chunk)
  *      chunk_line   := (" " | "-" | "+") text LF | LF      (an empty line is an empty context line)
  *
+ *    Several header lines in a row narrow the search: each context line is sought after the previous
+ *    one, and the chunk after the last (`@@ class A` then `@@     def m():`).
  *    Markers may be padded with whitespace; blank lines between operations and chunks are ignored.
  *    A shell heredoc wrapper (`<<'EOF'` … `EOF`) or a Markdown code fence around the patch is removed.
  *
@@ -206,18 +208,12 @@ function parseUpdate(c: Cursor, path: string): PatchOp {
 function parseChunk(c: Cursor, path: string, allowMissingHeader: boolean): PatchChunk {
   const chunk: PatchChunk = { lines: [], isEndOfFile: false };
   const headerLineNo = c.lineNo;
-  const t = c.line.trim();
-  if (t === CHUNK_HEADER) {
-    c.i++;
-  } else if (t.startsWith(`${CHUNK_HEADER} `)) {
-    const unified = UNIFIED_HUNK_RE.exec(t);
-    if (unified) {
-      // A unified-diff style header inside the envelope: use its line number as a hint only.
-      chunk.oldStart = Number(unified[1]);
-    } else {
-      chunk.context = t.slice(CHUNK_HEADER.length + 1).trim();
-    }
-    c.i++;
+  // The first header may be whitespace-padded; the ones after it must start the line (" @@" is context).
+  if (isChunkHeader(c.line.trim())) {
+    do {
+      readChunkHeader(chunk, c.line.trim());
+      c.i++;
+    } while (!c.done && isChunkHeader(c.line.trimEnd()));
   } else if (!allowMissingHeader) {
     throw parseError(headerLineNo, `expected update hunk to start with a @@ context marker, got: '${c.line}'`, path);
   }
@@ -257,3 +253,18 @@ function parseChunk(c: Cursor, path: string, allowMissingHeader: boolean): Patch
   return chunk;
 }
 
+function isChunkHeader(t: string): boolean {
+  return t === CHUNK_HEADER || t.startsWith(`${CHUNK_HEADER} `);
+}
+
+/** One `@@` line: a bare `@@` adds nothing, `@@ ctx` one more context line, `@@ -a,b +c,d @@` a position hint. */
+function readChunkHeader(chunk: PatchChunk, t: string): void {
+  if (t === CHUNK_HEADER) return;
+  const unified = UNIFIED_HUNK_RE.exec(t);
+  if (unified) {
+    // A unified-diff style header inside the envelope: use its line number as a hint only.
+    chunk.oldStart = Number(unified[1]);
+    return;
+  }
+  (chunk.contexts ??= []).push(t.slice(CHUNK_HEADER.length + 1).trim());
+}

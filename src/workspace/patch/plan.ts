@@ -154,13 +154,16 @@ export function applyChunks(path: string, text: string, chunks: readonly PatchCh
   const replacements: Replacement[] = [];
   let lineIndex = 0;
   for (const chunk of chunks) {
-    if (chunk.context !== undefined) {
-      const found = seekSequence(lines, [chunk.context], { start: lineIndex });
+    for (const context of chunk.contexts ?? []) {
+      const found = seekSequence(lines, [context], { start: lineIndex });
       if (!found) {
-        throw new ToolError('patch_apply_error', `Failed to find context '${chunk.context}' in ${path}`, {
+        throw new ToolError('patch_apply_error', `Failed to find context '${context}' in ${path}`, {
           path,
-          details: { context: chunk.context },
-          suggestedAction: 'Re-read the file and make the @@ header a line that exists in it.',
+          details: { context, ...(chunk.contexts!.length > 1 ? { contexts: chunk.contexts } : {}) },
+          suggestedAction:
+            chunk.contexts!.length > 1
+              ? 'Re-read the file: each @@ line must exist after the previous @@ line, in that order.'
+              : 'Re-read the file and make the @@ header a line that exists in it.',
         });
       }
       lineIndex = found.index + 1;
@@ -172,7 +175,7 @@ export function applyChunks(path: string, text: string, chunks: readonly PatchCh
       const at =
         chunk.oldStart !== undefined
           ? clamp(chunk.oldStart, lineIndex, lines.length)
-          : chunk.context !== undefined
+          : chunk.contexts !== undefined
             ? lineIndex
             : lines.length;
       replacements.push({ start: at, oldLength: 0, newLines: body.map((l) => styled(l.text)) });

@@ -13,8 +13,11 @@ export interface ChunkLine {
 }
 
 export interface PatchChunk {
-  /** Envelope `@@ context` header: a line to find first; the chunk is then sought after it. */
-  context?: string;
+  /**
+   * Envelope `@@ context` headers, in order: each line is sought after the previous one, then the
+   * chunk after the last (several narrow the search, e.g. a class then one of its methods).
+   */
+  contexts?: string[];
   /** The chunk body in order. Old lines = context + remove; new lines = context + add. */
   lines: ChunkLine[];
   /** `*** End of File`: the chunk's old lines end the file. */
