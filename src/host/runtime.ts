@@ -17,6 +17,7 @@ import { NvimBufferBridge } from './nvim-buffers';
 import { createModelClient } from '../agent/provider';
 import { requestSelectionEdit } from '../agent/selection-edit';
 import { computeHunks, type ReviewHunk } from '../workspace/review';
+import { checkpointApi, type CheckpointApi } from './checkpoints';
 
 type SelectionEditParamsT = {
   id: number;
@@ -45,6 +46,8 @@ export interface SessionRuntime {
   /** A visual-selection edit request: the replacement lines and their hunks (nothing is written). */
   selectionEdit(p: SelectionEditParamsT): Promise<{ cancelled: true } | { lines: string[]; hunks: ReviewHunk[] }>;
   cancelSelectionEdit(id: number): boolean;
+  /** :CabooseUndo / :CabooseCheckpoints: the file changes of each user message, rewindable. */
+  checkpoints: CheckpointApi;
   dispose(): void;
 }
 
@@ -71,6 +74,11 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     bridge: new NvimBufferBridge(ui),
     unsavedBuffers: config.unsaved_buffers,
   });
+  // One checkpoint per user message (its turn's writes); a failure to record one is reported, not fatal.
+  ws.workspace.checkpoints.onRecordError = (err) => {
+    log.warn('checkpoint not recorded: %s', err instanceof Error ? err.stack : String(err));
+    ui.emit(EVENTS.notice, { text: `checkpoint not recorded (:CabooseUndo cannot undo this change): ${err instanceof Error ? err.message : String(err)}` });
+  };
   const todos = new TodoList();
   const maxQueue = config.max_queue ?? 3;
   // What the chat shows of a message (its words and context labels), carried through the agent's queue.
@@ -121,8 +129,10 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       assistantEnd: (info) => ui.emit(EVENTS.assistantEnd, { interrupted: info.interrupted }),
       turnStart: (m) => {
         const meta = metaOf(m);
+        ws.workspace.checkpoints.begin({ sessionId: session.id, messageId: meta.id, text: meta.display });
         ui.emit(EVENTS.userMessage, { id: meta.id, text: meta.display, context: meta.labels });
       },
+      turnEnd: () => ws.workspace.checkpoints.end(),
       queueDiscarded: (ms) => ui.emit(EVENTS.queueDiscarded, { messages: ms.map((m) => ({ id: metaOf(m).id, text: metaOf(m).display })) }),
       retry: (r) => ui.emit(EVENTS.retry, { attempt: r.attempt, delay_ms: r.delayMs, message: r.message }),
       usage: (u) => {
@@ -160,9 +170,12 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   const sendNow = async (text: string, context: ContextItem[]) => {
     const id = ++messageCount;
     const composed = await composeMessage(text, context, (p) => ws.call('read_file', { path: p }));
-    const r = agent.send(composed.text, { id, display: text, labels: composed.labels } satisfies MessageMeta);
+    // After a rewind the model learns which of its edits are gone.
+    const note = ws.workspace.checkpoints.takeNotes();
+    const r = agent.send(note ? `${note}\n\n${composed.text}` : composed.text, { id, display: text, labels: composed.labels } satisfies MessageMeta);
     if (r.status === 'queued') ui.emit(EVENTS.queued, { id, text, context: composed.labels, position: r.position });
     if (r.status === 'rejected') {
+      if (note) ws.workspace.checkpoints.addNote(note);
       ui.emit(EVENTS.error, {
         kind: 'queue_full',
         message: `The agent is busy and ${maxQueue} message${maxQueue === 1 ? ' is' : 's are'} already queued; wait or :CabooseStop.`,
@@ -206,6 +219,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     listTrash: () => ws.workspace.trash.list(),
     restore: (trashId, targetPath) => ws.call('restore_file', { trashId, targetPath }),
     callTool: (name, args) => ws.call(name, args),
+    checkpoints: checkpointApi(ws.workspace, () => session.id, () => agent.state !== 'idle'),
     dispose() {
       for (const ac of selectionEdits.values()) ac.abort();
       session.stop();

@@ -3,11 +3,13 @@ import { openDatabase } from './db';
 import { AuditRepository, type AuditVerification } from './audit';
 import { TrashRepository } from './trash';
 import { ArchiveRepository } from './archive';
+import { CheckpointRepository } from './checkpoints';
 
 export { openDatabase, dbPathFor, DB_FILE_NAME, sqliteVersion } from './db';
 export * from './audit';
 export * from './trash';
 export * from './archive';
+export * from './checkpoints';
 export { MIGRATIONS, migrate } from './migrations';
 
 /** The typed repositories over one database connection. */
@@ -16,6 +18,7 @@ export interface Store {
   readonly audit: AuditRepository;
   readonly trash: TrashRepository;
   readonly archive: ArchiveRepository;
+  readonly checkpoints: CheckpointRepository;
   close(): void;
 }
 
@@ -26,6 +29,7 @@ export function openStore(dbPathOrDataDir: string): Store {
     audit: new AuditRepository(db),
     trash: new TrashRepository(db),
     archive: new ArchiveRepository(db),
+    checkpoints: new CheckpointRepository(db),
     close: () => db.close(),
   };
 }

@@ -4,6 +4,7 @@ import { ToolError, type ErrorKind } from '../tools/errors';
 import type { AuditRepository } from '../store/audit';
 import { openStore, type Store } from '../store';
 import { FileAccess, type BufferBridge, type CommitReport, type FileChange, type CommitFaultHook, type UnsavedBuffersPolicy } from './file-access';
+import { Checkpoints } from './checkpoints';
 import { Mutex } from './mutex';
 import { applyReviewSelection, type ReviewSelection } from './review';
 import { DEFAULT_DENY_GLOBS, PathResolver, isUnder, type ResolvedPath } from './paths';
@@ -73,6 +74,8 @@ export class FileWorkspace implements Workspace {
   readonly files: FileAccess;
   readonly store: Store;
   readonly trash: WorkspaceTrash;
+  /** Pre-images of the files each user message's turn changes (see checkpoints.ts, rewind.ts). */
+  readonly checkpoints: Checkpoints;
   private readonly writeLock = new Mutex();
   private closed = false;
 
@@ -100,6 +103,7 @@ export class FileWorkspace implements Workspace {
     });
     this.store = openStore(this.dataDir);
     this.trash = new WorkspaceTrash(this.dataDir, this.store.trash, opts.trashRetentionDays ?? DEFAULT_TRASH_RETENTION_DAYS);
+    this.checkpoints = new Checkpoints({ root: this.root, files: this.files, repo: this.store.checkpoints });
   }
 
   get audit(): AuditRepository {
@@ -130,6 +134,8 @@ export class FileWorkspace implements Workspace {
       try {
         p = await plan(draft);
         if (review) p = await applyReviewSelection(this, p, review);
+        // The pre-images are stored before anything changes; a failed write records nothing else.
+        const capture = await this.checkpoints.capture(p.changes);
         await p.beforeCommit?.();
         let report: CommitReport;
         try {
@@ -138,6 +144,7 @@ export class FileWorkspace implements Workspace {
           await p.onFailure?.();
           throw err;
         }
+        await this.checkpoints.record(capture, p.changes, report);
         await p.afterCommit?.(report);
       } catch (err) {
         const te = toToolError(err, draft.path);
