@@ -45,7 +45,13 @@ end
 
 --- What the rewind did, in one line.
 H.describe = function(res)
-  local first = (res.checkpoints or {})[1] or {}
+  -- The message rewound to (the oldest of those rewound).
+  local first = {}
+  for _, c in ipairs(res.checkpoints or {}) do
+    if c.id == res.id then
+      first = c
+    end
+  end
   local what = {}
   for _, f in ipairs(res.files or {}) do
     if f.action == 'trashed' then
