@@ -1,6 +1,6 @@
 import type { FileWorkspace } from '../workspace/workspace';
 import {
-  CheckpointError,
+  busyError,
   listCheckpoints,
   previewCheckpoint,
   rewindCheckpoints,
@@ -22,7 +22,7 @@ export function checkpointApi(ws: FileWorkspace, sessionId: () => string, busy: 
     list: () => listCheckpoints(ws, sessionId()),
     preview: (id) => previewCheckpoint(ws, sessionId(), id),
     rewind(opts) {
-      if (busy()) return Promise.reject(new CheckpointError('the agent is working; :CabooseStop it first, then rewind'));
+      if (busy()) return Promise.reject(busyError());
       return rewindCheckpoints(ws, sessionId(), opts);
     },
   };

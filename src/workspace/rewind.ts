@@ -18,6 +18,8 @@ export class CheckpointError extends Error {
   override name = 'CheckpointError';
 }
 
+export const busyError = () => new CheckpointError('the agent is working; :CabooseStop it first, then rewind');
+
 export type FileChangeKind = 'created' | 'modified' | 'deleted' | 'temporary';
 
 export interface CheckpointSummary {
@@ -225,26 +227,25 @@ type Op =
  * agent left them stop it before anything changes (status 'conflict' names them).
  */
 export async function rewindCheckpoints(ws: FileWorkspace, sessionId: string, opts: { id?: number; force?: boolean } = {}): Promise<RewindResult> {
-  const busy = () => new CheckpointError('the agent is working; :CabooseStop it first, then rewind');
-  if (ws.checkpoints.active) throw busy();
+  if (ws.checkpoints.active) throw busyError();
   const draft: AuditDraft = { path: null, toPath: null, beforeSha256: null, afterSha256: null, diff: null };
   return ws.runWrite('checkpoint', 'rewind', draft, async (): Promise<WritePlan<RewindResult>> => {
-    if (ws.checkpoints.active) throw busy();
+    if (ws.checkpoints.active) throw busyError();
     const set = undoSet(ws, sessionId, opts.id);
-    const views = new Map<PathPlan, FileView>();
+    const now = new Map<PathPlan, { view: FileView; target: Buffer | null }>();
     const conflicts: RewindConflict[] = [];
     for (const p of set.paths) {
       const v = await ws.files.view(p.abs);
-      views.set(p, v);
-      const c = conflictOf(p, v, targetBytes(ws, p));
+      const target = targetBytes(ws, p);
+      now.set(p, { view: v, target });
+      const c = conflictOf(p, v, target);
       if (c) conflicts.push(c);
     }
     if (conflicts.length > 0 && !opts.force) {
       return { changes: [], diff: '', audit: [], result: { status: 'conflict', id: set.target.id, conflicts } };
     }
     const ops = set.paths.map((p): Op => {
-      const v = views.get(p)!;
-      const bytes = targetBytes(ws, p);
+      const { view: v, target: bytes } = now.get(p)!;
       if (v.kind === 'directory' || v.kind === 'other') throw new CheckpointError(`${p.rel} is no longer a regular file; remove it, then rewind`);
       if (!bytes) return v.kind === 'file' && v.bytes && v.sha256 ? { kind: 'delete', p, view: v as FileView & { bytes: Buffer; sha256: string } } : { kind: 'none', p };
       const sameMode = v.source === 'buffer' || v.mode === p.target!.mode;
