@@ -74,6 +74,14 @@ vim.api.nvim_create_user_command('CabooseRestore', function()
   caboose().restore()
 end, { desc = 'Caboose: restore a file the agent deleted (from the trash)' })
 
+vim.api.nvim_create_user_command('CabooseUndo', function()
+  caboose().undo()
+end, { desc = 'Caboose: rewind the files the agent changed for the last message' })
+
+vim.api.nvim_create_user_command('CabooseCheckpoints', function()
+  caboose().checkpoints()
+end, { desc = 'Caboose: list the messages whose file changes can be rewound (diff preview)' })
+
 vim.api.nvim_create_user_command('CabooseChat', function()
   caboose().focus_chat()
 end, { desc = 'Caboose: open the chat and go to its message area' })

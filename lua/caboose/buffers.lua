@@ -303,6 +303,11 @@ H.op_set = function(op)
   vim.api.nvim_buf_call(b, function()
     -- A new undo step: the agent's change never merges with the user's last one.
     vim.cmd('let &l:undolevels = &l:undolevels')
+    -- The undo step records whether the buffer was modified before it: for a clean update it is marked
+    -- so, and `u` then leaves the buffer modified (the disk keeps the new text), as after a :write.
+    if op.clean then
+      vim.bo[b].modified = true
+    end
     if op.hunks then
       H.set_hunks(b, op.hunks)
     else

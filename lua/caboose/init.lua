@@ -1,5 +1,6 @@
 --- caboose.nvim — an agentic coding assistant whose edits never silently disagree with your buffers.
---- Public API: setup(), state(), send(), stop(), set_mode(), approval_respond(), revoke(), restore().
+--- Public API: setup(), state(), send(), stop(), set_mode(), approval_respond(), revoke(), restore(), undo(),
+--- checkpoints().
 local M = {}
 local H = {}
 
@@ -438,6 +439,17 @@ end
 --- Pick a trashed file and restore it (vim.ui.select).
 function M.restore()
   require('caboose.ui.restore').pick()
+end
+
+--- Rewind the files the agent changed for the last message (:CabooseUndo). Asks first when one of them
+--- changed since the agent wrote it. Returns at once.
+function M.undo()
+  return require('caboose.ui.checkpoints').rewind()
+end
+
+--- Pick a message to rewind to, with a diff preview (:CabooseCheckpoints). Returns at once.
+function M.checkpoints()
+  return require('caboose.ui.checkpoints').pick()
 end
 
 --- Run one tool directly, as the user (no model, no approval). Returns `{ ok, data }` or `{ ok = false, error }`.

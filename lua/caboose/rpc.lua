@@ -25,6 +25,9 @@ M.methods = {
   tool_call = 'tool.call',
   selection_edit = 'edit.selection',
   selection_edit_cancel = 'edit.cancel',
+  checkpoint_list = 'checkpoint.list',
+  checkpoint_diff = 'checkpoint.diff',
+  checkpoint_rewind = 'checkpoint.rewind',
 }
 
 H.chan = nil ---@type integer|nil

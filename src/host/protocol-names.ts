@@ -22,6 +22,9 @@ export const METHODS = {
   toolCall: 'tool.call',
   selectionEdit: 'edit.selection',
   selectionEditCancel: 'edit.cancel',
+  checkpointList: 'checkpoint.list',
+  checkpointDiff: 'checkpoint.diff',
+  checkpointRewind: 'checkpoint.rewind',
 } as const;
 
 /**

@@ -100,3 +100,6 @@ export const SelectionEditParams = z.object({
 });
 export const SelectionEditCancelParams = z.object({ id: z.number().int() });
 export const ToolCallParams = z.object({ name: z.string().min(1), args: z.unknown().optional() });
+export const CheckpointDiffParams = z.object({ id: z.number().int().positive() });
+/** Without `id`, the newest checkpoint not yet rewound; `force` rewinds over files changed since. */
+export const CheckpointRewindParams = z.object({ id: z.number().int().positive().optional().nullable(), force: z.boolean().optional().nullable() });

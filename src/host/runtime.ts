@@ -24,6 +24,7 @@ import type { SessionRepository } from '../store/sessions';
 import { restoreConversation, transcriptItems } from './session-history';
 import { requestTitle } from './session-title';
 import { resolveContextWindow } from './model-list';
+import { checkpointApi, type CheckpointApi } from './checkpoints';
 
 type SelectionEditParamsT = {
   id: number;
@@ -58,6 +59,8 @@ export interface SessionRuntime {
   rename(title: string): { title: string };
   /** Which session the chat shows, its title and whether it holds messages. */
   info(): { session: string; title: string | null; cwd: string; messages: number };
+  /** :CabooseUndo / :CabooseCheckpoints: the file changes of each user message, rewindable. */
+  checkpoints: CheckpointApi;
   dispose(): void;
 }
 
@@ -87,6 +90,11 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     unsavedBuffers: config.unsaved_buffers,
     allowReadonlyWrites: config.allow_readonly_writes,
   });
+  // One checkpoint per user message (its turn's writes); a failure to record one is reported, not fatal.
+  ws.workspace.checkpoints.onRecordError = (err) => {
+    log.warn('checkpoint not recorded: %s', err instanceof Error ? err.stack : String(err));
+    ui.emit(EVENTS.notice, { text: `checkpoint not recorded (:CabooseUndo cannot undo this change): ${err instanceof Error ? err.message : String(err)}` });
+  };
   const todos = new TodoList();
   const maxQueue = config.max_queue ?? 3;
   // What the chat shows of a message (its words and context labels), carried through the agent's queue.
@@ -174,10 +182,12 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       assistantEnd: (info) => ui.emit(EVENTS.assistantEnd, { interrupted: info.interrupted }),
       turnStart: (m) => {
         const meta = metaOf(m);
+        ws.workspace.checkpoints.begin({ sessionId: session.id, messageId: meta.id, text: meta.display });
         recorder.turnStart({ text: meta.display, ...(meta.labels.length > 0 ? { labels: meta.labels } : {}) });
         ui.emit(EVENTS.userMessage, { id: meta.id, text: meta.display, context: meta.labels });
       },
       turnEnd: () => {
+        ws.workspace.checkpoints.end();
         recorder.flush();
         nameSession();
       },
@@ -253,9 +263,12 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   const sendNow = async (text: string, context: ContextItem[]) => {
     const id = ++messageCount;
     const composed = await composeMessage(text, context, (p) => ws.call('read_file', { path: p }));
-    const r = agent.send(composed.text, { id, display: text, labels: composed.labels } satisfies MessageMeta);
+    // After a rewind the model learns which of its edits are gone.
+    const note = ws.workspace.checkpoints.takeNotes();
+    const r = agent.send(note ? `${note}\n\n${composed.text}` : composed.text, { id, display: text, labels: composed.labels } satisfies MessageMeta);
     if (r.status === 'queued') ui.emit(EVENTS.queued, { id, text, context: composed.labels, position: r.position });
     if (r.status === 'rejected') {
+      if (note) ws.workspace.checkpoints.addNote(note);
       ui.emit(EVENTS.error, {
         kind: 'queue_full',
         message: `The agent is busy and ${maxQueue} message${maxQueue === 1 ? ' is' : 's are'} already queued; wait or :CabooseStop.`,
@@ -312,6 +325,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     listTrash: () => ws.workspace.trash.list(),
     restore: (trashId, targetPath) => ws.call('restore_file', { trashId, targetPath }),
     callTool: (name, args) => ws.call(name, args),
+    checkpoints: checkpointApi(ws.workspace, () => session.id, () => agent.state !== 'idle'),
     dispose() {
       for (const ac of selectionEdits.values()) ac.abort();
       titleAbort.abort();

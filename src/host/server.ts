@@ -198,6 +198,20 @@ export class HostServer {
         const rt = await this.ensureRuntime();
         return rt.callTool(p.name, p.args ?? {});
       }
+      case METHODS.checkpointList: {
+        const rt = await this.ensureRuntime();
+        return { checkpoints: rt.checkpoints.list() };
+      }
+      case METHODS.checkpointDiff: {
+        const p = parse(protocol().CheckpointDiffParams, params, method);
+        const rt = await this.ensureRuntime();
+        return rt.checkpoints.preview(p.id).catch(userError);
+      }
+      case METHODS.checkpointRewind: {
+        const p = parse(protocol().CheckpointRewindParams, params, method);
+        const rt = await this.ensureRuntime();
+        return rt.checkpoints.rewind({ id: p.id ?? undefined, force: p.force ?? false }).catch(userError);
+      }
       default:
         throw new HostError(`unknown method ${method}`);
     }
@@ -277,6 +291,11 @@ export class HostServer {
     }
     return this.starting;
   }
+}
+
+/** Refusals and tool errors of a user command reach the user as their message alone. */
+function userError(err: unknown): never {
+  throw new HostError(err instanceof Error ? err.message : String(err));
 }
 
 function parse<S extends z.ZodType>(schema: S, params: unknown, method: string): z.infer<S> {

@@ -4,12 +4,14 @@ import { AuditRepository, type AuditVerification } from './audit';
 import { TrashRepository } from './trash';
 import { ArchiveRepository } from './archive';
 import { SessionRepository } from './sessions';
+import { CheckpointRepository } from './checkpoints';
 
 export { openDatabase, dbPathFor, DB_FILE_NAME, sqliteVersion } from './db';
 export * from './audit';
 export * from './trash';
 export * from './archive';
 export * from './sessions';
+export * from './checkpoints';
 export { MIGRATIONS, migrate } from './migrations';
 
 /** The typed repositories over one database connection. */
@@ -19,6 +21,7 @@ export interface Store {
   readonly trash: TrashRepository;
   readonly archive: ArchiveRepository;
   readonly sessions: SessionRepository;
+  readonly checkpoints: CheckpointRepository;
   close(): void;
 }
 
@@ -30,6 +33,7 @@ export function openStore(dbPathOrDataDir: string): Store {
     trash: new TrashRepository(db),
     archive: new ArchiveRepository(db),
     sessions: new SessionRepository(db),
+    checkpoints: new CheckpointRepository(db),
     close: () => db.close(),
   };
 }

@@ -106,6 +106,37 @@ CREATE TRIGGER session_messages_fts_au AFTER UPDATE OF text ON session_messages 
 END;
 `,
   },
+  {
+    version: 5,
+    name: 'checkpoints',
+    sql: `
+CREATE TABLE checkpoints (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id TEXT NOT NULL,
+  root TEXT NOT NULL,
+  message_id TEXT,
+  message TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  rewound_at TEXT
+);
+CREATE INDEX checkpoints_session ON checkpoints(session_id, id);
+CREATE TABLE checkpoint_files (
+  checkpoint_id INTEGER NOT NULL,
+  path TEXT NOT NULL,
+  before_sha256 TEXT,
+  before_mode INTEGER,
+  after_sha256 TEXT,
+  PRIMARY KEY (checkpoint_id, path)
+);
+CREATE INDEX checkpoint_files_before ON checkpoint_files(before_sha256);
+CREATE TABLE checkpoint_blobs (
+  sha256 TEXT PRIMARY KEY,
+  size INTEGER NOT NULL,
+  content BLOB NOT NULL,
+  stored_at TEXT NOT NULL
+);
+`,
+  },
 ];
 
 /** Applies every migration newer than `PRAGMA user_version`, each in its own transaction. */

@@ -60,6 +60,12 @@ export function openWorkspace(opts: OpenWorkspaceOptions): OpenedWorkspace {
   const workspace = new FileWorkspace(opts);
   const registry = new FileToolRegistry(workspace);
   void workspace.trash.purge().catch(() => undefined);
+  // Checkpoints are kept as long as the trash keeps deleted files.
+  try {
+    workspace.store.checkpoints.purge(new Date(Date.now() - workspace.trash.retentionDays * 86_400_000).toISOString());
+  } catch {
+    // a locked or read-only database: old checkpoints stay until the next start
+  }
   return {
     tools: registry.specs(),
     workspace,

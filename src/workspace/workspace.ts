@@ -4,6 +4,7 @@ import { ToolError, throwIfCancelled, type ErrorKind } from '../tools/errors';
 import type { AuditRepository } from '../store/audit';
 import { openStore, type Store } from '../store';
 import { FileAccess, type BufferBridge, type CommitReport, type FileChange, type CommitFaultHook, type UnsavedBuffersPolicy } from './file-access';
+import { Checkpoints } from './checkpoints';
 import { Mutex } from './mutex';
 import { applyReviewSelection, type ReviewSelection } from './review';
 import { DEFAULT_DENY_GLOBS, PathResolver, isUnder, type ResolvedPath } from './paths';
@@ -82,6 +83,8 @@ export class FileWorkspace implements Workspace {
   readonly files: FileAccess;
   readonly store: Store;
   readonly trash: WorkspaceTrash;
+  /** Pre-images of the files each user message's turn changes (see checkpoints.ts, rewind.ts). */
+  readonly checkpoints: Checkpoints;
   private readonly writeLock = new Mutex();
   private closed = false;
 
@@ -110,6 +113,7 @@ export class FileWorkspace implements Workspace {
     });
     this.store = openStore(this.dataDir);
     this.trash = new WorkspaceTrash(this.dataDir, this.store.trash, opts.trashRetentionDays ?? DEFAULT_TRASH_RETENTION_DAYS);
+    this.checkpoints = new Checkpoints({ root: this.root, files: this.files, repo: this.store.checkpoints });
   }
 
   get audit(): AuditRepository {
@@ -144,6 +148,8 @@ export class FileWorkspace implements Workspace {
         p = await plan(draft);
         if (review) p = await applyReviewSelection(this, p, review);
         throwIfCancelled(signal);
+        // The pre-images are stored before anything changes; a failed write records nothing else.
+        const capture = await this.checkpoints.capture(p.changes);
         await p.beforeCommit?.();
         let report: CommitReport;
         try {
@@ -152,6 +158,7 @@ export class FileWorkspace implements Workspace {
           await p.onFailure?.();
           throw err;
         }
+        await this.checkpoints.record(capture, p.changes, report);
         await p.afterCommit?.(report);
       } catch (err) {
         const te = toToolError(err, draft.path);

@@ -45,4 +45,9 @@ export class FakeBridge implements BufferBridge {
       return { ok: true };
     });
   }
+  /** The user types: new text, modified, next changedtick. */
+  type(abs: string, text: string) {
+    const b = this.bufs.get(abs)!;
+    Object.assign(b, { text, modified: true, tick: b.tick + 1 });
+  }
 }

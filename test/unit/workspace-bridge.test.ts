@@ -4,8 +4,9 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { openWorkspace, type BufferBridge, type BufferOp, type BufferSnapshot } from '../../src/index';
+import { openWorkspace } from '../../src/index';
 import { bufferTextToBytes, bytesToBufferText, type BufferFormat } from '../../src/workspace/file-access';
+import { FakeBridge, UNIX } from '../support/fake-bridge';
 
 /** Tool results with their data opened up for assertions. */
 type R =
@@ -14,50 +15,6 @@ type R =
 const call = (ws: { call(n: string, a: unknown): Promise<unknown> }, name: string, args: unknown) => ws.call(name, args) as Promise<R>;
 
 const sha = (b: string | Buffer): string => createHash('sha256').update(b).digest('hex');
-const UNIX: BufferFormat = { eol: '\n', finalEol: true, bom: false, fileencoding: 'utf-8' };
-
-/** An in-memory stand-in for Neovim: buffers by path, text as file text. */
-class FakeBridge implements BufferBridge {
-  bufs = new Map<string, { text: string; modified: boolean; tick: number }>();
-  ops: BufferOp[][] = [];
-  async status(paths: string[], withBytes: 'modified' | 'never') {
-    const out = new Map<string, BufferSnapshot>();
-    for (const p of paths) {
-      const b = this.bufs.get(p);
-      if (!b) continue;
-      const s: BufferSnapshot = { bufnr: 1, modified: b.modified, changedtick: b.tick, format: UNIX };
-      if (withBytes === 'modified' && b.modified) s.bytes = Buffer.from(b.text);
-      out.set(p, s);
-    }
-    return out;
-  }
-  async modified() {
-    const out = new Map<string, BufferSnapshot>();
-    for (const [p, b] of this.bufs) if (b.modified) out.set(p, { bufnr: 1, modified: true, changedtick: b.tick, format: UNIX, bytes: Buffer.from(b.text) });
-    return out;
-  }
-  async update(ops: BufferOp[]) {
-    this.ops.push(ops);
-    return ops.map((op) => {
-      if (op.type === 'set') {
-        const b = this.bufs.get(op.abs)!;
-        if (op.changedtick !== undefined && op.changedtick !== b.tick) return { ok: false, reason: 'changed' };
-        Object.assign(b, { text: op.text, tick: b.tick + 1, modified: op.clean ? false : b.modified });
-      } else if (op.type === 'wipe') this.bufs.delete(op.abs);
-      else if (op.type === 'rename') {
-        const b = this.bufs.get(op.from);
-        this.bufs.delete(op.from);
-        if (b) this.bufs.set(op.to, b);
-      }
-      return { ok: true };
-    });
-  }
-  /** The user types: new text, modified, next changedtick. */
-  type(abs: string, text: string) {
-    const b = this.bufs.get(abs)!;
-    Object.assign(b, { text, modified: true, tick: b.tick + 1 });
-  }
-}
 
 function setup(policy?: 'edit_buffer' | 'refuse') {
   const tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-bridge-')));
