@@ -57,7 +57,8 @@ export interface ScanOptions {
 
 /** A file modified this close to the previous scan's start may have changed again in the same clock tick. */
 const RACY_MS = 1_000;
-const STAT_CONCURRENCY = 16;
+/** Longest stretch of synchronous stat/read work before yielding to the event loop. */
+const SLICE_MS = 8;
 
 type Callback<T> = (err: NodeJS.ErrnoException | null, value?: T) => void;
 
@@ -138,11 +139,11 @@ export async function scanWorkspace(root: string, opts: ScanOptions = {}): Promi
   const prev = opts.previous;
   const trustBefore = (prev?.startedAtMs ?? Infinity) - RACY_MS;
   let bytesRead = 0;
-  const stamp = async (rel: string): Promise<void> => {
+  const stamp = (rel: string): void => {
     const abs = path.join(root, rel);
     let st: fs.Stats;
     try {
-      st = await fsp.lstat(abs);
+      st = fs.lstatSync(abs);
     } catch {
       return; // gone since it was listed
     }
@@ -158,21 +159,24 @@ export async function scanWorkspace(root: string, opts: ScanOptions = {}): Promi
     bytesRead += s.size;
     let bytes: Buffer;
     try {
-      bytes = await fsp.readFile(abs);
+      bytes = fs.readFileSync(abs);
     } catch {
       return;
     }
     s.sha256 = createHash('sha256').update(bytes).digest('hex');
     opts.onContent?.(rel, bytes, s.sha256);
   };
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < rels.length) await stamp(rels[next++]);
-  };
-  await Promise.all(Array.from({ length: Math.min(STAT_CONCURRENCY, rels.length) }, worker));
-  // Keep the map in path order whatever order the workers finished in.
-  const sorted = new Map([...files.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-  return { files: sorted, complete: !cut, startedAtMs };
+  // Synchronous stat and read are several times faster than their async forms for many small files;
+  // the work is done in slices so the host's event loop (RPC, other tools) is never held for long.
+  let sliceStart = performance.now();
+  for (const rel of rels) {
+    stamp(rel);
+    if (performance.now() - sliceStart > SLICE_MS) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      sliceStart = performance.now();
+    }
+  }
+  return { files, complete: !cut, startedAtMs };
 }
 
 /**
