@@ -61,6 +61,16 @@ CREATE TABLE conversation_archive (
 CREATE INDEX conversation_archive_session ON conversation_archive(session_id, id);
 `,
   },
+  {
+    // Only adds columns (old rows keep NULL there and their hash) and its own index.
+    version: 4,
+    name: 'audit_log_workspace_and_details',
+    sql: `
+ALTER TABLE audit_log ADD COLUMN workspace TEXT;
+ALTER TABLE audit_log ADD COLUMN details TEXT;
+CREATE INDEX audit_log_workspace ON audit_log(workspace, id);
+`,
+  },
 ];
 
 /** Applies every migration newer than `PRAGMA user_version`, each in its own transaction. */

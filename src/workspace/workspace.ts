@@ -149,8 +149,11 @@ export class FileWorkspace implements Workspace {
     });
   }
 
-  /** Audit row for an attempt refused before it reached the plan (e.g. invalid arguments). */
-  recordAudit(tool: string, operation: string, d: AuditDraft, ok: boolean, errorKind: ErrorKind | null): void {
+  /**
+   * One audit row about this workspace (also for an attempt refused before it reached the plan, e.g.
+   * invalid arguments). `details` is stored as JSON and covered by the chain hash.
+   */
+  recordAudit(tool: string, operation: string, d: AuditDraft, ok: boolean, errorKind: ErrorKind | null, details?: object): void {
     if (this.closed) return;
     this.store.audit.append({
       time: new Date().toISOString(),
@@ -164,6 +167,8 @@ export class FileWorkspace implements Workspace {
       diff: d.diff,
       ok,
       errorKind,
+      workspace: this.root,
+      details: details === undefined ? null : JSON.stringify(details),
     });
   }
 
