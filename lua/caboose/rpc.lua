@@ -20,6 +20,8 @@ M.methods = {
   tool_call = 'tool.call',
   selection_edit = 'edit.selection',
   selection_edit_cancel = 'edit.cancel',
+  audit_list = 'audit.list',
+  audit_diff = 'audit.diff',
 }
 
 H.chan = nil ---@type integer|nil

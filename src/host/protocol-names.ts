@@ -17,6 +17,8 @@ export const METHODS = {
   toolCall: 'tool.call',
   selectionEdit: 'edit.selection',
   selectionEditCancel: 'edit.cancel',
+  auditList: 'audit.list',
+  auditDiff: 'audit.diff',
 } as const;
 
 /**

@@ -95,3 +95,6 @@ export const SelectionEditParams = z.object({
 });
 export const SelectionEditCancelParams = z.object({ id: z.number().int() });
 export const ToolCallParams = z.object({ name: z.string().min(1), args: z.unknown().optional() });
+/** :CabooseAudit: the last `limit` rows about the workspace at `cwd` (default: the host's cwd). */
+export const AuditListParams = z.object({ limit: z.number().int().min(1).max(10_000).optional().nullable(), cwd: z.string().min(1).optional().nullable() });
+export const AuditDiffParams = z.object({ id: z.number().int().min(1) });
