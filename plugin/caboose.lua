@@ -66,6 +66,10 @@ vim.api.nvim_create_user_command('CabooseRestore', function()
   caboose().restore()
 end, { desc = 'Caboose: restore a file the agent deleted (from the trash)' })
 
+vim.api.nvim_create_user_command('CabooseAudit', function(o)
+  caboose().command_audit(o)
+end, { nargs = '?', desc = 'Caboose: recent audit log entries of this workspace, newest first ([count], default 50)' })
+
 vim.api.nvim_create_user_command('CabooseChat', function()
   caboose().focus_chat()
 end, { desc = 'Caboose: open the chat and go to its message area' })
