@@ -6,7 +6,7 @@
 import path from 'node:path';
 import type { ErrorKind, ToolErrorInfo } from '../tools/errors';
 import type { ToolResult } from '../tools/tool';
-import { diffScans, scanWorkspace, type ScanLimits, type WorkspaceScan } from './scan';
+import { diffScans, type ScanLimits, type WorkspaceScan } from './scan';
 import type { FileWorkspace } from './workspace';
 
 /** Tools whose calls are audited as commands. */
@@ -76,11 +76,7 @@ export class CommandAudit {
 
   private async scan(before: WorkspaceScan | undefined): Promise<WorkspaceScan | undefined> {
     try {
-      const s = await scanWorkspace(this.ws.root, {
-        isIgnored: (rel) => this.ws.paths.isDenied(rel),
-        previous: before ?? this.last,
-        limits: this.limits,
-      });
+      const s = await this.ws.scanFiles({ previous: before ?? this.last, limits: this.limits });
       this.last = s;
       return s;
     } catch {

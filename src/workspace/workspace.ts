@@ -8,6 +8,7 @@ import { Mutex } from './mutex';
 import { applyReviewSelection, type ReviewSelection } from './review';
 import { DEFAULT_DENY_GLOBS, PathResolver, isUnder, type ResolvedPath } from './paths';
 import type { SearchContext } from './search';
+import { scanWorkspace, type ScanOptions, type WorkspaceScan } from './scan';
 import { DEFAULT_TRASH_RETENTION_DAYS, WorkspaceTrash } from './trash';
 
 export interface WorkspaceOptions {
@@ -112,6 +113,11 @@ export class FileWorkspace implements Workspace {
 
   searchContext(signal?: AbortSignal): SearchContext {
     return { rootAbs: this.root, isDenied: (rel) => this.paths.isDenied(rel), signal };
+  }
+
+  /** A bounded snapshot of the workspace's files: .git, .gitignore'd paths and the deny globs left out. */
+  scanFiles(opts: Omit<ScanOptions, 'isIgnored'> = {}): Promise<WorkspaceScan> {
+    return scanWorkspace(this.root, { ...opts, isIgnored: (rel) => this.paths.isDenied(rel) });
   }
 
   /** Runs `fn` while holding the workspace write lock (writes are serialized per workspace). */

@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { openWorkspace } from '../../src/index';
 import { DEFAULT_SCAN_LIMITS, diffScans, scanWorkspace, type WorkspaceScan } from '../../src/workspace/scan';
 
 const sha = (b: string | Buffer): string => createHash('sha256').update(b).digest('hex');
@@ -122,6 +123,19 @@ describe('scanWorkspace', () => {
     assert.equal(second.files.get('old.txt')!.sha256, sha('old'));
     assert.equal(second.files.get('edited.txt')!.sha256, sha('v2!'));
   });
+});
+
+test('FileWorkspace.scanFiles leaves out the deny globs and a data folder inside the workspace', async () => {
+  write('src/a.ts', 'a');
+  write('secret/key.pem', 'k');
+  const ws = openWorkspace({ root, dataDir: path.join(root, '.data'), denyGlobs: ['.git/**', 'secret/**'] });
+  try {
+    await ws.call('create_file', { path: 'b.ts', content: 'b' }); // the database is written under .data
+    const s = await ws.workspace.scanFiles();
+    assert.deepEqual([...s.files.keys()], ['b.ts', 'src/a.ts']);
+  } finally {
+    ws.close();
+  }
 });
 
 describe('diffScans', () => {
