@@ -386,7 +386,7 @@ export class Agent {
         continue;
       }
       if (p.parseError !== undefined) {
-        finish(err({ kind: 'invalid_arguments', message: p.parseError, suggestedAction: 'Send the arguments as one valid JSON object matching the tool schema.' }));
+        finish(this.refuse(p, { kind: 'invalid_arguments', message: p.parseError, suggestedAction: 'Send the arguments as one valid JSON object matching the tool schema.' }));
         continue;
       }
       const concurrent = p.def?.policy === 'read' && this.permission(p) === 'run';

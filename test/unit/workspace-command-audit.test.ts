@@ -94,7 +94,7 @@ describe('bash calls in the audit log', () => {
     assert.deepEqual(details(r), { command: '', cwd: '.' });
   });
 
-  test('calls the agent refuses (mode, user) are recorded through the registry', async (t) => {
+  test('calls the agent refuses (unparsable arguments, mode, user) are recorded through the registry', async (t) => {
     const fake = await startFakeOpenAI();
     t.after(() => fake.close());
     const runAgent = async (mode: PermissionMode, decision: ApprovalDecision, command: string) => {
@@ -109,16 +109,27 @@ describe('bash calls in the audit log', () => {
       agent.send('go');
       await agent.idle();
     };
+    fake.script({ toolCalls: [{ name: 'bash', arguments: '{"command": "rm -r' }] }, { text: 'ok' });
+    const broken = new Agent({
+      provider: { baseURL: fake.url, apiKey: 'k', model: 'm' },
+      registry: ws.registry,
+      mode: 'chug',
+      makeContext: (signal) => ({ signal, workspace: ws.workspace, sessionId: 'sess-1' }),
+      requestApproval: async () => ({ decision: 'once' }),
+    });
+    broken.send('go');
+    await broken.idle();
     await runAgent('plan', { decision: 'once' }, 'touch planned.txt');
     await runAgent('create', { decision: 'reject', reason: 'no' }, 'rm -rf /');
     await runAgent('create', { decision: 'once' }, 'touch approved.txt');
     const rows = bashRows();
     assert.deepEqual(rows.map((r) => [r.operation, r.ok, r.errorKind, details(r).command]), [
+      ['refused', false, 'invalid_arguments', ''],
       ['refused', false, 'blocked_by_mode', 'touch planned.txt'],
       ['refused', false, 'rejected_by_user', 'rm -rf /'],
       ['exec', true, null, 'touch approved.txt'],
     ]);
-    assert.deepEqual(details(rows[2]).files?.created, ['approved.txt']);
+    assert.deepEqual(details(rows[3]).files?.created, ['approved.txt']);
     assert.equal(fs.existsSync(path.join(root, 'planned.txt')), false);
   });
 
