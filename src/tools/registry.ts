@@ -60,8 +60,9 @@ export class ToolRegistry {
   }
 
   /**
-   * Told about a call the agent refused before it reached `call` (blocked by the mode, rejected by the
-   * user), so a registry that audits calls can record it. Never throws. The base registry keeps nothing.
+   * Told about a call the agent refused before it reached `call` (unparsable arguments, blocked by the
+   * mode, rejected by the user), so a registry that audits calls can record it. Never throws. The base
+   * registry keeps nothing.
    */
   refused(_name: string, _args: unknown, _error: ToolErrorInfo): void {}
 

@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import type { ErrorKind, ToolErrorInfo } from '../tools/errors';
-import type { ToolResult } from '../tools/tool';
+import type { ToolContext, ToolResult } from '../tools/tool';
 import { diffScans, type ScanLimits, type WorkspaceScan } from './scan';
 import type { FileWorkspace } from './workspace';
 
@@ -54,10 +54,10 @@ export class CommandAudit {
    * Runs `exec` (the tool call) between two scans and records the row. Invalid arguments are recorded
    * without scanning: the command never starts.
    */
-  async run(tool: string, args: unknown, valid: boolean, exec: () => Promise<ToolResult>): Promise<ToolResult> {
+  async run(tool: string, args: unknown, valid: boolean, exec: () => Promise<ToolResult>, log?: ToolContext['log']): Promise<ToolResult> {
     if (!valid) {
       const result = await exec();
-      this.record(tool, 'refused', args, result.ok ? null : result.error.kind, {});
+      this.recordSafely(log, tool, 'refused', args, result.ok ? null : result.error.kind, {});
       return result;
     }
     const before = await this.scan(undefined);
@@ -65,7 +65,7 @@ export class CommandAudit {
     const after = before ? await this.scan(before) : undefined;
     const extra: Partial<CommandAuditDetails> = { ...exitOf(result), ...filesOf(before, after) };
     const errorKind: ErrorKind | null = !result.ok ? result.error.kind : extra.timedOut ? 'timeout' : null;
-    this.record(tool, 'exec', args, errorKind, extra);
+    this.recordSafely(log, tool, 'exec', args, errorKind, extra);
     return result;
   }
 
@@ -81,6 +81,15 @@ export class CommandAudit {
       return s;
     } catch {
       return undefined;
+    }
+  }
+
+  /** The command has run: a failing audit write (database locked for long) must not lose its result. */
+  private recordSafely(log: ToolContext['log'], ...a: Parameters<CommandAudit['record']>): void {
+    try {
+      this.record(...a);
+    } catch (err) {
+      log?.('error', 'could not write the audit row of a command', { error: err instanceof Error ? err.message : String(err) });
     }
   }
 

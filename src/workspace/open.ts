@@ -28,7 +28,7 @@ export class FileToolRegistry extends ToolRegistry {
     const def = this.get(name);
     if (def && COMMAND_TOOL_NAMES.has(name)) {
       const valid = def.parameters.safeParse(args ?? {}).success;
-      return this.commands.run(name, args, valid, () => super.call(name, args, ctx));
+      return this.commands.run(name, args, valid, () => super.call(name, args, ctx), ctx.log);
     }
     const result = await super.call(name, args, ctx);
     if (!result.ok && result.error.kind === 'invalid_arguments' && FILE_WRITE_TOOL_NAMES.has(name) && !result.error.path) {

@@ -144,6 +144,18 @@ describe('bash calls in the audit log', () => {
     assert.equal(details(bashRows().at(-1)!).scan, 'incomplete');
   });
 
+  test('a failing audit write is logged and the command\'s result still comes back', async () => {
+    ws.workspace.recordAudit = () => {
+      throw new Error('database is locked');
+    };
+    const logged: string[] = [];
+    const ctx = { signal: new AbortController().signal, workspace: ws.workspace, sessionId: 's', log: (_l: string, msg: string) => void logged.push(msg) };
+    const res = await ws.registry.call('bash', { command: 'echo out' }, ctx);
+    assert.equal(res.ok, true);
+    assert.match(JSON.stringify(res), /out/);
+    assert.deepEqual(logged, ['could not write the audit row of a command']);
+  });
+
   test('the command line is stored up to 8 KiB', async () => {
     await ws.call('bash', { command: `true # ${'x'.repeat(20_000)}` });
     const d = details(bashRows()[0]);
