@@ -82,6 +82,10 @@ vim.api.nvim_create_user_command('CabooseCheckpoints', function()
   caboose().checkpoints()
 end, { desc = 'Caboose: list the messages whose file changes can be rewound (diff preview)' })
 
+vim.api.nvim_create_user_command('CabooseAudit', function(o)
+  caboose().command_audit(o)
+end, { nargs = '?', desc = 'Caboose: recent audit log entries of this workspace, newest first ([count], default 50)' })
+
 vim.api.nvim_create_user_command('CabooseChat', function()
   caboose().focus_chat()
 end, { desc = 'Caboose: open the chat and go to its message area' })

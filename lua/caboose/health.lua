@@ -58,6 +58,21 @@ function M.check()
     h.error('better-sqlite3 does not load: ' .. tostring(report.sqlite and report.sqlite.error), { 'rebuild it: npm rebuild better-sqlite3' })
   end
 
+  h.start('caboose: audit log')
+  local audit = report.audit or {}
+  if audit.error then
+    h.error('the audit log could not be verified: ' .. tostring(audit.error), { 'database: ' .. tostring(audit.db) })
+  elseif audit.missing then
+    h.ok('no audit log yet (' .. tostring(audit.db) .. ')')
+  elseif audit.ok then
+    h.ok(string.format('audit log hash chain verifies (%d rows, %s)', audit.rows or 0, tostring(audit.db)))
+  else
+    h.error(string.format('audit log hash chain is broken at row %s (the first bad row; %d rows checked)', tostring(audit.first_bad_row_id), audit.rows or 0), {
+      'that row, or one before it, was edited, inserted or removed outside caboose',
+      'database: ' .. tostring(audit.db),
+    })
+  end
+
   h.start('caboose: model endpoint')
   local ep = report.endpoint or {}
   h.info('endpoint: ' .. tostring(ep.base_url) .. '  model: ' .. tostring(ep.model))

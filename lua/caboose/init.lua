@@ -452,6 +452,24 @@ function M.checkpoints()
   return require('caboose.ui.checkpoints').pick()
 end
 
+--- Show the audit log's last {count} entries (default 50) for the current workspace, newest first, in a
+--- read-only split (<CR>: the entry's diff, q: close). Returns at once; the split opens when the host answers.
+---@param count integer|nil
+function M.audit(count)
+  require('caboose.ui.audit').open(count)
+end
+
+--- :CabooseAudit [count]
+function M.command_audit(o)
+  local arg = vim.trim(o.args or '')
+  local count = arg ~= '' and tonumber(arg) or nil
+  if arg ~= '' and not (count and count >= 1 and count <= 10000 and count == math.floor(count)) then
+    H.notify('CabooseAudit takes a count from 1 to 10000, not ' .. arg, vim.log.levels.ERROR)
+    return
+  end
+  M.audit(count)
+end
+
 --- Run one tool directly, as the user (no model, no approval). Returns `{ ok, data }` or `{ ok = false, error }`.
 --- Waits for the host: an API for scripts and tests, not a user command's path.
 ---@param name string e.g. 'read_file'

@@ -28,6 +28,8 @@ M.methods = {
   checkpoint_list = 'checkpoint.list',
   checkpoint_diff = 'checkpoint.diff',
   checkpoint_rewind = 'checkpoint.rewind',
+  audit_list = 'audit.list',
+  audit_diff = 'audit.diff',
 }
 
 H.chan = nil ---@type integer|nil

@@ -447,7 +447,7 @@ export class Agent {
         continue;
       }
       if (p.parseError !== undefined) {
-        finish(err({ kind: 'invalid_arguments', message: p.parseError, suggestedAction: 'Send the arguments as one valid JSON object matching the tool schema.' }));
+        finish(this.refuse(p, { kind: 'invalid_arguments', message: p.parseError, suggestedAction: 'Send the arguments as one valid JSON object matching the tool schema.' }));
         continue;
       }
       const concurrent = p.def?.policy === 'read' && this.permission(p) === 'run';
@@ -474,7 +474,7 @@ export class Agent {
     const def = p.def;
     const perm = this.permission(p);
     if (def && perm === 'block') {
-      return err({ kind: 'blocked_by_mode', message: blockedByModeMessage(def.name, def.policy) });
+      return this.refuse(p, { kind: 'blocked_by_mode', message: blockedByModeMessage(def.name, def.policy) });
     }
     if (def && perm === 'ask') {
       // Invalid arguments never reach the user: the registry reports them to the model.
@@ -485,11 +485,11 @@ export class Agent {
       if ('error' in preview) return err(preview.error);
       const decision = await this.askApproval(p, def, valid.data, preview.preview, signal);
       if (decision === null) {
-        return err({ kind: 'rejected_by_user', message: 'The user stopped the agent before approving this call.' });
+        return this.refuse(p, { kind: 'rejected_by_user', message: 'The user stopped the agent before approving this call.' });
       }
       if (decision.decision === 'reject') {
         const reason = decision.reason?.trim();
-        return err({
+        return this.refuse(p, {
           kind: 'rejected_by_user',
           message: reason ? `The user rejected this ${def.name} call: ${reason}` : `The user rejected this ${def.name} call.`,
           suggestedAction: 'Do not repeat the same call; adjust your approach or ask the user.',
@@ -501,6 +501,12 @@ export class Agent {
       return this.runTool(p, signal, review);
     }
     return this.runTool(p, signal);
+  }
+
+  /** A call refused before it ran: the registry hears of it (to audit it), the model gets the error. */
+  private refuse(p: PendingCall, info: ToolErrorInfo): ToolResult {
+    this.registry.refused(p.call.name, p.args, info);
+    return err(info);
   }
 
   /**

@@ -1,6 +1,7 @@
 import type { HostConfig } from './protocol';
 import { resolveProvider } from './provider-config';
 import { fetchModelList } from './model-list';
+import type { AuditHealth } from './audit';
 
 export interface HealthReport {
   node: string;
@@ -8,16 +9,19 @@ export interface HealthReport {
   sqlite: { ok: boolean; version?: string; error?: string };
   endpoint: { base_url: string; model: string; reachable: boolean; status?: number; error?: string; models?: number };
   key_present: boolean;
+  /** The audit log's hash chain in the data folder's database. */
+  audit: AuditHealth;
 }
 
 /** Facts for :checkhealth caboose. Never includes the key itself. */
-export async function checkHealth(config: HostConfig, _dataDir: string): Promise<HealthReport> {
+export async function checkHealth(config: HostConfig, dataDir: string): Promise<HealthReport> {
   const report: HealthReport = {
     node: process.version,
     host_pid: process.pid,
     sqlite: { ok: false },
     endpoint: { base_url: '', model: '', reachable: false },
     key_present: false,
+    audit: { db: dataDir, ok: false, rows: 0 },
   };
   try {
     // Loaded here, not at start-up: the native module is what this check is about.
@@ -26,6 +30,13 @@ export async function checkHealth(config: HostConfig, _dataDir: string): Promise
     report.sqlite = { ok: true, version: sqliteVersion() };
   } catch (err) {
     report.sqlite = { ok: false, error: err instanceof Error ? err.message : String(err) };
+  }
+  if (report.sqlite.ok) {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { auditHealth } = require('./audit') as typeof import('./audit');
+    report.audit = auditHealth(dataDir);
+  } else {
+    report.audit.error = 'better-sqlite3 does not load';
   }
   let provider;
   try {

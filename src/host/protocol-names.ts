@@ -25,6 +25,8 @@ export const METHODS = {
   checkpointList: 'checkpoint.list',
   checkpointDiff: 'checkpoint.diff',
   checkpointRewind: 'checkpoint.rewind',
+  auditList: 'audit.list',
+  auditDiff: 'audit.diff',
 } as const;
 
 /**

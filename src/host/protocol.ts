@@ -103,3 +103,6 @@ export const ToolCallParams = z.object({ name: z.string().min(1), args: z.unknow
 export const CheckpointDiffParams = z.object({ id: z.number().int().positive() });
 /** Without `id`, the newest checkpoint not yet rewound; `force` rewinds over files changed since. */
 export const CheckpointRewindParams = z.object({ id: z.number().int().positive().optional().nullable(), force: z.boolean().optional().nullable() });
+/** :CabooseAudit: the last `limit` rows about the workspace at `cwd` (default: the host's cwd). */
+export const AuditListParams = z.object({ limit: z.number().int().min(1).max(10_000).optional().nullable(), cwd: z.string().min(1).optional().nullable() });
+export const AuditDiffParams = z.object({ id: z.number().int().min(1) });

@@ -11,6 +11,8 @@ import type { SessionRuntime } from './runtime';
 const protocol = () => require('./protocol') as typeof import('./protocol');
 
 export const HOST_VERSION = '0.1.0';
+/** Rows :CabooseAudit shows without a count. */
+export const DEFAULT_AUDIT_LIMIT = 50;
 
 /** An error whose message is meant for the user (sent back as the RPC error). */
 export class HostError extends Error {}
@@ -173,6 +175,18 @@ export class HostServer {
         const init = this.requireInit();
         const { checkHealth } = require('./health') as typeof import('./health');
         return checkHealth(init.config, init.dataDir);
+      }
+      case METHODS.auditList: {
+        // Straight from the database: no session is started for it.
+        const p = parse(protocol().AuditListParams, params, method);
+        const init = this.requireInit();
+        const { listAuditEntries } = require('./audit') as typeof import('./audit');
+        return listAuditEntries(init.dataDir, p.cwd ?? init.cwd, p.limit ?? DEFAULT_AUDIT_LIMIT);
+      }
+      case METHODS.auditDiff: {
+        const p = parse(protocol().AuditDiffParams, params, method);
+        const { auditDiff } = require('./audit') as typeof import('./audit');
+        return auditDiff(this.requireInit().dataDir, p.id);
       }
       case METHODS.trashList: {
         const rt = await this.ensureRuntime();

@@ -17,10 +17,16 @@ export interface AuditEntry {
   diff: string | null;
   ok: boolean;
   errorKind: string | null;
+  /** Realpath of the workspace root the row is about (NULL in rows written before schema 4). */
+  workspace?: string | null;
+  /** JSON with what the columns do not hold (a command's line, cwd, exit status, files it changed). */
+  details?: string | null;
 }
 
 export interface AuditRow extends AuditEntry {
   id: number;
+  workspace: string | null;
+  details: string | null;
   prevHash: string;
   hash: string;
 }
@@ -45,6 +51,8 @@ interface RawRow {
   diff: string | null;
   ok: number;
   error_kind: string | null;
+  workspace: string | null;
+  details: string | null;
   prev_hash: string;
   hash: string;
 }
@@ -58,9 +66,12 @@ export function capAuditDiff(diff: string | null): string | null {
   return Buffer.from(diff, 'utf8').subarray(0, room).toString('utf8').replace(/\uFFFD$/, '') + marker;
 }
 
-/** Canonical JSON of the hashed fields: fixed key order, nulls explicit. */
+/**
+ * Canonical JSON of the hashed fields: fixed key order, nulls explicit. `workspace` and `details` (schema 4)
+ * join the list when either is set, so rows written before them keep their hash.
+ */
 function canonical(e: AuditEntry): string {
-  return JSON.stringify([
+  const fields: unknown[] = [
     e.time,
     e.sessionId,
     e.tool,
@@ -72,7 +83,11 @@ function canonical(e: AuditEntry): string {
     e.diff,
     e.ok ? 1 : 0,
     e.errorKind,
-  ]);
+  ];
+  const workspace = e.workspace ?? null;
+  const details = e.details ?? null;
+  if (workspace !== null || details !== null) fields.push(workspace, details);
+  return JSON.stringify(fields);
 }
 
 export function auditRowHash(prevHash: string, e: AuditEntry): string {
@@ -93,6 +108,8 @@ function fromRaw(r: RawRow): AuditRow {
     diff: r.diff,
     ok: r.ok === 1,
     errorKind: r.error_kind,
+    workspace: r.workspace,
+    details: r.details,
     prevHash: r.prev_hash,
     hash: r.hash,
   };
@@ -106,8 +123,8 @@ export class AuditRepository {
 
   constructor(private readonly db: Database.Database) {
     this.insertStmt = db.prepare(
-      `INSERT INTO audit_log (time, session_id, tool, operation, path, to_path, before_sha256, after_sha256, diff, ok, error_kind, prev_hash, hash)
-       VALUES (@time, @sessionId, @tool, @operation, @path, @toPath, @beforeSha256, @afterSha256, @diff, @ok, @errorKind, @prevHash, @hash)`,
+      `INSERT INTO audit_log (time, session_id, tool, operation, path, to_path, before_sha256, after_sha256, diff, ok, error_kind, workspace, details, prev_hash, hash)
+       VALUES (@time, @sessionId, @tool, @operation, @path, @toPath, @beforeSha256, @afterSha256, @diff, @ok, @errorKind, @workspace, @details, @prevHash, @hash)`,
     );
     this.lastStmt = db.prepare('SELECT hash FROM audit_log ORDER BY id DESC LIMIT 1');
     // IMMEDIATE: two processes appending to one database still form a single chain.
@@ -122,18 +139,30 @@ export class AuditRepository {
       .immediate;
   }
 
-  append(entry: Omit<AuditEntry, 'diff'> & { diff: string | null }): number {
-    return this.appendTx({ ...entry, diff: capAuditDiff(entry.diff) });
+  append(entry: AuditEntry): number {
+    return this.appendTx({ ...entry, diff: capAuditDiff(entry.diff), workspace: entry.workspace ?? null, details: entry.details ?? null });
   }
 
-  list(opts: { limit?: number; sessionId?: string } = {}): AuditRow[] {
-    const limit = opts.limit ?? 1000;
-    const rows = (
-      opts.sessionId === undefined
-        ? this.db.prepare('SELECT * FROM audit_log ORDER BY id DESC LIMIT ?').all(limit)
-        : this.db.prepare('SELECT * FROM audit_log WHERE session_id = ? ORDER BY id DESC LIMIT ?').all(opts.sessionId, limit)
-    ) as RawRow[];
+  /** The last `limit` rows (default 1000), oldest first; optionally of one session and/or one workspace. */
+  list(opts: { limit?: number; sessionId?: string; workspace?: string } = {}): AuditRow[] {
+    const where: string[] = [];
+    const params: (string | number)[] = [];
+    if (opts.sessionId !== undefined) {
+      where.push('session_id = ?');
+      params.push(opts.sessionId);
+    }
+    if (opts.workspace !== undefined) {
+      where.push('workspace = ?');
+      params.push(opts.workspace);
+    }
+    const sql = `SELECT * FROM audit_log ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`;
+    const rows = this.db.prepare(sql).all(...params, opts.limit ?? 1000) as RawRow[];
     return rows.map(fromRaw).reverse();
+  }
+
+  get(id: number): AuditRow | undefined {
+    const raw = this.db.prepare('SELECT * FROM audit_log WHERE id = ?').get(id) as RawRow | undefined;
+    return raw ? fromRaw(raw) : undefined;
   }
 
   /** Recomputes the chain from the first row; any edited, inserted or removed row breaks it. */

@@ -107,6 +107,16 @@ END;
 `,
   },
   {
+    // Only adds columns (old rows keep NULL there and their hash) and its own index.
+    version: 4,
+    name: 'audit_log_workspace_and_details',
+    sql: `
+ALTER TABLE audit_log ADD COLUMN workspace TEXT;
+ALTER TABLE audit_log ADD COLUMN details TEXT;
+CREATE INDEX audit_log_workspace ON audit_log(workspace, id);
+`,
+  },
+  {
     version: 5,
     name: 'checkpoints',
     sql: `

@@ -59,6 +59,13 @@ export class ToolRegistry {
     return [...this.defs.values()].filter((d) => (filter ? filter(d) : true)).map(toolSpec);
   }
 
+  /**
+   * Told about a call the agent refused before it reached `call` (unparsable arguments, blocked by the
+   * mode, rejected by the user), so a registry that audits calls can record it. Never throws. The base
+   * registry keeps nothing.
+   */
+  refused(_name: string, _args: unknown, _error: ToolErrorInfo): void {}
+
   /** Validate `args` (unknown, straight from the model or an RPC) and run the tool. Never throws. */
   async call(name: string, args: unknown, ctx: ToolContext): Promise<ToolResult> {
     const def = this.defs.get(name);

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { globToRegExpSource } from './glob-match';
 
 /** One line of a .gitignore file, compiled. */
-interface IgnoreRule {
+export interface IgnoreRule {
   /** Folder of the .gitignore, workspace-relative ('' for the root). */
   base: string;
   re: RegExp;
@@ -66,7 +66,8 @@ export class IgnoreMatcher {
   }
 }
 
-async function readIgnoreFile(rootAbs: string, relDir: string): Promise<IgnoreRule[]> {
+/** The rules of `<relDir>/.gitignore` (none when it is missing or unreadable). */
+export async function readIgnoreFile(rootAbs: string, relDir: string): Promise<IgnoreRule[]> {
   try {
     const text = await fsp.readFile(path.join(rootAbs, relDir, '.gitignore'), 'utf8');
     return parseGitignore(text, relDir);

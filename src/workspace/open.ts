@@ -3,16 +3,22 @@ import type { ReviewSelection } from './review';
 import type { ToolContext, ToolDefinition, ToolResult, ToolSpec } from '../tools/tool';
 import { FILE_TOOLS, FILE_WRITE_TOOL_NAMES } from '../tools/file-tools';
 import { FileWorkspace, type WorkspaceOptions } from './workspace';
+import { COMMAND_TOOL_NAMES, CommandAudit } from './command-audit';
+import type { ToolErrorInfo } from '../tools/errors';
 import type { AuditVerification, TrashEntry } from '../store';
 import { EXPECTED_SHA_REQUIRED } from './tool-support';
 
 /**
  * The file tools' registry. Besides the shared validation, it audits write attempts refused for invalid
- * arguments (they never reach the tool), and `list()` gives the definitions to merge into another registry.
+ * arguments (they never reach the tool) and every call of a command tool added to it (bash: run, failed or
+ * refused, with the files it changed); `list()` gives the definitions to merge into another registry.
  */
 export class FileToolRegistry extends ToolRegistry {
+  private readonly commands: CommandAudit;
+
   constructor(private readonly ws: FileWorkspace) {
     super([...FILE_TOOLS]);
+    this.commands = new CommandAudit(ws);
   }
 
   list(): ToolDefinition[] {
@@ -20,6 +26,11 @@ export class FileToolRegistry extends ToolRegistry {
   }
 
   override async call(name: string, args: unknown, ctx: ToolContext): Promise<ToolResult> {
+    const def = this.get(name);
+    if (def && COMMAND_TOOL_NAMES.has(name)) {
+      const valid = def.parameters.safeParse(args ?? {}).success;
+      return this.commands.run(name, args, valid, () => super.call(name, args, ctx), ctx.log);
+    }
     const result = await super.call(name, args, ctx);
     if (!result.ok && result.error.kind === 'invalid_arguments' && missingSha(result.error.details)) {
       result.error.suggestedAction = 'Call read_file on the file, then call this tool again with expectedSha256 set to the sha256 it returned.';
@@ -30,6 +41,15 @@ export class FileToolRegistry extends ToolRegistry {
       this.ws.recordAudit(name, 'invalid', { path: p, toPath: typeof a.to === 'string' ? a.to : null, beforeSha256: null, afterSha256: null, diff: null }, false, 'invalid_arguments');
     }
     return result;
+  }
+
+  override refused(name: string, args: unknown, error: ToolErrorInfo): void {
+    if (!COMMAND_TOOL_NAMES.has(name)) return;
+    try {
+      this.commands.refused(name, args, error);
+    } catch {
+      // the audit database is gone (closed workspace): the refusal itself still reaches the model
+    }
   }
 }
 

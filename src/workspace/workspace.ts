@@ -9,6 +9,7 @@ import { Mutex } from './mutex';
 import { applyReviewSelection, type ReviewSelection } from './review';
 import { DEFAULT_DENY_GLOBS, PathResolver, isUnder, type ResolvedPath } from './paths';
 import type { SearchContext } from './search';
+import { scanWorkspace, type ScanOptions, type WorkspaceScan } from './scan';
 import { DEFAULT_TRASH_RETENTION_DAYS, WorkspaceTrash } from './trash';
 
 export interface WorkspaceOptions {
@@ -128,6 +129,11 @@ export class FileWorkspace implements Workspace {
     return { rootAbs: this.root, isDenied: (rel) => this.paths.isDenied(rel), signal };
   }
 
+  /** A bounded snapshot of the workspace's files: .git, .gitignore'd paths and the deny globs left out. */
+  scanFiles(opts: Omit<ScanOptions, 'isIgnored'> = {}): Promise<WorkspaceScan> {
+    return scanWorkspace(this.root, { ...opts, isIgnored: (rel) => this.paths.isDenied(rel) });
+  }
+
   /** Runs `fn` while holding the workspace write lock (writes are serialized per workspace). */
   withWriteLock<T>(fn: () => Promise<T>): Promise<T> {
     return this.writeLock.run(fn);
@@ -170,8 +176,11 @@ export class FileWorkspace implements Workspace {
     });
   }
 
-  /** Audit row for an attempt refused before it reached the plan (e.g. invalid arguments). */
-  recordAudit(tool: string, operation: string, d: AuditDraft, ok: boolean, errorKind: ErrorKind | null): void {
+  /**
+   * One audit row about this workspace (also for an attempt refused before it reached the plan, e.g.
+   * invalid arguments). `details` is stored as JSON and covered by the chain hash.
+   */
+  recordAudit(tool: string, operation: string, d: AuditDraft, ok: boolean, errorKind: ErrorKind | null, details?: object): void {
     if (this.closed) return;
     this.store.audit.append({
       time: new Date().toISOString(),
@@ -185,6 +194,8 @@ export class FileWorkspace implements Workspace {
       diff: d.diff,
       ok,
       errorKind,
+      workspace: this.root,
+      details: details === undefined ? null : JSON.stringify(details),
     });
   }
 

@@ -1,6 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
 import { forEachNvim, type TestNvim } from '../support/nvim';
 import { useE2E } from '../support/e2e';
 
@@ -24,6 +26,25 @@ forEachNvim((bin) => {
       assert.match(text, /OK.*endpoint reachable \(GET \/models → 200/);
       assert.doesNotMatch(text, /sk-very-secret-123/);
       assert.ok(e.fake.requests.some((r) => r.method === 'GET' && r.path === '/v1/models' && r.headers.authorization === 'Bearer sk-very-secret-123'));
+    });
+
+    it("verifies the audit log's hash chain: ok with the row count, or an error naming the first bad row", async () => {
+      const t = await e.start();
+      for (const args of [{ path: 'a.txt', content: 'a' }, { path: 'b.txt', content: 'b' }]) {
+        assert.equal((await t.lua<{ ok: boolean }>("return require('caboose').tool_call('create_file', ...)", [args])).ok, true);
+      }
+      assert.equal((await t.lua<{ ok: boolean }>("return require('caboose').tool_call('bash', { command = 'echo c > c.txt' })")).ok, true);
+      const db = path.join(t.dataDir, 'caboose.sqlite');
+      assert.match(await healthText(t), new RegExp(`OK.*audit log hash chain verifies \\(3 rows, ${db}\\)`));
+
+      // Tampering through a second connection, as someone editing the file would.
+      const conn = new Database(db);
+      conn.exec('DROP TRIGGER audit_log_no_update');
+      conn.prepare("UPDATE audit_log SET path = 'innocent.txt' WHERE id = 2").run();
+      conn.close();
+      const text = await healthText(t);
+      assert.match(text, /ERROR.*audit log hash chain is broken at row 2 \(the first bad row; 2 rows checked\)/);
+      assert.doesNotMatch(text, /OK.*audit log hash chain verifies/);
     });
 
     it('reports an unreachable endpoint and a missing key as problems', async () => {
