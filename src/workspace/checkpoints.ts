@@ -117,6 +117,43 @@ export class Checkpoints {
     }
   }
 
+  /**
+   * Changes a shell command made during the turn, as a before/after scan found them: `before` holds the
+   * bytes the scan read before the command (files it could not read are left out: they cannot be
+   * rewound), `after` the sha256 each file has now (null: deleted). Recorded like a write's changes.
+   */
+  recordExternal(changes: { rel: string; before: Buffer | null; mode: number; afterSha256: string | null }[]): void {
+    const turn = this.turn;
+    if (!turn || changes.length === 0) return;
+    try {
+      const files: CheckpointFileRecord[] = [];
+      for (const c of changes) {
+        let before: CheckpointFileRecord['before'] = null;
+        if (c.before) {
+          const sha = sha256Hex(c.before);
+          if (!turn.captured.has(c.rel)) this.o.repo.putBlob(sha, c.before);
+          before = { sha256: sha, mode: c.mode };
+        }
+        files.push({ path: c.rel, before, afterSha256: c.afterSha256 });
+      }
+      turn.id = this.o.repo.record(
+        turn.id,
+        {
+          sessionId: turn.info.sessionId,
+          root: this.o.root,
+          messageId: turn.info.messageId == null ? null : String(turn.info.messageId),
+          message: turn.info.text,
+          createdAt: turn.startedAt,
+        },
+        files,
+      );
+      for (const c of changes) turn.captured.add(c.rel);
+    } catch (err) {
+      if (!this.onRecordError) throw err;
+      this.onRecordError(err);
+    }
+  }
+
   /** Queues a note for the model (a rewind it must learn about); taken with the next user message. */
   addNote(text: string): void {
     this.notes.push(text);

@@ -3,6 +3,7 @@
  * line, cwd, exit status and the workspace files it created, changed or deleted, as far as a bounded
  * before/after scan of the workspace can tell.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import type { ErrorKind, ToolErrorInfo } from '../tools/errors';
 import type { ToolContext, ToolResult } from '../tools/tool';
@@ -60,9 +61,13 @@ export class CommandAudit {
       this.recordSafely(log, tool, 'refused', args, result.ok ? null : result.error.kind, {});
       return result;
     }
-    const before = await this.scan(undefined);
+    // During a user message's turn the files' bytes are kept from the first scan, so what the command
+    // changes can be rewound with the turn's checkpoint (bounded by the scan's limits).
+    const contents = this.ws.checkpoints.active ? new Map<string, { bytes: Buffer; mode: number }>() : null;
+    const before = await this.scan(undefined, contents);
     const result = await exec();
     const after = before ? await this.scan(before) : undefined;
+    if (contents && before && after) this.checkpoint(before, after, contents);
     const extra: Partial<CommandAuditDetails> = { ...exitOf(result), ...filesOf(before, after) };
     const errorKind: ErrorKind | null = !result.ok ? result.error.kind : extra.timedOut ? 'timeout' : null;
     this.recordSafely(log, tool, 'exec', args, errorKind, extra);
@@ -74,9 +79,38 @@ export class CommandAudit {
     this.record(tool, 'refused', args, error.kind, {});
   }
 
-  private async scan(before: WorkspaceScan | undefined): Promise<WorkspaceScan | undefined> {
+  /** The command's changes into the turn's checkpoint (files whose old bytes the first scan read). */
+  private checkpoint(before: WorkspaceScan, after: WorkspaceScan, contents: Map<string, { bytes: Buffer; mode: number }>): void {
+    const d = diffScans(before, after);
+    const changes: { rel: string; before: Buffer | null; mode: number; afterSha256: string | null }[] = [];
+    for (const rel of d.created) {
+      const sha = after.files.get(rel)?.sha256;
+      if (sha) changes.push({ rel, before: null, mode: 0o644, afterSha256: sha });
+    }
+    for (const rel of [...d.changed, ...d.deleted]) {
+      const old = contents.get(rel);
+      const sha = after.files.get(rel)?.sha256 ?? null;
+      if (!old || sha === '') continue;
+      changes.push({ rel, before: old.bytes, mode: old.mode, afterSha256: sha });
+    }
+    this.ws.checkpoints.recordExternal(changes);
+  }
+
+  private async scan(before: WorkspaceScan | undefined, contents: Map<string, { bytes: Buffer; mode: number }> | null = null): Promise<WorkspaceScan | undefined> {
     try {
-      const s = await this.ws.scanFiles({ previous: before ?? this.last, limits: this.limits });
+      const onContent = contents
+        ? (rel: string, bytes: Buffer) => {
+            let mode = 0o644;
+            try {
+              mode = fs.statSync(path.join(this.ws.root, rel)).mode & 0o7777;
+            } catch {
+              // gone already: the default mode
+            }
+            contents.set(rel, { bytes, mode });
+          }
+        : undefined;
+      // Keeping contents means reading every file now (a reused hash has no bytes to keep).
+      const s = await this.ws.scanFiles({ previous: contents ? undefined : (before ?? this.last), limits: this.limits, ...(onContent ? { onContent } : {}) });
       this.last = s;
       return s;
     } catch {

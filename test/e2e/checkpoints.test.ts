@@ -60,8 +60,8 @@ forEachNvim((bin) => {
         { name: 'edit_file', arguments: { path: 'e.txt', expectedSha256: sha('edit me\n'), edits: [{ oldText: 'edit me', newText: 'edited' }] } },
         { name: 'apply_patch', arguments: { patch: PATCH } },
         { name: 'create_file', arguments: { path: 'new/c.txt', content: 'created\n' } },
-        { name: 'delete_file', arguments: { path: 'd.sh' } },
-        { name: 'move_file', arguments: { from: 'm.txt', to: 'moved/m.txt' } },
+        { name: 'delete_file', arguments: { path: 'd.sh', expectedSha256: sha('#!/bin/sh\n') } },
+        { name: 'move_file', arguments: { from: 'm.txt', to: 'moved/m.txt', expectedSha256: sha('move me\n') } },
       ]);
       assert.equal(file('w.txt'), 'written\n');
       assert.equal(file('d.sh'), null);
@@ -116,8 +116,8 @@ forEachNvim((bin) => {
         { name: 'edit_file', arguments: { path: 'e.txt', expectedSha256: sha('edit me\n'), edits: [{ oldText: 'edit me', newText: 'edited' }] } },
         { name: 'apply_patch', arguments: { patch: PATCH } },
         { name: 'create_file', arguments: { path: 'c.txt', content: 'created\n' } },
-        { name: 'delete_file', arguments: { path: 'd.txt' } },
-        { name: 'move_file', arguments: { from: 'm.txt', to: 'n.txt' } },
+        { name: 'delete_file', arguments: { path: 'd.txt', expectedSha256: sha('delete me\n') } },
+        { name: 'move_file', arguments: { from: 'm.txt', to: 'n.txt', expectedSha256: sha('move me\n') } },
       ]);
       assert.deepEqual(await bufferOf(e.t, abs('e.txt')), { lines: ['edited'], modified: false });
       assert.ok(await bufferOf(e.t, abs('n.txt')), 'the buffer moved with the file');

@@ -9,6 +9,7 @@ import { openWorkspace, type ToolResult } from '../../src/index';
 import { CheckpointRepository, migrate } from '../../src/store';
 import { listCheckpoints, previewCheckpoint, rewindCheckpoints, type RewindResult } from '../../src/workspace/rewind';
 import { FakeBridge } from '../support/fake-bridge';
+import { createBashTool } from '../../src/tools/bash';
 
 const sha = (b: string | Buffer): string => createHash('sha256').update(b).digest('hex');
 const SESSION = 's1';
@@ -150,8 +151,8 @@ describe('rewind on disk', () => {
         await s.ok('edit_file', { path: 'e.txt', expectedSha256: sha('edit me\n'), edits: [{ oldText: 'edit me', newText: 'edited' }] });
         await s.ok('apply_patch', { patch: '--- a/p.txt\n+++ b/p.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n' });
         await s.ok('create_file', { path: 'new/c.txt', content: 'created\n' });
-        await s.ok('delete_file', { path: 'd.sh' });
-        await s.ok('move_file', { from: 'm.txt', to: 'sub/moved.txt' });
+        await s.ok('delete_file', { path: 'd.sh', expectedSha256: sha('#!/bin/sh\necho deleted\n') });
+        await s.ok('move_file', { from: 'm.txt', to: 'sub/moved.txt', expectedSha256: sha('move me\n') });
       });
       const trashBefore = s.ws.listTrash().length;
       const r = rewound(await s.rewind());
@@ -299,7 +300,7 @@ describe('rewind through buffers', () => {
       s.bridge.bufs.set(s.abs('m.txt'), { text: 'm\n', modified: false, tick: 1 });
       await s.turn('edit and move', async () => {
         await s.ok('write_file', { path: 'a.txt', content: 'agent\n', expectedSha256: sha('a\n') });
-        await s.ok('move_file', { from: 'm.txt', to: 'n.txt' });
+        await s.ok('move_file', { from: 'm.txt', to: 'n.txt', expectedSha256: sha('m\n') });
       });
       assert.ok(s.bridge.bufs.has(s.abs('n.txt')));
       s.bridge.type(s.abs('a.txt'), 'agent and user\n');
@@ -312,6 +313,34 @@ describe('rewind through buffers', () => {
       assert.ok(s.bridge.bufs.has(s.abs('m.txt')) && !s.bridge.bufs.has(s.abs('n.txt')), 'the buffer moved back');
       assert.ok(s.bridge.ops.flat().some((o) => o.type === 'rename'));
       assert.equal(s.file('m.txt'), 'm\n');
+    } finally {
+      s.done();
+    }
+  });
+});
+
+describe('checkpoints of shell commands', () => {
+  test('files a bash call created, changed or deleted during a turn are rewound with it', async () => {
+    const s = setup();
+    try {
+      s.ws.registry.add(createBashTool());
+      s.put('keep.txt', 'kept\n');
+      s.put('edit.txt', 'old text\n');
+      s.put('gone.txt', 'to be deleted\n', 0o600);
+      await s.turn('run the script', () => s.ok('bash', { command: 'printf "new text\\n" > edit.txt && rm gone.txt && printf "made\\n" > made.txt' }));
+      assert.equal(s.file('edit.txt'), 'new text\n');
+      const [cp] = s.list();
+      assert.deepEqual(cp.files.map((f) => f.path).sort(), ['edit.txt', 'gone.txt', 'made.txt']);
+      const r = rewound(await s.rewind());
+      assert.equal(r.files.length, 3);
+      assert.equal(s.file('edit.txt'), 'old text\n');
+      assert.equal(s.file('gone.txt'), 'to be deleted\n');
+      assert.equal(fs.statSync(s.abs('gone.txt')).mode & 0o777, 0o600);
+      assert.equal(s.file('made.txt'), null, 'the created file went to the trash');
+      assert.equal(s.file('keep.txt'), 'kept\n');
+      // Outside a turn, a command is audited but not checkpointed.
+      await s.ok('bash', { command: 'printf "x\\n" > keep.txt' });
+      assert.equal(s.list().length, 1);
     } finally {
       s.done();
     }
