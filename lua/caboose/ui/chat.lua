@@ -480,15 +480,16 @@ function M.status_line()
     table.insert(head, '%#CabooseWarn#always: ' .. H.esc(table.concat(s.grants, ', ')) .. '%*')
   end
   local tail = {}
-  if s.title then
-    table.insert(tail, '%#CabooseTitle#' .. H.esc(s.title) .. '%*')
-  end
   if s.model then
     table.insert(tail, H.esc(s.model))
   end
   if s.usage then
     local u = s.usage
     table.insert(tail, string.format('↑%s ↓%s Σ%s', H.tokens(u.prompt), H.tokens(u.completion), H.tokens((u.session_prompt or 0) + (u.session_completion or 0))))
+  end
+  -- Last, so a narrow window cuts the model and usage before it.
+  if s.title then
+    table.insert(tail, '%#CabooseTitle#' .. H.esc(s.title) .. '%*')
   end
   -- A narrow window cuts the model and usage (after %<), never the mode, state, queue or grants.
   local bar = ' ' .. table.concat(head, ' │ ')
