@@ -2,12 +2,12 @@ import { z } from 'zod';
 import { TextDecoder } from 'node:util';
 import { ToolError } from './errors';
 import { deadline } from './deadline';
-import { htmlToText } from './html-to-text';
 import { capText, truncationNotice } from './output';
 import type { ToolDefinition } from './tool';
 
 export const DEFAULT_FETCH_MAX_BYTES = 1024 * 1024;
 export const DEFAULT_FETCH_TIMEOUT_MS = 30_000;
+const DEFAULT_CONVERT_TIMEOUT_MS = 20_000;
 const MAX_FETCH_TIMEOUT_MS = 5 * 60_000;
 const MAX_FETCH_BYTES = 20 * 1024 * 1024;
 
@@ -37,7 +37,7 @@ export interface FetchResult {
   url: string;
   status: number;
   contentType: string;
-  /** The body as text: HTML reduced to text, JSON pretty-printed, other text as is. */
+  /** The body as text: HTML as Markdown, JSON pretty-printed, other text as is. */
   content: string;
   /** True when the download stopped at maxBytes or the text was cut to the output cap. */
   truncated: boolean;
@@ -48,14 +48,17 @@ export interface FetchToolOptions {
   defaultMaxBytes?: number;
   /** Default timeout when the model gives none (default 30 s). */
   defaultTimeoutMs?: number;
+  /** Longest an HTML page may take to convert to Markdown before the call fails (default 20 s). */
+  convertTimeoutMs?: number;
   /** Injected for tests; defaults to the global fetch. */
   fetchImpl?: typeof fetch;
 }
 
 export const FETCH_DESCRIPTION = [
   'Make an HTTP(S) request and return the response body as text, with the status code and content type.',
-  'HTML pages are reduced to readable text (links kept as "text (url)"), JSON is pretty-printed, other',
-  'text is returned as is; binary responses are refused. Non-2xx statuses are returned, not errors.',
+  'HTML pages are converted to Markdown (headings, [links](url), lists, tables, fenced code; scripts, styles',
+  'and navigation dropped), JSON is pretty-printed, other text is returned as is; binary responses are refused.',
+  'Non-2xx statuses are returned, not errors.',
   'The download stops at maxBytes (default 1 MB) and the text is capped at 2,000 lines / 50 KB.',
 ].join(' ');
 
@@ -160,6 +163,26 @@ function causeMessage(err: unknown): string {
   return err.message;
 }
 
+/**
+ * HTML as Markdown, converted in a worker thread (turndown and its DOM load there, on the first HTML response).
+ * A page that cannot be converted in time is an error the model can act on: fetch less of it.
+ */
+async function pageToMarkdown(html: string, pageUrl: string, timeoutMs: number, signal: AbortSignal): Promise<string> {
+  const { convertHtmlInWorker } = require('./html-worker') as typeof import('./html-worker');
+  let r: Awaited<ReturnType<typeof convertHtmlInWorker>>;
+  try {
+    r = await convertHtmlInWorker(html, pageUrl, { timeoutMs, signal });
+  } catch {
+    throw new ToolError('cancelled', 'The request was cancelled.');
+  }
+  if (r.ok) return r.markdown;
+  const suggestedAction = 'Fetch less of the page (a smaller maxBytes) or a more specific URL (an API, the raw file).';
+  if (r.reason === 'timeout') {
+    throw new ToolError('timeout', `Converting the HTML of ${pageUrl} to Markdown took longer than ${timeoutMs} ms.`, { suggestedAction });
+  }
+  throw new ToolError('internal_error', `The HTML of ${pageUrl} could not be converted to Markdown: ${r.message}`, { suggestedAction });
+}
+
 export function createFetchTool(opts: FetchToolOptions = {}): ToolDefinition<typeof fetchParameters, FetchResult> {
   const defaultMaxBytes = opts.defaultMaxBytes ?? DEFAULT_FETCH_MAX_BYTES;
   const defaultTimeoutMs = opts.defaultTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS;
@@ -228,7 +251,7 @@ export function createFetchTool(opts: FetchToolOptions = {}): ToolDefinition<typ
       const raw = decode(body.bytes, contentType);
       let text = raw;
       if (kind === 'html') {
-        text = htmlToText(raw, res.url || url.href);
+        text = await pageToMarkdown(raw, res.url || url.href, opts.convertTimeoutMs ?? DEFAULT_CONVERT_TIMEOUT_MS, ctx.signal);
       } else if (kind === 'json' && !body.truncated) {
         try {
           text = JSON.stringify(JSON.parse(raw), null, 2);

@@ -5,7 +5,7 @@ import type { ToolContext, ToolDefinition } from './tool';
 import { fileWorkspace, notFound } from '../workspace/workspace';
 import { MAX_MATCH_TEXT, capItems, compileSearchRegex, grep, type GrepMatch } from '../workspace/search';
 import { decodeText, isBinary } from '../workspace/encoding';
-import { globToRegExp } from '../workspace/glob-match';
+import { compileGlob } from '../workspace/glob-match';
 import { isIgnoredPath, type IgnoreMatcher } from '../workspace/ignore';
 import type { FileWorkspace } from '../workspace/workspace';
 import { includeIgnoredField, listNotice } from '../workspace/tool-support';
@@ -66,13 +66,13 @@ async function overlayUnsavedBuffers(
   const buffers = await ws.files.unsavedBufferTexts();
   if (buffers.size === 0) return;
   const re = compileSearchRegex(q.pattern, q.fixed);
-  const includeRe = q.include ? globToRegExp(q.include) : null;
+  const include = q.include ? compileGlob(q.include) : null;
   const cache = new Map<string, IgnoreMatcher>();
   for (const [abs, bytes] of buffers) {
     const rel = path.relative(ws.root, abs).split(path.sep).join('/');
     if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) continue;
     if (startRel !== '' && rel !== startRel && !rel.startsWith(startRel + '/')) continue;
-    if (includeRe && !includeRe.test(path.posix.basename(rel))) continue;
+    if (include && !include(path.posix.basename(rel))) continue;
     if (ws.paths.isDenied(rel) || rel === '.git' || rel.startsWith('.git/')) continue;
     if (!q.includeIgnored && (await isIgnoredPath(ws.root, rel, false, cache))) continue;
     res.matches = res.matches.filter((m) => m.path !== rel);

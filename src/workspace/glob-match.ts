@@ -1,81 +1,58 @@
+import type { PicomatchOptions } from 'picomatch';
+
 /**
- * A small glob → RegExp compiler for deny globs and .gitignore patterns:
- * `**` (any number of path segments), `*` and `?` (within a segment), `[...]` classes and `{a,b}` alternatives.
+ * Glob matching for workspace-relative, `/`-separated paths, done by picomatch (Bash rules): `*` and `?` within
+ * a segment, `**` across segments, `[a-z]` and `[!x]` classes, `{a,b}` alternatives, `\` escapes, a leading `!`
+ * negates. Dotfiles match like any other name. picomatch is loaded on the first compile, not at start-up.
  */
-export function globToRegExpSource(glob: string): string {
-  let re = '';
-  let i = 0;
-  let braceDepth = 0;
-  while (i < glob.length) {
-    const c = glob[i];
-    if (c === '*') {
-      if (glob[i + 1] === '*') {
-        const atStart = i === 0 || glob[i - 1] === '/';
-        const atEnd = i + 2 === glob.length || glob[i + 2] === '/';
-        if (atStart && atEnd) {
-          if (i + 2 === glob.length) {
-            re += '.*';
-            i += 2;
-          } else {
-            re += '(?:.*/)?';
-            i += 3;
-          }
-          continue;
-        }
-        re += '[^/]*';
-        i += 2;
-        continue;
-      }
-      re += '[^/]*';
-      i++;
-    } else if (c === '?') {
-      re += '[^/]';
-      i++;
-    } else if (c === '[') {
-      const end = glob.indexOf(']', i + 2);
-      if (end === -1) {
-        re += '\\[';
-        i++;
-        continue;
-      }
-      let body = glob.slice(i + 1, end);
-      if (body.startsWith('!')) body = '^' + body.slice(1);
-      re += '[' + body.replace(/\\/g, '\\\\') + ']';
-      i = end + 1;
-    } else if (c === '{') {
-      braceDepth++;
-      re += '(?:';
-      i++;
-    } else if (c === '}' && braceDepth > 0) {
-      braceDepth--;
-      re += ')';
-      i++;
-    } else if (c === ',' && braceDepth > 0) {
-      re += '|';
-      i++;
-    } else if (c === '\\' && i + 1 < glob.length) {
-      re += '\\' + glob[i + 1];
-      i += 2;
-    } else {
-      re += /[.+^$()|\\]/.test(c) ? '\\' + c : c;
-      i++;
+
+export type PathMatcher = (relPath: string) => boolean;
+
+// posix: `[!x]` is a negated class, as in Bash and ripgrep (picomatch reads it as a literal `!` without it).
+const OPTIONS: PicomatchOptions = { dot: true, posix: true };
+
+function picomatch(): typeof import('picomatch/posix') {
+  // The posix build: paths are always `/`-separated here, and `\` is an escape on every platform.
+  return require('picomatch/posix') as typeof import('picomatch/posix');
+}
+
+/** One glob against a whole path; `!glob` matches every path the glob does not. */
+export function compileGlob(glob: string): PathMatcher {
+  return picomatch()(glob, OPTIONS);
+}
+
+/** Escapes the glob syntax in a literal path, so it matches only itself. */
+export function escapeGlob(literal: string): string {
+  return literal.replace(/[\\*?[\]{}()!+@]/g, '\\$&');
+}
+
+/**
+ * A list of globs in the manner of deny lists and .gitignore anchoring:
+ * - a glob with a `/` (other than a trailing one) is matched from the workspace root; a leading `/` only anchors;
+ * - a glob without one matches a name at any depth (`*.pem`, `secrets`, `secrets/`);
+ * - a path matches when it or one of its parent folders matches a glob, unless the path itself matches a `!glob`.
+ */
+export function compileGlobList(globs: readonly string[]): PathMatcher {
+  const pm = picomatch();
+  const positive: PathMatcher[] = [];
+  const negative: PathMatcher[] = [];
+  for (const raw of globs) {
+    const negated = raw.startsWith('!');
+    let glob = (negated ? raw.slice(1) : raw).replace(/^\.\//, '').replace(/\/+$/, '');
+    const anchored = glob.includes('/');
+    glob = glob.replace(/^\/+/, '');
+    if (glob === '') continue;
+    (negated ? negative : positive).push(pm(glob, { ...OPTIONS, basename: !anchored }));
+  }
+  if (positive.length === 0) return () => false;
+  return (relPath) => {
+    if (relPath === '') return false;
+    const parts = relPath.split('/');
+    let hit = false;
+    for (let n = 1; n <= parts.length && !hit; n++) {
+      const prefix = parts.slice(0, n).join('/');
+      hit = positive.some((m) => m(prefix));
     }
-  }
-  return re;
-}
-
-/** Whole-path matcher for a workspace-relative, `/`-separated path. */
-export function globToRegExp(glob: string): RegExp {
-  return new RegExp('^' + globToRegExpSource(glob) + '$');
-}
-
-/** True when `relPath` or one of its parent folders matches one of the globs. */
-export function matchesAnyGlob(relPath: string, globs: RegExp[]): boolean {
-  if (globs.length === 0) return false;
-  const parts = relPath.split('/');
-  for (let n = parts.length; n >= 1; n--) {
-    const prefix = parts.slice(0, n).join('/');
-    if (globs.some((g) => g.test(prefix))) return true;
-  }
-  return false;
+    return hit && !negative.some((m) => m(relPath));
+  };
 }

@@ -1,78 +1,60 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { globToRegExpSource } from './glob-match';
+import type { Ignore } from 'ignore';
 
-/** One line of a .gitignore file, compiled. */
-export interface IgnoreRule {
+/** The rules of one .gitignore file, matched relative to its folder. */
+interface IgnoreFile {
   /** Folder of the .gitignore, workspace-relative ('' for the root). */
   base: string;
-  re: RegExp;
-  negated: boolean;
-  dirOnly: boolean;
+  rules: Ignore;
 }
 
-/** Parses .gitignore text (git's rules: comments, `!`, trailing `/`, anchoring by a `/`, `**`). */
-export function parseGitignore(text: string, base: string): IgnoreRule[] {
-  const rules: IgnoreRule[] = [];
-  for (let raw of text.split(/\r?\n/)) {
-    if (raw === '' || raw.startsWith('#')) continue;
-    raw = raw.replace(/(?<!\\)\s+$/, '');
-    if (raw === '') continue;
-    let negated = false;
-    if (raw.startsWith('!')) {
-      negated = true;
-      raw = raw.slice(1);
-    } else if (raw.startsWith('\\!') || raw.startsWith('\\#')) {
-      raw = raw.slice(1);
-    }
-    let dirOnly = false;
-    if (raw.endsWith('/')) {
-      dirOnly = true;
-      raw = raw.replace(/\/+$/, '');
-    }
-    if (raw === '') continue;
-    const anchored = raw.includes('/');
-    if (raw.startsWith('/')) raw = raw.slice(1);
-    const body = globToRegExpSource(raw);
-    const re = new RegExp('^' + (anchored ? '' : '(?:.*/)?') + body + '$');
-    rules.push({ base, re, negated, dirOnly });
-  }
-  return rules;
+/** Compiles .gitignore text with the `ignore` package (git's rules), loaded on first use. */
+export function compileGitignore(text: string): Ignore {
+  const ignore = require('ignore') as typeof import('ignore');
+  // Case-sensitive like git on Linux (core.ignorecase=false) and like ripgrep, which grep's other engine is.
+  return ignore({ ignorecase: false }).add(text);
 }
 
 /**
- * The .gitignore rules that apply along one folder path. Immutable: `child()` returns a new matcher
- * with the rules of a sub-folder's .gitignore added (deeper files win over shallower ones).
+ * The .gitignore files that apply along one folder path, root first. Immutable: `withFile()` returns a new
+ * matcher with a sub-folder's file added. As in git, the deepest file with a rule for a path decides
+ * (its `!negation` re-includes what a shallower file ignores), and within a file the last matching rule wins.
  */
 export class IgnoreMatcher {
-  constructor(private readonly rules: IgnoreRule[] = []) {}
+  constructor(private readonly files: readonly IgnoreFile[] = []) {}
 
-  withRules(more: IgnoreRule[]): IgnoreMatcher {
-    return more.length ? new IgnoreMatcher([...this.rules, ...more]) : this;
+  withFile(base: string, text: string | undefined): IgnoreMatcher {
+    return text === undefined ? this : new IgnoreMatcher([...this.files, { base, rules: compileGitignore(text) }]);
   }
 
-  /** Is this workspace-relative path ignored by a rule (parent folders are not checked here)? */
+  /**
+   * Is this workspace-relative path ignored by these files' rules (a rule for a parent folder included)? A folder
+   * ignored by a shallower file is pruned by the walk and by isIgnoredPath before a deeper file is consulted.
+   */
   ignores(rel: string, isDir: boolean): boolean {
-    for (let i = this.rules.length - 1; i >= 0; i--) {
-      const r = this.rules[i];
-      if (r.dirOnly && !isDir) continue;
+    for (let i = this.files.length - 1; i >= 0; i--) {
+      const { base, rules } = this.files[i];
       let sub: string;
-      if (r.base === '') sub = rel;
-      else if (rel.startsWith(r.base + '/')) sub = rel.slice(r.base.length + 1);
+      if (base === '') sub = rel;
+      else if (rel.startsWith(base + '/')) sub = rel.slice(base.length + 1);
       else continue;
-      if (r.re.test(sub)) return !r.negated;
+      if (sub === '') continue;
+      // A trailing slash is how `ignore` tells a folder, for directory-only rules such as `dist/`.
+      const r = rules.test(isDir ? sub + '/' : sub);
+      if (r.ignored) return true;
+      if (r.unignored) return false;
     }
     return false;
   }
 }
 
-/** The rules of `<relDir>/.gitignore` (none when it is missing or unreadable). */
-export async function readIgnoreFile(rootAbs: string, relDir: string): Promise<IgnoreRule[]> {
+/** The text of `<relDir>/.gitignore` (undefined when it is missing or unreadable). */
+export async function readIgnoreFile(rootAbs: string, relDir: string): Promise<string | undefined> {
   try {
-    const text = await fsp.readFile(path.join(rootAbs, relDir, '.gitignore'), 'utf8');
-    return parseGitignore(text, relDir);
+    return await fsp.readFile(path.join(rootAbs, relDir, '.gitignore'), 'utf8');
   } catch {
-    return [];
+    return undefined;
   }
 }
 
@@ -81,7 +63,8 @@ export async function matcherFor(rootAbs: string, relDir: string): Promise<Ignor
   let m = new IgnoreMatcher();
   const parts = relDir === '' ? [] : relDir.split('/');
   for (let i = 0; i <= parts.length; i++) {
-    m = m.withRules(await readIgnoreFile(rootAbs, parts.slice(0, i).join('/')));
+    const dir = parts.slice(0, i).join('/');
+    m = m.withFile(dir, await readIgnoreFile(rootAbs, dir));
   }
   return m;
 }
@@ -141,7 +124,7 @@ async function* walkDir(opts: WalkOptions, relDir: string, parent: IgnoreMatcher
     const type: WalkEntry['type'] = isDir ? 'dir' : e.isFile() ? 'file' : e.isSymbolicLink() ? 'symlink' : 'other';
     yield { rel, type };
     if (isDir && opts.recursive) {
-      const m = opts.gitignore ? parent.withRules(await readIgnoreFile(opts.rootAbs, rel)) : parent;
+      const m = opts.gitignore ? parent.withFile(rel, await readIgnoreFile(opts.rootAbs, rel)) : parent;
       yield* walkDir(opts, rel, m);
     }
   }

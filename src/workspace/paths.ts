@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ToolError } from '../tools/errors';
-import { globToRegExp, matchesAnyGlob } from './glob-match';
+import { compileGlobList, type PathMatcher } from './glob-match';
 
 export const DEFAULT_DENY_GLOBS: readonly string[] = ['.git/**'];
 
@@ -18,22 +18,22 @@ export interface ResolvedPath {
  * `..` and symlinks are resolved (for the longest existing prefix) before the confinement check.
  */
 export class PathResolver {
-  private readonly deny: RegExp[];
+  private deny: PathMatcher | undefined;
 
   constructor(
     readonly root: string,
     readonly denyGlobs: readonly string[] = DEFAULT_DENY_GLOBS,
-  ) {
-    this.deny = denyGlobs.map(globToRegExp);
-  }
+  ) {}
 
   /** Workspace-relative form of an absolute path under the root. */
   relative(abs: string): string {
     return path.relative(this.root, abs).split(path.sep).join('/');
   }
 
+  /** Denied by the deny globs (compiled on the first check; see compileGlobList for their rules). */
   isDenied(rel: string): boolean {
-    return rel !== '' && matchesAnyGlob(rel, this.deny);
+    this.deny ??= compileGlobList(this.denyGlobs);
+    return this.deny(rel);
   }
 
   resolve(input: string, opts: { allowRoot?: boolean } = {}): ResolvedPath {

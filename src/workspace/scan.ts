@@ -80,7 +80,7 @@ export async function scanWorkspace(root: string, opts: ScanOptions = {}): Promi
     let m = matchers.get(dirRel);
     if (!m) {
       const parent = dirRel === '' ? Promise.resolve(new IgnoreMatcher()) : matcherOf(parentOf(dirRel));
-      m = Promise.all([parent, readIgnoreFile(root, dirRel)]).then(([p, rules]) => p.withRules(rules));
+      m = Promise.all([parent, readIgnoreFile(root, dirRel)]).then(([p, text]) => p.withFile(dirRel, text));
       matchers.set(dirRel, m);
     }
     return m;

@@ -1,11 +1,10 @@
 import { spawn, spawnSync } from 'node:child_process';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import fg from 'fast-glob';
 import { ToolError } from '../tools/errors';
 import { MAX_OUTPUT_BYTES } from '../tools/output';
 import { isIgnoredPath, walk, type IgnoreMatcher } from './ignore';
-import { globToRegExp } from './glob-match';
+import { compileGlob } from './glob-match';
 
 /** Most results a search returns; the rest are counted in `omitted`. */
 export const MAX_SEARCH_RESULTS = 1000;
@@ -91,7 +90,7 @@ export async function grep(ctx: SearchContext, q: GrepQuery): Promise<GrepResult
 }
 
 async function grepJs(ctx: SearchContext, q: GrepQuery, re: RegExp): Promise<GrepMatch[]> {
-  const includeRe = q.include ? globToRegExp(q.include) : null;
+  const include = q.include ? compileGlob(q.include) : null;
   const out: GrepMatch[] = [];
   // Whole-file pre-check: with the m flag, ^ and $ also match at line breaks, so it finds every file with a line match.
   const quick = new RegExp(re.source, re.flags.includes('m') ? re.flags : re.flags + 'm');
@@ -101,7 +100,7 @@ async function grepJs(ctx: SearchContext, q: GrepQuery, re: RegExp): Promise<Gre
   else {
     for await (const e of walk({ rootAbs: ctx.rootAbs, startRel: q.startRel, gitignore: q.gitignore, skip: ctx.isDenied, recursive: true, signal: ctx.signal })) {
       if (e.type !== 'file') continue;
-      if (includeRe && !includeRe.test(path.posix.basename(e.rel))) continue;
+      if (include && !include(path.posix.basename(e.rel))) continue;
       files.push(e.rel);
     }
   }
@@ -194,6 +193,8 @@ export async function globFiles(ctx: SearchContext, pattern: string, startRel: s
     });
   }
   const cwd = path.join(ctx.rootAbs, startRel);
+  // Loaded when the glob tool first runs, not with the tool set.
+  const fg = require('fast-glob') as typeof import('fast-glob');
   const entries = await fg(pattern, {
     cwd,
     dot: true,

@@ -8,6 +8,7 @@ import { Checkpoints } from './checkpoints';
 import { Mutex } from './mutex';
 import { applyReviewSelection, type ReviewSelection } from './review';
 import { DEFAULT_DENY_GLOBS, PathResolver, isUnder, type ResolvedPath } from './paths';
+import { escapeGlob } from './glob-match';
 import type { SearchContext } from './search';
 import { scanWorkspace, type ScanOptions, type WorkspaceScan } from './scan';
 import { DEFAULT_TRASH_RETENTION_DAYS, WorkspaceTrash } from './trash';
@@ -101,7 +102,7 @@ export class FileWorkspace implements Workspace {
     // A data folder inside the workspace is never visible to the tools.
     if (isUnder(this.root, this.dataDir) && this.dataDir !== this.root) {
       const rel = path.relative(this.root, this.dataDir).split(path.sep).join('/');
-      deny.push(rel, `${rel}/**`);
+      deny.push('/' + escapeGlob(rel));
     }
     this.paths = new PathResolver(this.root, deny);
     this.files = new FileAccess({
