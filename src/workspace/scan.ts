@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import fg from 'fast-glob';
+import type fgType from 'fast-glob';
 import { IgnoreMatcher, readIgnoreFile } from './ignore';
 
 export interface FileStamp {
@@ -117,6 +117,8 @@ export async function scanWorkspace(root: string, opts: ScanOptions = {}): Promi
     });
   };
 
+  // Loaded here: the first reply's path needs no globbing.
+  const fg = require('fast-glob') as typeof fgType;
   const entries = await fg('**', {
     cwd: root,
     dot: true,
@@ -124,7 +126,7 @@ export async function scanWorkspace(root: string, opts: ScanOptions = {}): Promi
     followSymbolicLinks: false,
     objectMode: true,
     suppressErrors: true,
-    fs: { readdir: readdir as unknown as NonNullable<fg.Options['fs']>['readdir'] },
+    fs: { readdir: readdir as unknown as NonNullable<fgType.Options['fs']>['readdir'] },
   });
   const rels = entries
     .filter((e) => !e.dirent.isDirectory() && (e.dirent.isFile() || e.dirent.isSymbolicLink()))
