@@ -95,14 +95,18 @@ function toRow(r: RawRow): SessionRow {
     id: r.id,
     kind: r.kind as SessionRowKind,
     role: r.role,
-    message: r.message_json === null ? null : (JSON.parse(r.message_json) as unknown),
-    display: r.display_json === null ? null : (JSON.parse(r.display_json) as unknown),
+    message: fromJson(r.message_json),
+    display: fromJson(r.display_json),
     text: r.text,
     inContext: r.in_context === 1,
     partial: r.partial === 1,
     archivedBy: r.archived_by,
     createdAt: r.created_at,
   };
+}
+
+function fromJson(text: string | null): unknown {
+  return text === null ? null : (JSON.parse(text) as unknown);
 }
 
 function json(v: unknown): string | null {
@@ -247,8 +251,8 @@ export class SessionRepository {
     return raw.map((r) => ({
       kind: r.kind as SessionRowKind,
       role: r.role,
-      display: r.display_json === null ? null : (JSON.parse(r.display_json) as unknown),
-      message: r.message_json === null ? null : (JSON.parse(r.message_json) as unknown),
+      display: fromJson(r.display_json),
+      message: fromJson(r.message_json),
       text: r.text,
       partial: r.partial === 1,
     }));

@@ -99,17 +99,7 @@ export class Checkpoints {
         const b = capture.before.get(abs);
         files.push({ path: b?.rel ?? this.rel(abs), before: b?.before ?? null, afterSha256 });
       }
-      turn.id = this.o.repo.record(
-        turn.id,
-        {
-          sessionId: turn.info.sessionId,
-          root: this.o.root,
-          messageId: turn.info.messageId == null ? null : String(turn.info.messageId),
-          message: turn.info.text,
-          createdAt: turn.startedAt,
-        },
-        files,
-      );
+      this.save(turn, files);
       for (const b of capture.before.values()) turn.captured.add(b.rel);
     } catch (err) {
       if (!this.onRecordError) throw err;
@@ -136,22 +126,27 @@ export class Checkpoints {
         }
         files.push({ path: c.rel, before, afterSha256: c.afterSha256 });
       }
-      turn.id = this.o.repo.record(
-        turn.id,
-        {
-          sessionId: turn.info.sessionId,
-          root: this.o.root,
-          messageId: turn.info.messageId == null ? null : String(turn.info.messageId),
-          message: turn.info.text,
-          createdAt: turn.startedAt,
-        },
-        files,
-      );
+      this.save(turn, files);
       for (const c of changes) turn.captured.add(c.rel);
     } catch (err) {
       if (!this.onRecordError) throw err;
       this.onRecordError(err);
     }
+  }
+
+  /** The turn's checkpoint row (created with its first files) and these files' states. */
+  private save(turn: Turn, files: CheckpointFileRecord[]): void {
+    turn.id = this.o.repo.record(
+      turn.id,
+      {
+        sessionId: turn.info.sessionId,
+        root: this.o.root,
+        messageId: turn.info.messageId == null ? null : String(turn.info.messageId),
+        message: turn.info.text,
+        createdAt: turn.startedAt,
+      },
+      files,
+    );
   }
 
   /** Queues a note for the model (a rewind it must learn about); taken with the next user message. */
