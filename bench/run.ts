@@ -3,11 +3,13 @@ import { runChatBenchmarks } from './chat';
 import { formatBenchTable, runFileBenchmarks } from './files';
 import { formatBufferTable, runBufferBenchmarks } from './buffers';
 import { formatStartupTable, runStartupBenchmark } from './startup';
+import { runSessionBenchmarks } from './sessions';
 
 async function main(): Promise<void> {
   const write = (s: string) => process.stdout.write(s);
   // The headline: what the user feels in the chat (cold first token, streaming), then the rest.
   await runChatBenchmarks(undefined, write);
+  await runSessionBenchmarks(undefined, write);
   write('## Host start-up (bench/startup.ts)\n\n');
   write(formatStartupTable(runStartupBenchmark()) + '\n\n');
   write('## File layer (bench/files.ts)\n\n');
