@@ -79,6 +79,13 @@ export async function runReopenBenchmark(runs = Number(process.env.BENCH_REOPEN_
     await t.waitFor(() => t.lua<boolean>("return require('caboose.rpc').is_running()"), 'host', 20_000);
     await t.lua(`
       _G.bench = {}
+      local chat = require('caboose.ui.chat')
+      local load = chat.load
+      chat.load = function(items)
+        _G.bench.ev = vim.uv.hrtime()
+        load(items)
+        _G.bench.loaded = vim.uv.hrtime()
+      end
       vim.api.nvim_create_autocmd('User', { pattern = 'CabooseSessionOpened', callback = function()
         vim.cmd('redraw')
         _G.bench.t1 = vim.uv.hrtime()
@@ -95,12 +102,17 @@ export async function runReopenBenchmark(runs = Number(process.env.BENCH_REOPEN_
       await new Promise((r) => setTimeout(r, 300));
       await t.lua(`_G.bench.t1 = nil; _G.bench.t0 = vim.uv.hrtime(); require('caboose.ui.sessions').open(...)`, [id]);
       const ms = await t.waitFor(() => t.lua<number | null>('return _G.bench.t1 and (_G.bench.t1 - _G.bench.t0) / 1e6 or nil'), 'reopened', 30_000);
+      if (process.env.BENCH_REOPEN_DEBUG) process.stderr.write(JSON.stringify(await t.lua('return { arrive = (_G.bench.ev - _G.bench.t0) / 1e6, load = (_G.bench.loaded - _G.bench.ev) / 1e6, after = (_G.bench.t1 - _G.bench.loaded) / 1e6 }')) + '\n');
       if (i === 0) continue; // warm-up
       result.runs.push(ms);
       result.baseline.push(b);
     }
     result.lines = await t.lua<number>("return vim.api.nvim_buf_line_count(require('caboose.ui.chat').buf())");
   } finally {
+    if (process.env.BENCH_REOPEN_DEBUG) {
+      const log = fs.existsSync(t.logFile) ? fs.readFileSync(t.logFile, 'utf8') : '';
+      process.stderr.write(log.split('\n').filter((l) => /reopened|session.open/.test(l)).join('\n') + '\n');
+    }
     await t.close();
     fs.rmSync(home, { recursive: true, force: true });
     fs.rmSync(cwd, { recursive: true, force: true });

@@ -88,7 +88,7 @@ H.handlers = {
     -- A reopened session: its chat replaces the current one (the unsent draft stays).
     require('caboose.ui.approval').close_all()
     H.chat().reset()
-    H.chat().load(p.items or {})
+    H.chat().load(p.items_json and vim.json.decode(p.items_json, { luanil = { object = true, array = true } }) or p.items or {})
     H.chat().set_status(nil, nil, { title = p.title or false })
     M.open_chat()
     vim.api.nvim_exec_autocmds('User', { pattern = 'CabooseSessionOpened', modeline = false, data = { session = p.session, title = p.title } })

@@ -59,6 +59,6 @@ export const EVENTS = {
   usage: 'usage',
   retry: 'retry',
   sessionInfo: 'session_info',
-  /** A reopened session's chat, rendered at once: `{ session, title, items }`. */
+  /** A reopened session's chat, rendered at once: `{ session, title, items_json }` (the items as JSON text). */
   transcript: 'transcript',
 } as const;

@@ -232,12 +232,24 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   session.bind(agent);
   if (o.resume) {
     // The transcript first (what the user waits for), then the conversation the model continues from.
+    const t0 = performance.now();
     const stored = sessions.get(session.id);
-    ui.emit(EVENTS.transcript, { session: session.id, title: stored?.title ?? null, items: transcriptItems(sessions.displayRows(session.id)) });
+    const items = transcriptItems(sessions.displayRows(session.id));
+    const t1 = performance.now();
+    // As JSON text: a long transcript is one string to Neovim (vim.json.decode), not thousands of msgpack maps.
+    ui.emit(EVENTS.transcript, { session: session.id, title: stored?.title ?? null, items_json: JSON.stringify(items) });
+    log.info('reopened session %s: %d chat entries (read %d ms, sent %d ms)', session.id, items.length, Math.round(t1 - t0), Math.round(performance.now() - t1));
+  }
+  // The conversation the model continues from is read when the first message needs it (parsing every
+  // stored tool output of a long session must not delay its transcript).
+  let restore = o.resume;
+  const ensureRestored = (): void => {
+    if (!restore) return;
+    restore = false;
     const restored = restoreConversation(sessions.contextRows(session.id));
     agent.loadMessages(restored.map((r) => r.message));
     recorder.adopt(restored);
-  }
+  };
   ui.emit(EVENTS.sessionInfo, { session: session.id, model: o.provider.model, cwd: o.cwd, title: sessions.get(session.id)?.title ?? null });
   // Once, after the first reply: a 3–6 word title from the model (the first words stand in until then).
   let naming = false;
@@ -261,6 +273,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       .catch((e: unknown) => log.info('session title: %s', e instanceof Error ? e.message : String(e)));
   }
   const sendNow = async (text: string, context: ContextItem[]) => {
+    ensureRestored();
     const id = ++messageCount;
     const composed = await composeMessage(text, context, (p) => ws.call('read_file', { path: p }));
     // After a rewind the model learns which of its edits are gone.

@@ -114,7 +114,9 @@ export class HostServer {
         const init = this.requireInit();
         const fs = require('node:fs') as typeof import('node:fs');
         if (fs.existsSync(stored.cwd)) init.cwd = stored.cwd;
+        const t0 = performance.now();
         const next = await this.replaceRuntime(id);
+        this.log.info('session.open: new runtime in %d ms', Math.round(performance.now() - t0));
         next.session.emitState(next.session.agent.state, next.session.agent.state);
         return next.info();
       }

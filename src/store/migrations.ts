@@ -78,20 +78,23 @@ CREATE TABLE sessions (
 CREATE INDEX sessions_cwd ON sessions(cwd, updated_at);
 CREATE INDEX sessions_updated ON sessions(updated_at);
 
+-- Small columns first, the large ones last: reading a row's display never walks a tool output's pages.
 CREATE TABLE session_messages (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
   kind TEXT NOT NULL,
   role TEXT,
-  message_json TEXT,
-  display_json TEXT,
-  text TEXT NOT NULL DEFAULT '',
   in_context INTEGER NOT NULL DEFAULT 1,
   partial INTEGER NOT NULL DEFAULT 0,
   archived_by INTEGER,
-  created_at INTEGER NOT NULL
+  created_at INTEGER NOT NULL,
+  display_json TEXT,
+  text TEXT NOT NULL DEFAULT '',
+  message_json TEXT
 );
 CREATE INDEX session_messages_session ON session_messages(session_id, id);
+-- Covers what reopening a session reads for its transcript (no table row, no tool output, is touched).
+CREATE INDEX session_messages_display ON session_messages(session_id, id, kind, role, partial, display_json);
 
 CREATE VIRTUAL TABLE session_messages_fts USING fts5(text, content='session_messages', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
 CREATE TRIGGER session_messages_fts_ai AFTER INSERT ON session_messages BEGIN

@@ -203,12 +203,13 @@ export class SessionRepository {
   append(sessionId: string, row: NewRow): number {
     const now = Date.now();
     const text = (row.text ?? '').slice(0, MAX_INDEXED_CHARS);
+    const display = row.display ?? (row.kind === 'notice' || row.kind === 'error' ? { text: row.text ?? '' } : undefined);
     const info = this.st.insertRow.run(
       sessionId,
       row.kind,
       row.role ?? null,
       json(row.message),
-      json(row.display),
+      json(display),
       text,
       row.inContext === false ? 0 : 1,
       row.partial ? 1 : 0,
@@ -241,21 +242,27 @@ export class SessionRepository {
    * none (a partial reply, a row written without one). Reopening a long session parses no tool output.
    */
   displayRows(sessionId: string): { kind: SessionRowKind; role: string | null; display: unknown; message: unknown; text: string; partial: boolean }[] {
+    // Read from the covering index only; the few rows without a display (a reply cut mid-stream) are
+    // completed one by one.
     const raw = this.db
-      .prepare(
-        `SELECT kind, role, display_json, partial, CASE WHEN kind IN ('notice', 'error') THEN text ELSE '' END AS text,
-                CASE WHEN display_json IS NULL OR partial = 1 THEN message_json END AS message_json
-         FROM session_messages WHERE session_id = ? ORDER BY id`,
-      )
-      .all(sessionId) as { kind: string; role: string | null; display_json: string | null; partial: number; text: string; message_json: string | null }[];
-    return raw.map((r) => ({
-      kind: r.kind as SessionRowKind,
-      role: r.role,
-      display: fromJson(r.display_json),
-      message: fromJson(r.message_json),
-      text: r.text,
-      partial: r.partial === 1,
-    }));
+      .prepare('SELECT id, kind, role, partial, display_json FROM session_messages INDEXED BY session_messages_display WHERE session_id = ? ORDER BY id')
+      .all(sessionId) as { id: number; kind: string; role: string | null; partial: number; display_json: string | null }[];
+    const full = this.db.prepare('SELECT message_json, text FROM session_messages WHERE id = ?');
+    // One parse of all displays is much cheaper than one per row.
+    const displays = JSON.parse(`[${raw.map((r) => r.display_json ?? 'null').join(',')}]`) as ({ text?: unknown } | null)[];
+    return raw.map((r, i) => {
+      const display = displays[i];
+      const chatLine = r.kind === 'notice' || r.kind === 'error';
+      const missing = display === null || r.partial === 1 ? (full.get(r.id) as { message_json: string | null; text: string }) : null;
+      return {
+        kind: r.kind as SessionRowKind,
+        role: r.role,
+        display,
+        message: missing ? fromJson(missing.message_json) : null,
+        text: chatLine ? (typeof display?.text === 'string' ? display.text : (missing?.text ?? '')) : '',
+        partial: r.partial === 1,
+      };
+    });
   }
 
   /** The rows of the model's conversation (in context), fully parsed. */
