@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { ToolError } from './errors';
 import { capText, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from './output';
 import type { ToolDefinition } from './tool';
+import { confine } from '../workspace/paths';
 
 export const DEFAULT_BASH_TIMEOUT_MS = 120_000;
 /** Time between SIGTERM and SIGKILL when the process group is killed. */
@@ -159,37 +160,23 @@ export class OutputCollector {
 // ---------------------------------------------------------------------------------------------------------
 // Paths and processes
 
-function isInside(root: string, p: string): boolean {
-  const rel = path.relative(root, p);
-  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
-}
-
 /** Resolves `cwd` against the workspace root; it must exist, be a directory and stay inside the root. */
 export async function resolveCwd(root: string, cwd: string | undefined): Promise<string> {
   const realRoot = await fsp.realpath(root);
   if (cwd === undefined || cwd === '' || cwd === '.') return realRoot;
-  const wanted = path.resolve(realRoot, cwd);
-  const outside = (): ToolError =>
-    new ToolError('outside_workspace', `cwd "${cwd}" is outside the workspace ${realRoot}.`, {
-      path: cwd,
-      suggestedAction: 'Use a directory inside the workspace, given relative to its root.',
-    });
-  if (!isInside(realRoot, wanted)) throw outside();
-  let real: string;
-  try {
-    real = await fsp.realpath(wanted);
-  } catch {
+  // The file tools' confinement (no deny globs: the command can reach any file inside anyway).
+  const { abs } = confine(realRoot, cwd);
+  const st = await fsp.stat(abs).catch(() => null);
+  if (!st) {
     throw new ToolError('not_found', `cwd "${cwd}" does not exist.`, {
       path: cwd,
       suggestedAction: 'Create the directory first or run from the workspace root.',
     });
   }
-  if (!isInside(realRoot, real)) throw outside();
-  const st = await fsp.stat(real);
   if (!st.isDirectory()) {
     throw new ToolError('invalid_arguments', `cwd "${cwd}" is not a directory.`, { path: cwd });
   }
-  return real;
+  return abs;
 }
 
 function defaultShell(): string {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { STALE_FILE_ACTION, ToolError } from '../tools/errors';
 import { decodeText, isBinary, type TextEncodingInfo } from './encoding';
 import { lineHunksBytes, type LineHunk } from './buffer-hunks';
+import { isUnder } from './paths';
 
 /**
  * The one module through which file content is viewed and written. Without a bridge it is the disk.
@@ -506,11 +507,13 @@ export class FileAccess {
         const dir = path.dirname(c.abs);
         const made = await fsp.mkdir(dir, { recursive: true });
         if (made) createdDirs.push(made);
+        await this.assertFolderUnchanged(dir);
         temps.set(i, await writeTemp(dir, path.basename(c.abs), c.bytes, c.mode));
       }
       for (let i = 0; i < changes.length; i++) {
         const c = changes[i];
         this.faultHook?.({ index: i, change: c, phase: 'commit' });
+        await this.assertFolderUnchanged(path.dirname(c.abs));
         if (c.type === 'delete') {
           const backup = siblingName(c.abs, 'bak');
           await fsp.rename(c.abs, backup);
@@ -540,6 +543,23 @@ export class FileAccess {
     }
     for (const s of steps) if (s.kind !== 'created') await fsp.unlink(s.backup).catch(() => undefined);
     if (syncDirs) await this.syncDirs(changes);
+  }
+
+  /**
+   * A change's folder is still the real folder it was planned for: a symlink swapped into its path since
+   * (by another process) would redirect the write, possibly out of the workspace.
+   */
+  private async assertFolderUnchanged(dir: string): Promise<void> {
+    if (!this.root) return;
+    const real = await fsp.realpath(dir).catch(() => null);
+    if (real === null || real === dir) return;
+    const rel = this.rel(dir) || '.';
+    if (!isUnder(this.root, real)) {
+      throw new ToolError('outside_workspace', `The folder "${rel}" was replaced by a link to ${real}, outside the workspace, during the write; nothing was written.`, {
+        path: rel,
+      });
+    }
+    throw new ToolError('stale_file', `The folder "${rel}" was replaced by a link during the write; nothing was written.`, { path: rel, suggestedAction: STALE_FILE_ACTION });
   }
 
   /** fsyncs the folders of the changed files (the renames' durability). */
