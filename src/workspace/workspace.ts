@@ -5,6 +5,7 @@ import type { AuditRepository } from '../store/audit';
 import { openStore, type Store } from '../store';
 import { FileAccess, type BufferBridge, type CommitReport, type FileChange, type CommitFaultHook, type UnsavedBuffersPolicy } from './file-access';
 import { Mutex } from './mutex';
+import { recoverCommits, type RecoveryReport } from './commit-journal';
 import { applyReviewSelection, type ReviewSelection } from './review';
 import { DEFAULT_DENY_GLOBS, PathResolver, isUnder, type ResolvedPath } from './paths';
 import type { SearchContext } from './search';
@@ -73,6 +74,8 @@ export class FileWorkspace implements Workspace {
   readonly files: FileAccess;
   readonly store: Store;
   readonly trash: WorkspaceTrash;
+  /** What opening the workspace recovered of commits cut off by a crash. */
+  readonly recovered: RecoveryReport;
   private readonly writeLock = new Mutex();
   private closed = false;
 
@@ -91,12 +94,16 @@ export class FileWorkspace implements Workspace {
       deny.push(rel, `${rel}/**`);
     }
     this.paths = new PathResolver(this.root, deny);
+    const journalDir = path.join(this.dataDir, 'journal');
+    // Commits a crashed process left half done are finished or undone before anything else runs.
+    this.recovered = recoverCommits(journalDir);
     this.files = new FileAccess({
       root: this.root,
       bridge: opts.bridge,
       unsavedBuffers: opts.unsavedBuffers,
       maxFileBytes: opts.maxFileBytes,
       faultHook: opts.faultHook,
+      journalDir,
     });
     this.store = openStore(this.dataDir);
     this.trash = new WorkspaceTrash(this.dataDir, this.store.trash, opts.trashRetentionDays ?? DEFAULT_TRASH_RETENTION_DAYS);
