@@ -218,13 +218,12 @@ export function mainIfDirect(mod: NodeModule, run: () => Promise<SuiteReport>): 
   if (require.main !== mod) return;
   process.stdout.write(formatMachine(machineInfo()) + '\n\n');
   run().then(
+    // Exit explicitly: a helper left running by a suite (a server socket, esbuild's service) must not keep it alive.
     (r) => {
-      process.stdout.write(formatSuite(r));
-      process.exitCode = failuresOf(r) > 0 ? 1 : 0;
+      process.stdout.write(formatSuite(r), () => process.exit(failuresOf(r) > 0 ? 1 : 0));
     },
     (err: unknown) => {
-      process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
-      process.exitCode = 2;
+      process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`, () => process.exit(2));
     },
   );
 }
