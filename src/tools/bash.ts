@@ -1,4 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
@@ -7,6 +8,7 @@ import { ToolError } from './errors';
 import { capText, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from './output';
 import type { ToolDefinition } from './tool';
 import { confine } from '../workspace/paths';
+import { RUN_TAG_VAR, signalPids, taggedPids, taggedPidsSync } from './process-sweep';
 
 export const DEFAULT_BASH_TIMEOUT_MS = 120_000;
 /** Time between SIGTERM and SIGKILL when the process group is killed. */
@@ -193,16 +195,42 @@ function signalGroup(pgid: number, sig: NodeJS.Signals | 0): boolean {
   }
 }
 
+/** A command whose processes may still exist: its process group and its environment tag. */
+interface Started {
+  pgid: number;
+  tag: string;
+}
+
+/** Commands not yet swept with SIGKILL; whatever is left of them dies with the host. */
+const started = new Set<Started>();
+let exitHookInstalled = false;
+
+function track(s: Started): void {
+  started.add(s);
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  // The host exits (Neovim quit, :CabooseStop then quit): no grace period will come, so SIGKILL now.
+  process.on('exit', () => {
+    for (const c of started) {
+      signalGroup(c.pgid, 'SIGKILL');
+      signalPids(taggedPidsSync(c.tag), 'SIGKILL');
+    }
+  });
+}
+
 /**
- * SIGTERM to the whole group now, SIGKILL to whatever is left after `graceMs`. The timer is unref'd so a
+ * SIGTERM to the command's process group and to every process that carries its tag (started in a
+ * session of its own), now; SIGKILL to whatever is left after `graceMs`. The timer is unref'd so a
  * finished command does not keep the host (or a test) alive.
  */
-function killGroup(child: ChildProcess, graceMs: number): void {
-  const pgid = child.pid;
-  if (pgid === undefined) return;
-  if (!signalGroup(pgid, 'SIGTERM')) return;
+function killCommand(s: Started, graceMs: number): void {
+  signalGroup(s.pgid, 'SIGTERM');
+  void taggedPids(s.tag).then((pids) => signalPids(pids, 'SIGTERM'));
   const timer = setTimeout(() => {
-    if (signalGroup(pgid, 0)) signalGroup(pgid, 'SIGKILL');
+    signalGroup(s.pgid, 'SIGKILL');
+    void taggedPids(s.tag)
+      .then((pids) => signalPids(pids, 'SIGKILL'))
+      .finally(() => started.delete(s));
   }, graceMs);
   timer.unref();
 }
@@ -235,12 +263,15 @@ export function createBashTool(opts: BashToolOptions = {}): ToolDefinition<typeo
       const started = performance.now();
 
       return new Promise<BashResult>((resolve, reject) => {
+        const tag = randomBytes(8).toString('hex');
         const child = spawn(shell, ['-c', args.command], {
           cwd,
           detached: true,
           stdio: ['ignore', 'pipe', 'pipe'],
-          env: { ...process.env, PAGER: 'cat', GIT_PAGER: 'cat', GIT_TERMINAL_PROMPT: '0' },
+          env: { ...process.env, PAGER: 'cat', GIT_PAGER: 'cat', GIT_TERMINAL_PROMPT: '0', [RUN_TAG_VAR]: tag },
         });
+        const self: Started | null = child.pid === undefined ? null : { pgid: child.pid, tag };
+        if (self) track(self);
         const collected = new OutputCollector();
         let timedOut = false;
         let aborted = false;
@@ -248,9 +279,9 @@ export function createBashTool(opts: BashToolOptions = {}): ToolDefinition<typeo
         let settled = false;
 
         const kill = (): void => {
-          if (killing) return;
+          if (killing || !self) return;
           killing = true;
-          killGroup(child, graceMs);
+          killCommand(self, graceMs);
         };
         const timer = setTimeout(() => {
           timedOut = true;
