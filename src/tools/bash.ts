@@ -52,6 +52,16 @@ export interface BashToolOptions {
   killGraceMs?: number;
   /** Shell binary run as `<shell> -c <command>` (default bash when present, else /bin/sh). */
   shell?: string;
+  /** Secrets (the model API key): environment variables whose value contains one are left out of commands. */
+  hideEnvValues?: string[];
+}
+
+/** The host's environment minus the variables holding a secret (shorter strings are not treated as secrets). */
+function commandEnv(hide: readonly string[]): NodeJS.ProcessEnv {
+  const secrets = hide.filter((s) => s.length >= 8);
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !secrets.some((s) => v.includes(s))) env[k] = v;
+  return env;
 }
 
 export const BASH_DESCRIPTION = [
@@ -242,6 +252,7 @@ export function createBashTool(opts: BashToolOptions = {}): ToolDefinition<typeo
   const defaultTimeoutMs = opts.defaultTimeoutMs ?? DEFAULT_BASH_TIMEOUT_MS;
   const graceMs = opts.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
   const shell = opts.shell ?? defaultShell();
+  const hide = opts.hideEnvValues ?? [];
 
   return {
     name: 'bash',
@@ -268,7 +279,7 @@ export function createBashTool(opts: BashToolOptions = {}): ToolDefinition<typeo
           cwd,
           detached: true,
           stdio: ['ignore', 'pipe', 'pipe'],
-          env: { ...process.env, PAGER: 'cat', GIT_PAGER: 'cat', GIT_TERMINAL_PROMPT: '0', [RUN_TAG_VAR]: tag },
+          env: { ...commandEnv(hide), PAGER: 'cat', GIT_PAGER: 'cat', GIT_TERMINAL_PROMPT: '0', [RUN_TAG_VAR]: tag },
         });
         const self: Started | null = child.pid === undefined ? null : { pgid: child.pid, tag };
         if (self) track(self);
