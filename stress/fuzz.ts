@@ -430,6 +430,56 @@ async function runLane(lane: Lane, cases: number, checks: Checks, outcomes: Map<
   }
 }
 
+/**
+ * Probes of the areas other engineers are fixing in issue 11 (reported as known defects): consecutive
+ * `@@` context lines (1), writes with an already aborted signal (2), delete/move without expectedSha256 (3).
+ */
+async function defectProbes(root: string, ws: OpenedWorkspace, rand: Rand, checks: Checks, n: number): Promise<void> {
+  const aborted = new AbortController();
+  aborted.abort();
+  for (let i = 0; i < n; i++) {
+    const lines = Array.from({ length: 12 + Math.floor(rand() * 20) }, (_, k) => `u${k}-${Math.floor(rand() * 1e6).toString(36)}`);
+    fs.writeFileSync(path.join(root, 'p.txt'), lines.join('\n') + '\n');
+    const [a, b, c] = [2 + Math.floor(rand() * 3), 6 + Math.floor(rand() * 3), 10 + Math.floor(rand() * (lines.length - 10))];
+    const patch = `*** Begin Patch\n*** Update File: p.txt\n@@ ${lines[a]}\n@@ ${lines[b]}\n-${lines[c]}\n+replaced ${i}\n*** End Patch\n`;
+    const want = lines.map((l, k) => (k === c ? `replaced ${i}` : l)).join('\n') + '\n';
+    const r = await ws.call('apply_patch', { patch });
+    const got = fs.readFileSync(path.join(root, 'p.txt'), 'utf8');
+    checks.record('apply_patch: consecutive @@ context lines narrow the position', r.ok && got === want ? null : `${r.ok ? 'wrong result' : `${r.error.kind}: ${r.error.message}`}`);
+    const sha = sha256(got);
+    const before = snapshotTree(root);
+    const writes: [string, unknown][] = [
+      ['create_file', { path: `q${i}.txt`, content: 'x\n' }],
+      ['write_file', { path: 'p.txt', content: 'x\n', expectedSha256: sha }],
+      ['edit_file', { path: 'p.txt', expectedSha256: sha, edits: [{ oldText: `replaced ${i}`, newText: 'y' }] }],
+      ['delete_file', { path: 'p.txt', expectedSha256: sha }],
+      ['move_file', { from: 'p.txt', to: `moved${i}.txt`, expectedSha256: sha }],
+      ['apply_patch', { patch: `*** Begin Patch\n*** Add File: r${i}.txt\n+x\n*** End Patch\n` }],
+    ];
+    for (const [name, args] of writes) {
+      const res = await ws.call(name, args, { signal: aborted.signal });
+      const after = snapshotTree(root);
+      checks.record(
+        'a write whose abort signal is already aborted is cancelled and writes nothing',
+        !res.ok && res.error.kind === 'cancelled' && sameTree(before, after) ? null : `${name}: ${res.ok ? 'ok' : res.error.kind}, ${treeDiff(before, after)}`,
+      );
+      if (!sameTree(before, after)) {
+        for (const rel of snapshotTree(root).keys()) if (!before.has(rel)) fs.rmSync(path.join(root, rel));
+        for (const [rel, b] of before) fs.writeFileSync(path.join(root, rel), b);
+      }
+    }
+    for (const [name, args] of [['delete_file', { path: 'p.txt' }], ['move_file', { from: 'p.txt', to: `m${i}.txt` }]] as const) {
+      const res = await ws.call(name, args);
+      checks.record('delete_file and move_file require expectedSha256', !res.ok && res.error.kind === 'invalid_arguments' ? null : `${name} without expectedSha256: ${res.ok ? 'ok' : res.error.kind}`);
+      if (res.ok) fs.writeFileSync(path.join(root, 'p.txt'), got);
+      for (const rel of [`m${i}.txt`]) fs.rmSync(path.join(root, rel), { force: true });
+    }
+  }
+  checks.known('apply_patch: consecutive @@ context lines narrow the position', 1);
+  checks.known('a write whose abort signal is already aborted is cancelled and writes nothing', 2);
+  checks.known('delete_file and move_file require expectedSha256', 3);
+}
+
 export async function run(): Promise<SuiteReport> {
   const started = Date.now();
   const checks = new Checks(Number(process.env.STRESS_EXAMPLES ?? 20));
@@ -445,6 +495,11 @@ export async function run(): Promise<SuiteReport> {
       return { ws: openWorkspace({ root, dataDir: path.join(tmp.dir, `data${k}`), sessionId: `fuzz${k}` }), root, profiles: new Map(), rand: seededRandom(seed + k) };
     });
     await Promise.all(lanes.map((l, k) => runLane(l, Math.floor(total / laneCount) + (k < total % laneCount ? 1 : 0), checks, outcomes)));
+    const probeRoot = path.join(tmp.dir, 'probes');
+    fs.mkdirSync(probeRoot);
+    const probeWs = openWorkspace({ root: probeRoot, dataDir: path.join(tmp.dir, 'probe-data'), sessionId: 'probes' });
+    await defectProbes(probeRoot, probeWs, seededRandom(seed - 1), checks, scaled(20));
+    probeWs.close();
     for (const l of lanes) {
       const v = l.ws.verifyAuditLog();
       let detail = '';

@@ -314,6 +314,41 @@ export async function run(): Promise<SuiteReport> {
       for (const f of fs.readdirSync(path.join(outside, 'racedir'))) if (f !== 'f.txt') fs.rmSync(path.join(outside, 'racedir', f), { force: true });
     }
 
+    // Read-only and unreadable files (issue 11, defect 4: being fixed by another engineer).
+    fs.writeFileSync(path.join(root, 'ro.txt'), 'read only\n');
+    fs.chmodSync(path.join(root, 'ro.txt'), 0o444);
+    const roSha = sha256('read only\n');
+    const roWrites: [string, () => Promise<ToolResult>][] = [
+      ['write_file', () => ws.call('write_file', { path: 'ro.txt', content: 'changed\n', expectedSha256: roSha })],
+      ['edit_file', () => ws.call('edit_file', { path: 'ro.txt', expectedSha256: roSha, edits: [{ oldText: 'read only', newText: 'changed' }] })],
+      ['apply_patch', () => ws.call('apply_patch', { patch: envelope('*** Update File: ro.txt\n@@\n-read only\n+changed\n') })],
+    ];
+    for (const [label, call] of roWrites) {
+      const res = await call();
+      const now = fs.readFileSync(path.join(root, 'ro.txt'), 'utf8');
+      const mode = fs.statSync(path.join(root, 'ro.txt')).mode & 0o777;
+      checks.record(
+        'a read-only (0444) file is refused with permission_denied, unchanged',
+        !res.ok && res.error.kind === 'permission_denied' && now === 'read only\n' && mode === 0o444 ? null : `${label}: ${res.ok ? 'ok' : res.error.kind}, content ${JSON.stringify(now)}, mode ${mode.toString(8)}`,
+      );
+      if (now !== 'read only\n') {
+        fs.chmodSync(path.join(root, 'ro.txt'), 0o644);
+        fs.writeFileSync(path.join(root, 'ro.txt'), 'read only\n');
+        fs.chmodSync(path.join(root, 'ro.txt'), 0o444);
+      }
+    }
+    checks.known('a read-only (0444) file is refused with permission_denied, unchanged', 4);
+    if (process.getuid?.() !== 0) {
+      fs.writeFileSync(path.join(root, 'noread.txt'), 'secret\n');
+      fs.chmodSync(path.join(root, 'noread.txt'), 0o000);
+      const res = await ws.call('read_file', { path: 'noread.txt' });
+      checks.record('an unreadable (0000) file is permission_denied, not internal_error', !res.ok && res.error.kind === 'permission_denied' ? null : `read_file: ${res.ok ? 'ok' : res.error.kind}`);
+      checks.known('an unreadable (0000) file is permission_denied, not internal_error', 4);
+      fs.chmodSync(path.join(root, 'noread.txt'), 0o644);
+    } else {
+      checks.figures.push('Running as root: the unreadable-file (0000) check is skipped (root reads any file).');
+    }
+
     // Nothing outside changed; nothing protected inside changed.
     fs.writeFileSync(path.join(outside, 'racedir', 'f.txt'), 'race content\n');
     const outsideAfter = snapshotTree(outside);

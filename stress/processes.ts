@@ -7,6 +7,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { createBashTool, DEFAULT_KILL_GRACE_MS, type BashResult } from '../src/tools/bash';
 import { MAX_OUTPUT_BYTES } from '../src/tools/output';
 import { startFakeOpenAI } from '../test/support/fake-openai';
@@ -151,6 +152,15 @@ async function neovimRuns(checks: Checks, rounds: number): Promise<void> {
             const alive = await gone(pidsIn(pidFile), marker, DEFAULT_KILL_GRACE_MS + 1500);
             if (alive.length) problem = `alive ${((Date.now() - t0) / 1000).toFixed(1)} s after: ${alive.join(' ')}`;
             killAll(alive);
+            if (how === 'timeout') {
+              // Issue 11, defect 5 (being fixed by another engineer): bash calls are audited like file writes.
+              await t.waitFor(async () => fs.existsSync(path.join(t.dataDir, 'caboose.sqlite')), 'the data folder', 5000).catch(() => undefined);
+              const db = new Database(path.join(t.dataDir, 'caboose.sqlite'), { readonly: true });
+              const rows = (db.prepare("SELECT count(*) AS n FROM audit_log WHERE tool = 'bash'").get() as { n: number }).n;
+              db.close();
+              checks.record('bash calls are in the audit log', rows > 0 ? null : `${v}: no audit row for the bash call`);
+              checks.known('bash calls are in the audit log', 5);
+            }
           } catch (err) {
             problem = (err as Error).message.split('\n')[0];
           } finally {
