@@ -212,16 +212,16 @@ interface Started {
 }
 
 /** Commands not yet swept with SIGKILL; whatever is left of them dies with the host. */
-const started = new Set<Started>();
+const live = new Set<Started>();
 let exitHookInstalled = false;
 
 function track(s: Started): void {
-  started.add(s);
+  live.add(s);
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   // The host exits (Neovim quit, :CabooseStop then quit): no grace period will come, so SIGKILL now.
   process.on('exit', () => {
-    for (const c of started) {
+    for (const c of live) {
       signalGroup(c.pgid, 'SIGKILL');
       signalPids(taggedPidsSync(c.tag), 'SIGKILL');
     }
@@ -237,10 +237,10 @@ function killCommand(s: Started, graceMs: number): void {
   signalGroup(s.pgid, 'SIGTERM');
   void taggedPids(s.tag).then((pids) => signalPids(pids, 'SIGTERM'));
   const timer = setTimeout(() => {
-    signalGroup(s.pgid, 'SIGKILL');
+    if (signalGroup(s.pgid, 0)) signalGroup(s.pgid, 'SIGKILL');
     void taggedPids(s.tag)
       .then((pids) => signalPids(pids, 'SIGKILL'))
-      .finally(() => started.delete(s));
+      .finally(() => live.delete(s));
   }, graceMs);
   timer.unref();
 }
