@@ -114,6 +114,8 @@ interface Case {
   expect?: { kind: string } | { files: Map<string, Buffer | null> };
   /** The call must fail (any structured error). */
   mustFail?: boolean;
+  /** For failure messages: the files' contents before the call. */
+  before?: Record<string, string>;
 }
 
 function vocabulary(v: Vocab): readonly string[] {
@@ -317,7 +319,13 @@ function makeCase(lane: Lane, i: number): Case {
   if (r < 0.6) {
     const { patch, planned } = unifiedCase(rand, files, lane.profiles, 1 + Math.floor(rand() * 3));
     if (!planned.length) return editCase(rand, rel, files.get(rel)!);
-    return { label: `apply_patch unified (${planned.length} file${planned.length > 1 ? 's' : ''})`, tool: 'apply_patch', args: { patch }, expect: { files: new Map(planned.map((f) => [f.rel, f.expected])) } };
+    return {
+      label: `apply_patch unified (${planned.length} file${planned.length > 1 ? 's' : ''})`,
+      tool: 'apply_patch',
+      args: { patch },
+      expect: { files: new Map(planned.map((f) => [f.rel, f.expected])) },
+      before: Object.fromEntries(planned.map((f) => [f.rel, files.get(f.rel)!.toString('utf8')])),
+    };
   }
   if (r < 0.7) {
     const e = envelopeCase(rand, files, lane.profiles, 1 + Math.floor(rand() * 3), `n/new-${i}.txt`);
@@ -425,7 +433,10 @@ async function runLane(lane: Lane, cases: number, checks: Checks, outcomes: Map<
           if (b === null ? now !== undefined : !now?.equals(b)) problem ??= `${rel}: ${JSON.stringify(now?.toString('utf8'))} ≠ expected ${JSON.stringify(b?.toString('utf8'))}`;
         }
       }
-      checks.record(`matches the reference outcome: ${c.tool === 'apply_patch' ? 'clean patches (unified, envelope)' : c.tool}`, problem && `${what}: ${problem}`);
+      checks.record(
+        `matches the reference outcome: ${c.tool === 'apply_patch' ? 'clean patches (unified, envelope)' : c.tool}`,
+        problem && `${what}: ${problem}${process.env.STRESS_DEBUG ? `\nargs ${JSON.stringify(c.args)}\nbefore ${JSON.stringify(c.before)}` : ''}`,
+      );
     }
   }
 }

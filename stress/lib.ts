@@ -102,7 +102,8 @@ export function formatSuite(r: SuiteReport): string {
     out.push(`| ${row.check} | ${row.attempts} | ${row.failures} | ${result} | ${row.note ?? ''} |`);
   }
   if (r.figures.length) out.push('', ...r.figures.map((f) => `- ${f}`));
-  if (r.examples.length) out.push('', 'First failures:', ...r.examples.map((e) => `  - ${e.replace(/\n/g, ' ⏎ ').slice(0, 400)}`));
+  const cut = process.env.STRESS_DEBUG ? Infinity : 400;
+  if (r.examples.length) out.push('', 'First failures:', ...r.examples.map((e) => `  - ${e.replace(/\n/g, ' ⏎ ').slice(0, cut)}`));
   return out.join('\n') + '\n';
 }
 
