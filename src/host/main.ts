@@ -67,6 +67,9 @@ export function runStdio(): void {
   };
   nvim.on('disconnect', () => shutdown('disconnect'));
   process.stdin.on('end', () => shutdown('stdin closed'));
+  // Neovim ends its jobs with SIGTERM when it quits: exit through shutdown, so exit hooks (the bash
+  // tool's, which SIGKILLs what commands left running) still run.
+  for (const sig of ['SIGTERM', 'SIGHUP'] as const) process.once(sig, () => shutdown(sig));
   process.on('uncaughtException', (err) => log.error('uncaught: %s', err.stack ?? String(err)));
   process.on('unhandledRejection', (err) => log.error('unhandled rejection: %s', err instanceof Error ? err.stack : String(err)));
   log.info('host started pid=%d node=%s', process.pid, process.version);

@@ -57,6 +57,9 @@ interface RawRow {
   hash: string;
 }
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+const TEXT_FIELDS = ['time', 'sessionId', 'tool', 'operation', 'path', 'toPath', 'beforeSha256', 'afterSha256', 'diff', 'errorKind'] as const;
+
 /** Cuts a diff to at most AUDIT_DIFF_MAX_BYTES (UTF-8), marking the cut. */
 export function capAuditDiff(diff: string | null): string | null {
   if (diff === null) return null;
@@ -140,7 +143,10 @@ export class AuditRepository {
   }
 
   append(entry: AuditEntry): number {
-    return this.appendTx({ ...entry, diff: capAuditDiff(entry.diff), workspace: entry.workspace ?? null, details: entry.details ?? null });
+    const e = { ...entry, diff: capAuditDiff(entry.diff), workspace: entry.workspace ?? null, details: entry.details ?? null };
+    // SQLite stores text as UTF-8, where a lone surrogate becomes U+FFFD: hash what will be read back.
+    for (const k of TEXT_FIELDS) if (typeof e[k] === 'string') (e as Record<string, unknown>)[k] = (e[k] as string).replace(LONE_SURROGATE, '\uFFFD');
+    return this.appendTx(e);
   }
 
   /** The last `limit` rows (default 1000), oldest first; optionally of one session and/or one workspace. */

@@ -1,4 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
@@ -6,6 +7,8 @@ import { z } from 'zod';
 import { ToolError } from './errors';
 import { capText, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from './output';
 import type { ToolDefinition } from './tool';
+import { confine } from '../workspace/paths';
+import { RUN_TAG_VAR, signalPids, taggedPids, taggedPidsSync } from './process-sweep';
 
 export const DEFAULT_BASH_TIMEOUT_MS = 120_000;
 /** Time between SIGTERM and SIGKILL when the process group is killed. */
@@ -49,6 +52,16 @@ export interface BashToolOptions {
   killGraceMs?: number;
   /** Shell binary run as `<shell> -c <command>` (default bash when present, else /bin/sh). */
   shell?: string;
+  /** Secrets (the model API key): environment variables whose value contains one are left out of commands. */
+  hideEnvValues?: string[];
+}
+
+/** The host's environment minus the variables holding a secret (shorter strings are not treated as secrets). */
+function commandEnv(hide: readonly string[]): NodeJS.ProcessEnv {
+  const secrets = hide.filter((s) => s.length >= 8);
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !secrets.some((s) => v.includes(s))) env[k] = v;
+  return env;
 }
 
 export const BASH_DESCRIPTION = [
@@ -159,37 +172,23 @@ export class OutputCollector {
 // ---------------------------------------------------------------------------------------------------------
 // Paths and processes
 
-function isInside(root: string, p: string): boolean {
-  const rel = path.relative(root, p);
-  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
-}
-
 /** Resolves `cwd` against the workspace root; it must exist, be a directory and stay inside the root. */
 export async function resolveCwd(root: string, cwd: string | undefined): Promise<string> {
   const realRoot = await fsp.realpath(root);
   if (cwd === undefined || cwd === '' || cwd === '.') return realRoot;
-  const wanted = path.resolve(realRoot, cwd);
-  const outside = (): ToolError =>
-    new ToolError('outside_workspace', `cwd "${cwd}" is outside the workspace ${realRoot}.`, {
-      path: cwd,
-      suggestedAction: 'Use a directory inside the workspace, given relative to its root.',
-    });
-  if (!isInside(realRoot, wanted)) throw outside();
-  let real: string;
-  try {
-    real = await fsp.realpath(wanted);
-  } catch {
+  // The file tools' confinement (no deny globs: the command can reach any file inside anyway).
+  const { abs } = confine(realRoot, cwd);
+  const st = await fsp.stat(abs).catch(() => null);
+  if (!st) {
     throw new ToolError('not_found', `cwd "${cwd}" does not exist.`, {
       path: cwd,
       suggestedAction: 'Create the directory first or run from the workspace root.',
     });
   }
-  if (!isInside(realRoot, real)) throw outside();
-  const st = await fsp.stat(real);
   if (!st.isDirectory()) {
     throw new ToolError('invalid_arguments', `cwd "${cwd}" is not a directory.`, { path: cwd });
   }
-  return real;
+  return abs;
 }
 
 function defaultShell(): string {
@@ -206,16 +205,42 @@ function signalGroup(pgid: number, sig: NodeJS.Signals | 0): boolean {
   }
 }
 
+/** A command whose processes may still exist: its process group and its environment tag. */
+interface Started {
+  pgid: number;
+  tag: string;
+}
+
+/** Commands not yet swept with SIGKILL; whatever is left of them dies with the host. */
+const live = new Set<Started>();
+let exitHookInstalled = false;
+
+function track(s: Started): void {
+  live.add(s);
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  // The host exits (Neovim quit, :CabooseStop then quit): no grace period will come, so SIGKILL now.
+  process.on('exit', () => {
+    for (const c of live) {
+      signalGroup(c.pgid, 'SIGKILL');
+      signalPids(taggedPidsSync(c.tag), 'SIGKILL');
+    }
+  });
+}
+
 /**
- * SIGTERM to the whole group now, SIGKILL to whatever is left after `graceMs`. The timer is unref'd so a
+ * SIGTERM to the command's process group and to every process that carries its tag (started in a
+ * session of its own), now; SIGKILL to whatever is left after `graceMs`. The timer is unref'd so a
  * finished command does not keep the host (or a test) alive.
  */
-function killGroup(child: ChildProcess, graceMs: number): void {
-  const pgid = child.pid;
-  if (pgid === undefined) return;
-  if (!signalGroup(pgid, 'SIGTERM')) return;
+function killCommand(s: Started, graceMs: number): void {
+  signalGroup(s.pgid, 'SIGTERM');
+  void taggedPids(s.tag).then((pids) => signalPids(pids, 'SIGTERM'));
   const timer = setTimeout(() => {
-    if (signalGroup(pgid, 0)) signalGroup(pgid, 'SIGKILL');
+    if (signalGroup(s.pgid, 0)) signalGroup(s.pgid, 'SIGKILL');
+    void taggedPids(s.tag)
+      .then((pids) => signalPids(pids, 'SIGKILL'))
+      .finally(() => live.delete(s));
   }, graceMs);
   timer.unref();
 }
@@ -227,6 +252,7 @@ export function createBashTool(opts: BashToolOptions = {}): ToolDefinition<typeo
   const defaultTimeoutMs = opts.defaultTimeoutMs ?? DEFAULT_BASH_TIMEOUT_MS;
   const graceMs = opts.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
   const shell = opts.shell ?? defaultShell();
+  const hide = opts.hideEnvValues ?? [];
 
   return {
     name: 'bash',
@@ -248,12 +274,15 @@ export function createBashTool(opts: BashToolOptions = {}): ToolDefinition<typeo
       const started = performance.now();
 
       return new Promise<BashResult>((resolve, reject) => {
+        const tag = randomBytes(8).toString('hex');
         const child = spawn(shell, ['-c', args.command], {
           cwd,
           detached: true,
           stdio: ['ignore', 'pipe', 'pipe'],
-          env: { ...process.env, PAGER: 'cat', GIT_PAGER: 'cat', GIT_TERMINAL_PROMPT: '0' },
+          env: { ...commandEnv(hide), PAGER: 'cat', GIT_PAGER: 'cat', GIT_TERMINAL_PROMPT: '0', [RUN_TAG_VAR]: tag },
         });
+        const self: Started | null = child.pid === undefined ? null : { pgid: child.pid, tag };
+        if (self) track(self);
         const collected = new OutputCollector();
         let timedOut = false;
         let aborted = false;
@@ -261,9 +290,9 @@ export function createBashTool(opts: BashToolOptions = {}): ToolDefinition<typeo
         let settled = false;
 
         const kill = (): void => {
-          if (killing) return;
+          if (killing || !self) return;
           killing = true;
-          killGroup(child, graceMs);
+          killCommand(self, graceMs);
         };
         const timer = setTimeout(() => {
           timedOut = true;

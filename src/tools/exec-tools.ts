@@ -14,6 +14,8 @@ export interface ExecToolsOptions {
   webSearch?: { searxngUrl: string } | null;
   /** Default bash timeout (default 120 s). */
   bashTimeoutMs?: number;
+  /** Secrets (the model API key): environment variables holding one are not passed to bash commands. */
+  hideEnvValues?: string[];
   /** Default fetch download cap (default 1 MB). */
   fetchMaxBytes?: number;
 }
@@ -21,7 +23,7 @@ export interface ExecToolsOptions {
 /** The non-file tools: bash, fetch, web_search (when configured), todo_write, todo_read, ask_user. */
 export function createExecTools(opts: ExecToolsOptions): ToolDefinition[] {
   const tools: ToolDefinition[] = [
-    createBashTool({ defaultTimeoutMs: opts.bashTimeoutMs }),
+    createBashTool({ defaultTimeoutMs: opts.bashTimeoutMs, hideEnvValues: opts.hideEnvValues }),
     createFetchTool({ defaultMaxBytes: opts.fetchMaxBytes }),
   ];
   if (opts.webSearch?.searxngUrl) {

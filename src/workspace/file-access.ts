@@ -5,6 +5,8 @@ import path from 'node:path';
 import { STALE_FILE_ACTION, ToolError, throwIfCancelled } from '../tools/errors';
 import { decodeText, isBinary, type TextEncodingInfo } from './encoding';
 import { lineHunksBytes, type LineHunk } from './buffer-hunks';
+import { isUnder } from './paths';
+import { CommitJournal, type JournalStep } from './commit-journal';
 
 /**
  * The one module through which file content is viewed and written. Without a bridge it is the disk.
@@ -174,6 +176,8 @@ export interface FileAccessOptions {
   /** Let the write tools change read-only files (see assertWritable). Default false. */
   allowReadonlyWrites?: boolean;
   faultHook?: CommitFaultHook;
+  /** Where commits keep their intent log (see commit-journal.ts); none = no crash recovery. */
+  journalDir?: string;
 }
 
 type Step =
@@ -208,6 +212,7 @@ export class FileAccess {
   /** Buffer lines (UTF-8, see bufferLines) and bytes when modified the host knows per file, valid for one changedtick and format. */
   private readonly known = new Map<string, { tick: number; fmt: string; lines?: Buffer; bytes?: Buffer; sha?: string }>();
   faultHook: CommitFaultHook | undefined;
+  private readonly journalDir: string | null;
 
   constructor(opts: FileAccessOptions = {}) {
     this.bridge = opts.bridge ?? null;
@@ -216,6 +221,7 @@ export class FileAccess {
     this.maxFileBytes = opts.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
     this.allowReadonlyWrites = opts.allowReadonlyWrites ?? false;
     this.faultHook = opts.faultHook;
+    this.journalDir = opts.journalDir ?? null;
   }
 
   private rel(abs: string): string {
@@ -521,9 +527,19 @@ export class FileAccess {
    * `signal` is the last failure before the renames (the commit point).
    */
   private async commitDisk(changes: FileChange[], syncDirs = true, signal?: AbortSignal): Promise<void> {
+    if (changes.length === 0) return;
     const temps = new Map<number, string>();
     const createdDirs: string[] = [];
     const steps: Step[] = [];
+    // Every name and step is fixed first: the journal lists them before anything is written.
+    const plan: JournalStep[] = await Promise.all(
+      changes.map(async (c): Promise<JournalStep> => {
+        if (c.type === 'delete') return { kind: 'delete', target: c.abs, backup: siblingName(c.abs, 'bak') };
+        const kind = c.createOnly || !(await statOrNull(c.abs)) ? 'create' : 'replace';
+        return { kind, target: c.abs, tmp: siblingName(c.abs, 'tmp'), ...(kind === 'replace' ? { backup: siblingName(c.abs, 'bak') } : {}) };
+      }),
+    );
+    const journal = this.journalDir ? await CommitJournal.begin(this.journalDir, plan) : null;
     try {
       for (let i = 0; i < changes.length; i++) {
         const c = changes[i];
@@ -532,41 +548,60 @@ export class FileAccess {
         const dir = path.dirname(c.abs);
         const made = await fsp.mkdir(dir, { recursive: true });
         if (made) createdDirs.push(made);
-        temps.set(i, await writeTemp(dir, path.basename(c.abs), c.bytes, c.mode));
+        await this.assertFolderUnchanged(dir);
+        await writeTemp(plan[i].tmp!, c.bytes, c.mode);
+        temps.set(i, plan[i].tmp!);
       }
       throwIfCancelled(signal);
+      await journal?.mark('pending');
       for (let i = 0; i < changes.length; i++) {
         const c = changes[i];
+        const p = plan[i];
         this.faultHook?.({ index: i, change: c, phase: 'commit' });
-        if (c.type === 'delete') {
-          const backup = siblingName(c.abs, 'bak');
-          await fsp.rename(c.abs, backup);
-          steps.push({ kind: 'deleted', target: c.abs, backup });
-          continue;
-        }
-        const tmp = temps.get(i)!;
-        const exists = await statOrNull(c.abs);
-        if (c.createOnly || !exists) {
-          await linkNoClobber(tmp, c.abs);
+        await this.assertFolderUnchanged(path.dirname(c.abs));
+        if (p.kind === 'delete') {
+          await fsp.rename(c.abs, p.backup!);
+          steps.push({ kind: 'deleted', target: c.abs, backup: p.backup! });
+        } else if (p.kind === 'create') {
+          await linkNoClobber(p.tmp!, c.abs);
           temps.delete(i);
-          await fsp.unlink(tmp).catch(() => undefined);
+          await fsp.unlink(p.tmp!).catch(() => undefined);
           steps.push({ kind: 'created', target: c.abs });
         } else {
-          const backup = siblingName(c.abs, 'bak');
-          await backupCopy(c.abs, backup);
-          await fsp.rename(tmp, c.abs);
+          await backupCopy(c.abs, p.backup!);
+          await fsp.rename(p.tmp!, c.abs);
           temps.delete(i);
-          steps.push({ kind: 'replaced', target: c.abs, backup });
+          steps.push({ kind: 'replaced', target: c.abs, backup: p.backup! });
         }
       }
+      await journal?.mark('done');
     } catch (err) {
       await rollback(steps);
       for (const t of temps.values()) await fsp.unlink(t).catch(() => undefined);
       for (const d of createdDirs.reverse()) await removeTreeIfEmpty(d);
+      await journal?.end();
       throw err;
     }
     for (const s of steps) if (s.kind !== 'created') await fsp.unlink(s.backup).catch(() => undefined);
+    await journal?.end();
     if (syncDirs) await this.syncDirs(changes);
+  }
+
+  /**
+   * A change's folder is still the real folder it was planned for: a symlink swapped into its path since
+   * (by another process) would redirect the write, possibly out of the workspace.
+   */
+  private async assertFolderUnchanged(dir: string): Promise<void> {
+    if (!this.root) return;
+    const real = await fsp.realpath(dir).catch(() => null);
+    if (real === null || real === dir) return;
+    const rel = this.rel(dir) || '.';
+    if (!isUnder(this.root, real)) {
+      throw new ToolError('outside_workspace', `The folder "${rel}" was replaced by a link to ${real}, outside the workspace, during the write; nothing was written.`, {
+        path: rel,
+      });
+    }
+    throw new ToolError('stale_file', `The folder "${rel}" was replaced by a link during the write; nothing was written.`, { path: rel, suggestedAction: STALE_FILE_ACTION });
   }
 
   /** fsyncs the folders of the changed files (the renames' durability). */
@@ -724,8 +759,7 @@ function siblingName(target: string, kind: 'tmp' | 'bak'): string {
   return path.join(path.dirname(target), `.${path.basename(target)}.caboose-${randomBytes(6).toString('hex')}.${kind}`);
 }
 
-async function writeTemp(dir: string, base: string, bytes: Buffer, mode: number | undefined): Promise<string> {
-  const tmp = path.join(dir, `.${base}.caboose-${randomBytes(6).toString('hex')}.tmp`);
+async function writeTemp(tmp: string, bytes: Buffer, mode: number | undefined): Promise<void> {
   const fh = await fsp.open(tmp, 'wx', mode ?? 0o666);
   try {
     await fh.writeFile(bytes);
@@ -737,7 +771,6 @@ async function writeTemp(dir: string, base: string, bytes: Buffer, mode: number 
     throw err;
   }
   await fh.close();
-  return tmp;
 }
 
 /** Puts `tmp` at `target` only if nothing is there (link fails with EEXIST), so nothing is overwritten. */

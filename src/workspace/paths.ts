@@ -37,22 +37,13 @@ export class PathResolver {
   }
 
   resolve(input: string, opts: { allowRoot?: boolean } = {}): ResolvedPath {
-    if (typeof input !== 'string' || input.length === 0) {
-      throw new ToolError('invalid_arguments', 'A path is required.', { suggestedAction: 'Pass a workspace-relative path.' });
-    }
-    if (input.includes('\0')) {
-      throw new ToolError('invalid_arguments', 'The path contains a NUL byte.', { suggestedAction: 'Pass a plain workspace-relative path.' });
-    }
-    const lexical = path.resolve(this.root, input);
-    if (!isUnder(this.root, lexical)) throw outside(input);
-    const abs = realpathOfLongestPrefix(lexical);
-    if (!isUnder(this.root, abs)) throw outside(input);
+    const { abs, lexical, readings } = confine(this.root, input);
     const rel = this.relative(abs);
     if (rel === '' && !opts.allowRoot) {
       throw new ToolError('is_directory', 'The workspace root is a directory.', { path: '.' });
     }
-    // Deny globs apply to the path as written and as resolved.
-    if (this.isDenied(rel) || this.isDenied(this.relative(lexical))) {
+    // Deny globs apply to the path as written, as resolved, and as read another way.
+    if (this.isDenied(rel) || this.isDenied(this.relative(lexical)) || readings.some((r) => this.isDenied(this.relative(r)))) {
       throw new ToolError('permission_denied', `Access to "${rel}" is denied by the workspace's deny globs.`, {
         path: rel,
         suggestedAction: 'Choose a path that is not protected (e.g. not inside .git).',
@@ -62,11 +53,76 @@ export class PathResolver {
   }
 }
 
-function outside(input: string): ToolError {
-  return new ToolError('outside_workspace', `"${input}" is outside the workspace.`, {
+/**
+ * Confines a path from the model to `root` (a realpath): `abs` has the symlinks of its existing part
+ * resolved; `lexical` is the path as written; `readings` are other ways to read it (see otherReadings),
+ * all inside the root. Throws outside_workspace, or invalid_arguments for a NUL byte or an over-long name.
+ */
+export function confine(root: string, input: string): { abs: string; lexical: string; readings: string[] } {
+  if (typeof input !== 'string' || input.length === 0) {
+    throw new ToolError('invalid_arguments', 'A path is required.', { suggestedAction: 'Pass a workspace-relative path.' });
+  }
+  if (input.includes('\0')) {
+    throw new ToolError('invalid_arguments', 'The path contains a NUL byte.', { suggestedAction: 'Pass a plain workspace-relative path.' });
+  }
+  assertNameLengths(input);
+  if (/^~([a-z_][a-z0-9_.-]*)?(\/|$)/i.test(input)) {
+    throw outside(input, 'A leading ~ is not expanded: the home folder is outside the workspace.');
+  }
+  const lexical = path.resolve(root, input);
+  if (!isUnder(root, lexical)) throw outside(input);
+  // A path that leaves the root when read another way (backslashes, look-alike characters, %-encoding)
+  // is refused as well: another program, platform or a later decoding step may read it that way.
+  const readings = otherReadings(input).map((r) => path.resolve(root, r));
+  const escaping = readings.findIndex((r) => !isUnder(root, r));
+  if (escaping !== -1) throw outside(input, `Read as "${otherReadings(input)[escaping]}" it would be outside the workspace.`);
+  const abs = realpathOfLongestPrefix(lexical);
+  if (!isUnder(root, abs)) throw outside(input);
+  return { abs, lexical, readings };
+}
+
+function outside(input: string, why = ''): ToolError {
+  return new ToolError('outside_workspace', `"${input}" is outside the workspace.${why ? ` ${why}` : ''}`, {
     path: input,
     suggestedAction: 'Use a path inside the workspace root (relative paths are resolved from the root).',
   });
+}
+
+/** Longest file name and path Linux and macOS accept (bytes). */
+const NAME_MAX = 255;
+const PATH_MAX = 4095;
+
+function assertNameLengths(input: string): void {
+  const tooLong = Buffer.byteLength(input) > PATH_MAX || input.split(/[/\\]/).some((seg) => Buffer.byteLength(seg) > NAME_MAX);
+  if (tooLong) {
+    throw new ToolError('invalid_arguments', `The path is too long (at most ${NAME_MAX} bytes per name, ${PATH_MAX} in all).`, {
+      suggestedAction: 'Use a shorter path.',
+    });
+  }
+}
+
+/** Characters that look like a slash or backslash without being one (NFKC keeps them). */
+const SLASH_LOOKALIKES = /[\u2215\u2044\u29f8\u2571\u27cb]/g;
+const BACKSLASH_LOOKALIKES = /[\u29f9\u2572\u27cd]/g;
+
+/**
+ * The path read as other software might: backslashes as separators, compatibility forms (fullwidth dots
+ * and slashes, the two-dot leader) and slash look-alikes folded, %-escapes decoded (up to three times).
+ */
+export function otherReadings(input: string): string[] {
+  const fold = (s: string) => s.normalize('NFKC').replace(SLASH_LOOKALIKES, '/').replace(BACKSLASH_LOOKALIKES, '\\').replace(/\\/g, '/');
+  const out = new Set<string>([fold(input)]);
+  let decoded = input;
+  for (let i = 0; i < 3 && /%[0-9a-f]{2}/i.test(decoded); i++) {
+    try {
+      decoded = decodeURIComponent(decoded);
+    } catch {
+      break;
+    }
+    out.add(fold(decoded));
+  }
+  out.delete(input);
+  return [...out];
 }
 
 export function isUnder(root: string, p: string): boolean {
@@ -85,6 +141,7 @@ function realpathOfLongestPrefix(p: string): string {
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ELOOP') throw new ToolError('invalid_arguments', `"${p}" is a symlink loop.`);
+      if (code === 'ENAMETOOLONG') throw new ToolError('invalid_arguments', 'The path is too long.', { suggestedAction: 'Use a shorter path.' });
       if (code === 'EACCES') throw new ToolError('permission_denied', `Permission denied for "${p}".`);
       if (code !== 'ENOENT' && code !== 'ENOTDIR') throw err;
       // A dangling symlink: follow its target lexically so it cannot point outside unnoticed.

@@ -4,6 +4,7 @@
  * the same way for the proposal and for the commit, so "hunk 2" means the same lines in both.
  */
 import { diffArrays, diffWordsWithSpace } from 'diff';
+import { MAX_DIFF_EDIT_LENGTH } from './patch/diff';
 import { ToolError } from '../tools/errors';
 import { decodeText, encodeText, isBinary } from './encoding';
 import { sha256Hex, type FileChange, type FileView } from './file-access';
@@ -70,7 +71,7 @@ export function computeHunks(before: string, after: string): ReviewHunk[] {
     cur ??= { oldStart: oi, oldLines: 0, newStart: ni, newLines: 0, removed: [], added: [], words: [] };
     return cur;
   };
-  for (const part of diffArrays(a, b)) {
+  for (const part of lineParts(a, b)) {
     const n = part.value.length;
     if (part.added) {
       const h = open();
@@ -97,6 +98,26 @@ export function computeHunks(before: string, after: string): ReviewHunk[] {
     h.words = changedWords(h.removed, h.added);
   }
   return hunks;
+}
+
+/**
+ * The line diff behind computeHunks; past MAX_DIFF_EDIT_LENGTH changed lines the region between the
+ * common leading and trailing lines is one replacement (a bounded cost for a rewritten file).
+ */
+function lineParts(a: string[], b: string[]): { value: string[]; added?: boolean; removed?: boolean }[] {
+  const parts = diffArrays(a, b, { maxEditLength: MAX_DIFF_EDIT_LENGTH });
+  if (parts) return parts;
+  const max = Math.min(a.length, b.length);
+  let p = 0;
+  while (p < max && a[p] === b[p]) p++;
+  let s = 0;
+  while (s < max - p && a[a.length - 1 - s] === b[b.length - 1 - s]) s++;
+  const out: { value: string[]; added?: boolean; removed?: boolean }[] = [];
+  if (p > 0) out.push({ value: a.slice(0, p) });
+  if (p < a.length - s) out.push({ value: a.slice(p, a.length - s), removed: true });
+  if (p < b.length - s) out.push({ value: b.slice(p, b.length - s), added: true });
+  if (s > 0) out.push({ value: a.slice(a.length - s) });
+  return out;
 }
 
 /** Byte ranges of the added lines that differ from the removed ones (empty when nothing is in common). */
@@ -131,7 +152,7 @@ export function applyHunks(before: string, after: string, rejected: Set<number>)
   const out: string[] = [];
   let index = 0;
   let inHunk = false;
-  for (const part of diffArrays(linesOf(before), linesOf(after))) {
+  for (const part of lineParts(linesOf(before), linesOf(after))) {
     if (!part.added && !part.removed) {
       inHunk = false;
       out.push(...part.value);

@@ -6,6 +6,7 @@ import { openStore, type Store } from '../store';
 import { FileAccess, type BufferBridge, type CommitReport, type FileChange, type CommitFaultHook, type UnsavedBuffersPolicy } from './file-access';
 import { Checkpoints } from './checkpoints';
 import { Mutex } from './mutex';
+import { recoverCommits, type RecoveryReport } from './commit-journal';
 import { applyReviewSelection, type ReviewSelection } from './review';
 import { DEFAULT_DENY_GLOBS, PathResolver, isUnder, type ResolvedPath } from './paths';
 import { escapeGlob } from './glob-match';
@@ -87,6 +88,8 @@ export class FileWorkspace implements Workspace {
   readonly trash: WorkspaceTrash;
   /** Pre-images of the files each user message's turn changes (see checkpoints.ts, rewind.ts). */
   readonly checkpoints: Checkpoints;
+  /** What opening the workspace recovered of commits cut off by a crash. */
+  readonly recovered: RecoveryReport;
   private readonly writeLock = new Mutex();
   private closed = false;
 
@@ -105,6 +108,9 @@ export class FileWorkspace implements Workspace {
       deny.push('/' + escapeGlob(rel));
     }
     this.paths = new PathResolver(this.root, deny);
+    const journalDir = path.join(this.dataDir, 'journal');
+    // Commits a crashed process left half done are finished or undone before anything else runs.
+    this.recovered = recoverCommits(journalDir);
     this.files = new FileAccess({
       root: this.root,
       bridge: opts.bridge,
@@ -112,6 +118,7 @@ export class FileWorkspace implements Workspace {
       maxFileBytes: opts.maxFileBytes,
       allowReadonlyWrites: opts.allowReadonlyWrites,
       faultHook: opts.faultHook,
+      journalDir,
     });
     this.store = openStore(this.dataDir);
     this.trash = new WorkspaceTrash(this.dataDir, this.store.trash, opts.trashRetentionDays ?? DEFAULT_TRASH_RETENTION_DAYS);

@@ -120,11 +120,15 @@ export interface FakeRequest {
   rawBody: string;
   /** True once the client went away before the reply was complete (abort, timeout). */
   clientClosed: boolean;
+  /** Date.now() when the request's body had arrived. */
+  receivedAt: number;
 }
 
 export interface FakeOpenAIOptions {
   defaultReply?: FakeReply;
   models?: string[];
+  /** Listen on this port (default: a free one), e.g. to bring an endpoint back up where it was. */
+  port?: number;
 }
 
 export interface FakeOpenAI {
@@ -216,6 +220,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
         body,
         rawBody,
         clientClosed: false,
+        receivedAt: Date.now(),
       };
       if (isTitleRequest(record)) titleRequests.push(record);
       else requests.push(record);
@@ -354,7 +359,7 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    server.listen(opts.port ?? 0, '127.0.0.1', () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
 

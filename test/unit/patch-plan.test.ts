@@ -251,6 +251,17 @@ test('unified: line numbers pick the right one of several identical spots', () =
   assert.equal(plan({ f: 'a\nb\nc\n' }, '--- a/f\n+++ b/f\n@@ -40,2 +40,2 @@\n a\n-b\n+B\n')[0]?.newText, 'a\nB\nc\n');
 });
 
+test('unified: in a CRLF file the hinted line wins over an identical unterminated last line', () => {
+  // Found by stress/fuzz.ts: only the last line has no \r, so it matched "exactly" and pulled the hunk there.
+  const text = 'a\r\nbaz\r\nfoo\r\nbar\r\nbaz';
+  const patch = '--- a/f.txt\n+++ b/f.txt\n@@ -2,1 +1,0 @@\n-baz\n@@ -3,2 +2,0 @@\n-foo\n-bar\n';
+  const [change] = planPatch(parsePatch(patch), reader({ 'f.txt': text }));
+  assert.equal(change?.newText, 'a\r\nbaz');
+  // Envelope chunks too: the first match in order, not the one without \r.
+  const [env] = planPatch(parsePatch(envelope('*** Update File: f.txt', '@@', '-baz', '+BAZ', ' foo')), reader({ 'f.txt': text }));
+  assert.equal(env?.newText, 'a\r\nBAZ\r\nfoo\r\nbar\r\nbaz\r\n');
+});
+
 test('unified: git rename without changes moves the file as is', () => {
   const changes = plan({ 'a.txt': 'keep\nno newline' }, 'diff --git a/a.txt b/b.txt\nsimilarity index 100%\nrename from a.txt\nrename to b.txt\n');
   assert.deepEqual(changes, [{ type: 'update', path: 'a.txt', moveTo: 'b.txt', oldText: 'keep\nno newline', newText: 'keep\nno newline' }]);

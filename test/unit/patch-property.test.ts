@@ -7,37 +7,9 @@ import assert from 'node:assert/strict';
 import { createTwoFilesPatch } from 'diff';
 import { parsePatch, planPatch, type FileState } from '../../src/workspace/patch';
 import { seededRandom } from '../support/rng';
+import { joinLines as join, randomEdit, randomLines } from '../support/fuzz-gen';
 
 const prng = seededRandom;
-
-// Deliberately nasty lines: repeats, blanks, padding, and text that looks like patch syntax.
-const VOCABULARY = [
-  'a', 'b', 'c', 'a', 'b', '', '', '  indented', 'trailing  ', 'foo bar', '-- dash', '+plus', '--- a/x',
-  '+++ b/x', '@@ -1 +1 @@', '\\ backslash', ' lead', '*** End Patch', '*** Update File: y', 'naïve “quote”', '\t',
-];
-
-function randomLines(rand: () => number, max: number): string[] {
-  const n = Math.floor(rand() * (max + 1));
-  return Array.from({ length: n }, () => VOCABULARY[Math.floor(rand() * VOCABULARY.length)] as string);
-}
-
-function randomEdit(rand: () => number, lines: string[]): string[] {
-  const out = [...lines];
-  const edits = 1 + Math.floor(rand() * 4);
-  for (let e = 0; e < edits; e++) {
-    const at = Math.floor(rand() * (out.length + 1));
-    const r = rand();
-    if (r < 0.35 && out.length > 0) out.splice(Math.min(at, out.length - 1), 1 + Math.floor(rand() * 3));
-    else if (r < 0.7) out.splice(at, 0, ...randomLines(rand, 3));
-    else out.splice(at, Math.floor(rand() * 3), ...randomLines(rand, 3));
-  }
-  return out;
-}
-
-function join(lines: string[], eol: string, finalNewline: boolean): string {
-  if (lines.length === 0) return '';
-  return lines.join(eol) + (finalNewline ? eol : '');
-}
 
 test('unified diffs from the diff package round-trip through parsePatch + planPatch', () => {
   const rand = prng(20240611);

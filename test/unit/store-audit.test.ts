@@ -112,6 +112,15 @@ describe('audit log', () => {
     assert.deepEqual([v.ok, v.firstBadRowId], [false, 4]);
   });
 
+  test('an edit that splits a surrogate pair (lone surrogates in the diff) keeps the chain verifiable', async () => {
+    // Found by stress/fuzz.ts: SQLite stores a lone surrogate as U+FFFD, so the row no longer matched its hash.
+    fs.writeFileSync(path.join(root, 'e.txt'), 'emoji 👩 here\n');
+    const res = await ws.call('edit_file', { path: 'e.txt', expectedSha256: sha('emoji 👩 here\n'), edits: [{ oldText: 'emoji \ud83d', newText: 'x' }] });
+    assert.equal(res.ok, true, JSON.stringify(res));
+    ws.workspace.recordAudit('write_file', 'write', { path: 'lone\udc00.txt', toPath: null, beforeSha256: null, afterSha256: null, diff: '\ud800' }, false, 'invalid_arguments');
+    assert.deepEqual(ws.verifyAuditLog(), { ok: true, rows: 2 });
+  });
+
   test('diffs are stored up to 64 KiB', () => {
     const store = openStore(':memory:');
     try {

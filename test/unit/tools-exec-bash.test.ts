@@ -211,6 +211,35 @@ describe('bash: timeouts, cancellation, process groups', () => {
     const bg = Number(r.output.trim());
     assert.ok(await waitFor(() => !alive(bg)), `background sleep ${bg} survived`);
   });
+
+  test('children in a session of their own (setsid), even ignoring SIGTERM, are killed too', { skip: !existsSync('/proc/self/environ') }, async () => {
+    // Found by stress/processes.ts: they left the process group, so the group kill missed them.
+    const pidFile = path.join(root, 'setsid-pids');
+    const command = `setsid sleep 30 >/dev/null 2>&1 </dev/null & echo $! >> ${pidFile}; setsid sh -c 'trap "" TERM; sleep 30' >/dev/null 2>&1 </dev/null & echo $! >> ${pidFile}; sleep 30`;
+    const r = await run({ command, timeoutMs: 300 });
+    assert.equal(r.timedOut, true);
+    const pids = readPids(pidFile);
+    assert.equal(pids.length, 2);
+    assert.ok(await waitFor(() => pids.every((p) => !alive(p)), 3000), `left behind: ${pids.filter(alive).join(', ')}`);
+  });
+
+  test("the host's exit SIGKILLs what running commands started, without waiting for the grace period", async () => {
+    // Found by stress/processes.ts: quitting Neovim left SIGTERM-ignoring children behind.
+    const pidFile = path.join(root, 'exit-pids');
+    const command = `trap '' TERM; sleep 30 & echo $! >> ${pidFile}; setsid sh -c 'trap "" TERM; sleep 30' >/dev/null 2>&1 </dev/null & echo $! >> ${pidFile}; echo ready; wait`;
+    const code = `
+      const { createBashTool } = require(${JSON.stringify(path.resolve(__dirname, '..', '..', 'src', 'tools', 'bash.ts'))});
+      const tool = createBashTool({ killGraceMs: 60000 });
+      const ctx = { signal: new AbortController().signal, workspace: { root: ${JSON.stringify(root)}, dataDir: '/nonexistent', sessionId: 's' }, sessionId: 's',
+        progress: (t) => { if (t.includes('ready')) process.exit(0); } };
+      tool.execute({ command: ${JSON.stringify(command)} }, ctx);`;
+    const { spawnSync } = await import('node:child_process');
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '-e', code], { encoding: 'utf8', timeout: 20_000 });
+    assert.equal(r.status, 0, r.stderr);
+    const pids = readPids(pidFile);
+    assert.equal(pids.length, 2);
+    assert.ok(await waitFor(() => pids.every((p) => !alive(p)), 2000), `left behind: ${pids.filter(alive).join(', ')}`);
+  });
 });
 
 describe('bash: output cap', () => {

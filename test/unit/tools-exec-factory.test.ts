@@ -34,6 +34,27 @@ function undescribed(schema: unknown, at = ''): string[] {
 }
 
 describe('createExecTools', () => {
+  test("bash commands do not see the model API key in their environment (any variable holding it)", async () => {
+    // Found by stress/secrets.ts: `env > f; delete f` put the key from OPENAI_API_KEY into the trash.
+    const key = 'sk-canary-0123456789abcdef';
+    const saved = { a: process.env.OPENAI_API_KEY, b: process.env.MY_ALIAS };
+    Object.assign(process.env, { OPENAI_API_KEY: key, MY_ALIAS: `Bearer ${key}`, KEEP_ME: 'visible' });
+    try {
+      const reg = new ToolRegistry(createExecTools({ todos: new TodoList(), hideEnvValues: [key] }));
+      const res = await reg.call('bash', { command: 'env' }, makeCtx());
+      assert.ok(res.ok);
+      const out = (res.data as BashResult).output;
+      assert.ok(!out.includes(key), 'the key reached the command');
+      assert.match(out, /^KEEP_ME=visible$/m);
+    } finally {
+      for (const [k, v] of [['OPENAI_API_KEY', saved.a], ['MY_ALIAS', saved.b]] as const) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+      delete process.env.KEEP_ME;
+    }
+  });
+
   test('without a search backend web_search is not offered', () => {
     const names = createExecTools({ todos: new TodoList() }).map((t) => t.name);
     assert.deepEqual(names, ['bash', 'fetch', 'todo_write', 'todo_read', 'ask_user']);

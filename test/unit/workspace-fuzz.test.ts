@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { openWorkspace, ERROR_KINDS } from '../../src/index';
 import { seededRandom } from '../support/rng';
+import { FUZZ_WORDS, randomFuzzText } from '../support/fuzz-gen';
 
 const rng = seededRandom;
 const sha = (b: Buffer | string): string => createHash('sha256').update(b).digest('hex');
@@ -29,7 +30,6 @@ function sameTree(a: Map<string, Buffer>, b: Map<string, Buffer>): boolean {
   return true;
 }
 
-const WORDS = ['foo', 'bar', 'baz', 'qux', '  indent', '\tTab', 'ünï', '', 'x = 1;', '}', '{', 'return', '\r'];
 
 test('fuzz: thousands of random edits and patches never crash and never write partially', async () => {
   const seed = Number(process.env.FUZZ_SEED ?? 20261122);
@@ -40,12 +40,7 @@ test('fuzz: thousands of random edits and patches never crash and never write pa
   fs.mkdirSync(root);
   const ws = openWorkspace({ root, dataDir: path.join(tmp, 'data'), sessionId: 'fuzz' });
   const names = ['a.txt', 'b.txt', 'd/c.txt', 'd/e/f.txt', 'g.txt'];
-  const randomText = (): string => {
-    const n = Math.floor(rand() * 12);
-    const lines = Array.from({ length: n }, () => Array.from({ length: 1 + Math.floor(rand() * 3) }, () => pick(WORDS)).join(' '));
-    const eol = rand() < 0.2 ? '\r\n' : '\n';
-    return lines.join(eol) + (rand() < 0.8 && n > 0 ? eol : '');
-  };
+  const randomText = (): string => randomFuzzText(rand);
   for (const n of names.slice(0, 4)) {
     fs.mkdirSync(path.dirname(path.join(root, n)), { recursive: true });
     fs.writeFileSync(path.join(root, n), randomText());
@@ -74,7 +69,7 @@ test('fuzz: thousands of random edits and patches never crash and never write pa
           const s = Math.floor(rand() * (curLines.length - 1));
           return curLines.slice(s, s + 1 + Math.floor(rand() * 2)).join('\n').replace(/\r/g, '');
         }
-        return pick(WORDS) + (rand() < 0.5 ? ' ' + pick(WORDS) : '');
+        return pick(FUZZ_WORDS) + (rand() < 0.5 ? ' ' + pick(FUZZ_WORDS) : '');
       };
       const op = rand();
       let name: string;
@@ -96,7 +91,7 @@ test('fuzz: thousands of random edits and patches never crash and never write pa
           else if (r < 0.4) sections.push(`*** Delete File: ${p}\n`);
           else {
             const old = randomSnippet().split('\n');
-            sections.push(`*** Update File: ${p}\n@@\n${old.map((l) => `-${l}`).join('\n')}\n+${pick(WORDS)}\n`);
+            sections.push(`*** Update File: ${p}\n@@\n${old.map((l) => `-${l}`).join('\n')}\n+${pick(FUZZ_WORDS)}\n`);
           }
         }
         const patch = rand() < 0.05 ? sections.join('') : `*** Begin Patch\n${sections.join('')}*** End Patch\n`;

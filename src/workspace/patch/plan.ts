@@ -150,12 +150,15 @@ export function applyChunks(path: string, text: string, chunks: readonly PatchCh
   const eol = eolStyle(lines, text.endsWith('\n'));
   const styled = (s: string): string =>
     eol === 'crlf' && !s.endsWith('\r') ? `${s}\r` : eol === 'lf' && s.endsWith('\r') ? s.slice(0, -1) : s;
+  // Lines are matched without their CR: it belongs to the line break. Otherwise, in a CRLF file, only the
+  // unterminated last line matches "exactly" and pulls every chunk towards it.
+  const keys = lines.map(withoutCr);
 
   const replacements: Replacement[] = [];
   let lineIndex = 0;
   for (const chunk of chunks) {
     for (const context of chunk.contexts ?? []) {
-      const found = seekSequence(lines, [context], { start: lineIndex });
+      const found = seekSequence(keys, [withoutCr(context)], { start: lineIndex });
       if (!found) {
         throw new ToolError('patch_apply_error', `Failed to find context '${context}' in ${path}`, {
           path,
@@ -183,13 +186,13 @@ export function applyChunks(path: string, text: string, chunks: readonly PatchCh
     }
 
     const hint = chunk.oldStart === undefined ? undefined : Math.max(0, chunk.oldStart - 1);
-    let found = seekSequence(lines, oldLines, { start: lineIndex, eof: chunk.isEndOfFile, hint });
+    let found = seekSequence(keys, oldLines.map(withoutCr), { start: lineIndex, eof: chunk.isEndOfFile, hint });
     const lastLine = body[body.length - 1];
     if (!found && lastLine?.kind === 'context' && lastLine.text.trim() === '' && oldLines.length > 1) {
       // A trailing blank context line is often just a separator: retry without it.
       body = body.slice(0, -1);
       oldLines = oldLines.slice(0, -1);
-      found = seekSequence(lines, oldLines, { start: lineIndex, eof: chunk.isEndOfFile, hint });
+      found = seekSequence(keys, oldLines.map(withoutCr), { start: lineIndex, eof: chunk.isEndOfFile, hint });
     }
     if (!found) {
       throw new ToolError(
@@ -230,6 +233,10 @@ export function applyChunks(path: string, text: string, chunks: readonly PatchCh
   }
   if (eol === 'crlf') result[result.length - 1] = (result[result.length - 1] as string).replace(/\r$/, '');
   return result.join('\n');
+}
+
+function withoutCr(s: string): string {
+  return s.endsWith('\r') ? s.slice(0, -1) : s;
 }
 
 function eolStyle(lines: readonly string[], lastTerminated: boolean): EolStyle {
