@@ -72,7 +72,7 @@ test('a write killed before its rename leaves no temp file after the next open',
 });
 
 test('a move killed after the new file was linked, before the old one went, is undone', () => {
-  crashAt('move_file', { from: 'a.txt', to: 'd/moved.txt' }, 'commit', 1);
+  crashAt('move_file', { from: 'a.txt', to: 'd/moved.txt', expectedSha256: 'b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060' }, 'commit', 1);
   openWorkspace({ root, dataDir, sessionId: 'next' }).close();
   assert.deepEqual(tree(), ORIGINAL);
 });

@@ -28,6 +28,8 @@ afterEach(() => {
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
+/** sha256 of a.txt's "alpha" line (move_file proves it saw the source). */
+const ALPHA_SHA = 'b6a98d9ce9a2d9149288fa3df42d377c3e42737afdcdaf714e33c0a100b51060';
 const kindOf = (r: ToolResult): string => (r.ok ? 'ok' : r.error.kind);
 const listRoot = (): string[] => fs.readdirSync(root).sort();
 
@@ -48,7 +50,7 @@ test('~, look-alike dots and slashes, backslashes and %-escapes that would leave
   for (const p of hostile) {
     assert.equal(kindOf(await ws.call('read_file', { path: p })), 'outside_workspace', p);
     assert.equal(kindOf(await ws.call('create_file', { path: p, content: 'x' })), 'outside_workspace', p);
-    assert.equal(kindOf(await ws.call('move_file', { from: 'a.txt', to: p })), 'outside_workspace', p);
+    assert.equal(kindOf(await ws.call('move_file', { from: 'a.txt', to: p, expectedSha256: ALPHA_SHA })), 'outside_workspace', p);
   }
   assert.deepEqual(listRoot(), ['a.txt'], 'nothing was created inside under a literal name either');
 });
