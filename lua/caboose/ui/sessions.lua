@@ -3,12 +3,13 @@
 local M = {}
 local H = {}
 
-H.caboose = function()
-  return require('caboose')
+--- Calls the host method named by its key in rpc.methods (asynchronously; `cb(err, result)`).
+H.call = function(name, params, cb)
+  return require('caboose')._request(require('caboose.rpc').methods[name], params, cb)
 end
 
-H.methods = function()
-  return require('caboose.rpc').methods
+H.notify = function(msg)
+  require('caboose')._notify(msg)
 end
 
 --- "3 h ago", "2 d ago", or the date for older ones.
@@ -44,13 +45,13 @@ H.SEARCH = { search = true }
 --- Lists the sessions (this folder's first) or those matching `query`; `action` is 'open' or 'delete'.
 function M.pick(query, action)
   action = action or 'open'
-  return H.caboose()._request(H.methods().session_list, { query = query ~= '' and query or nil }, function(err, res)
+  return H.call('session_list', { query = query ~= '' and query or nil }, function(err, res)
     if err then
       return
     end
     local sessions = res.sessions or {}
     if #sessions == 0 then
-      H.caboose()._notify(query and query ~= '' and ('no session mentions “' .. query .. '”') or 'no stored sessions yet')
+      H.notify(query and query ~= '' and ('no session mentions “' .. query .. '”') or 'no stored sessions yet')
       if not (query and query ~= '') then
         return
       end
@@ -93,9 +94,9 @@ end
 
 --- Reopens a stored session in the chat (its transcript replaces what the chat shows).
 function M.open(id)
-  return H.caboose()._request(H.methods().session_open, { id = id }, function(err, res)
+  return H.call('session_open', { id = id }, function(err, res)
     if not err then
-      H.caboose()._notify('reopened: ' .. (res.title or id))
+      H.notify('reopened: ' .. (res.title or id))
     end
   end)
 end
@@ -107,9 +108,9 @@ function M.delete(s)
     if choice ~= 'Delete' then
       return
     end
-    H.caboose()._request(H.methods().session_delete, { id = s.id }, function(err, res)
+    H.call('session_delete', { id = s.id }, function(err, res)
       if not err and res.deleted then
-        H.caboose()._notify('deleted session ' .. what)
+        H.notify('deleted session ' .. what)
       end
     end)
   end)
@@ -118,13 +119,13 @@ end
 --- Renames the current session; without a title, asks (the current one pre-filled).
 function M.rename(title)
   if title and vim.trim(title) ~= '' then
-    return H.caboose()._request(H.methods().session_rename, { title = vim.trim(title) }, function(err, res)
+    return H.call('session_rename', { title = vim.trim(title) }, function(err, res)
       if not err then
-        H.caboose()._notify('session renamed: ' .. res.title)
+        H.notify('session renamed: ' .. res.title)
       end
     end)
   end
-  return H.caboose()._request(H.methods().session_info, {}, function(err, info)
+  return H.call('session_info', {}, function(err, info)
     if err then
       return
     end
