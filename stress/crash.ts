@@ -3,15 +3,18 @@
  * the workspace tools and is SIGKILLed at random moments. After each kill: every file holds exactly its
  * old or its new bytes (a multi-file patch all old or all new), the next openWorkspace leaves no temp or
  * backup file in the workspace, `PRAGMA integrity_check` is ok and the audit chain verifies.
- * Run: `node --import tsx stress/crash.ts`. Env: STRESS_CRASH_LANES (parallel workspaces, default 2).
+ * Run after `npm run build`: `node --import tsx stress/crash.ts`. Env: STRESS_CRASH_LANES (parallel workspaces, default 2).
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { openWorkspace, verifyAuditLog } from '../dist/index';
 import { seededRandom } from '../test/support/rng';
 import { Checks, mainIfDirect, scaled, sha256, sleep, tempDir, type SuiteReport } from './lib';
+
+// The built host, like the child (npm run stress builds it first); typed from the sources.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { openWorkspace, verifyAuditLog } = require('../dist/index') as typeof import('../src/index');
 
 const CHILD = path.join(__dirname, 'crash-child.js');
 const FILES = ['f0.txt', 'f1.txt', 'f2.txt', 'dir/f3.txt', 'dir/f4.txt', 'dir/sub/f5.txt'];
