@@ -103,6 +103,7 @@ async function direct(t: TestNvim, checks: Checks, rounds: number): Promise<void
  * while the model reads f.txt and then changes it with the sha it read.
  */
 async function throughAgent(checks: Checks, rounds: number): Promise<void> {
+  const outcomes = new Map<string, number>();
   const fake = await startFakeOpenAI();
   const t = await startSession(fake.url, "require('caboose').setup({ mode = 'chug' })");
   try {
@@ -142,14 +143,15 @@ async function throughAgent(checks: Checks, rounds: number): Promise<void> {
         checks.record("agent loop: every line typed during the call is kept", missing.length && !(result?.ok && op === 'write_file') ? `${op}: lost ${missing.length} of ${n} (${missing.slice(0, 3).join(', ')})` : null);
         const disk = fs.existsSync(path.join(t.cwd, 'f.txt')) ? fs.readFileSync(path.join(t.cwd, 'f.txt'), 'utf8') : null;
         checks.record('agent loop: the disk never gets the unsaved text', disk === DISK ? null : `${op}: disk ${JSON.stringify(disk?.slice(0, 200))}`);
-        const outcome = result ? (result.ok ? 'ok' : result.error?.kind) : 'none';
-        checks.note('agent loop: the turn completes while the user types', `${checks.row('agent loop: the turn completes while the user types').note ?? ''}${op}: ${outcome}; `.slice(0, 400));
+        const outcome = `${op} → ${result ? (result.ok ? 'ok' : result.error?.kind) : 'none'}`;
+        outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
       }
     }
   } finally {
     await t.close();
     await fake.close();
   }
+  checks.figures.push(`Agent loop outcomes (the call the model made while the user typed): ${[...outcomes].map(([k, n]) => `${k} ×${n}`).join('; ')}.`);
 }
 
 export async function run(): Promise<SuiteReport> {

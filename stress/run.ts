@@ -41,7 +41,12 @@ async function main(): Promise<void> {
     write(`| ${r.title} | ${r.rows.length} | ${attempts} | ${failuresOf(r)} | ${(r.durationMs / 1000).toFixed(1)} |\n`);
   }
   const failed = reports.reduce((n, r) => n + failuresOf(r), 0);
-  write(`\nTotal ${((Date.now() - started) / 1000 / 60).toFixed(1)} min; ${failed === 0 ? 'no failures' : `${failed} failures`}.\n`);
+  const known = reports.flatMap((r) => r.rows).filter((row) => row.knownDefect && row.failures > 0);
+  const knownFailures = known.reduce((n, row) => n + row.failures, 0);
+  const defects = [...new Set(known.map((row) => row.knownDefect))].sort();
+  write(`\nTotal ${((Date.now() - started) / 1000 / 60).toFixed(1)} min; ${failed === 0 ? 'no failures' : `${failed} failures`}`);
+  if (knownFailures) write(` (${knownFailures} in areas being fixed in issue 11: defects ${defects.join(', ')}; ${failed - knownFailures} others)`);
+  write('.\n');
   process.exit(failed === 0 ? 0 : 1);
 }
 
