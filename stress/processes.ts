@@ -100,7 +100,7 @@ async function directRuns(checks: Checks, root: string, rounds: number): Promise
       r.truncated && size <= MAX_OUTPUT_BYTES + 1024 ? null : `${label}: ${size} bytes, truncated ${r.truncated}`,
     );
     checks.record('the host stays bounded while it runs (RSS growth < 256 MB)', grew < 256 ? null : `${label}: RSS grew ${grew.toFixed(0)} MB`);
-    checks.figures.push(`runaway "${label}": ran ${((Date.now() - t0) / 1000).toFixed(1)} s (${r.timedOut ? 'timed out' : `exit ${r.exitCode}`}), ${omitted ?? '?'} bytes omitted, ${size} bytes returned, host RSS +${grew.toFixed(0)} MB.`);
+    checks.figures.push(`runaway "${label}": ran ${((Date.now() - t0) / 1000).toFixed(1)} s (${r.timedOut ? 'timed out' : `exit ${r.exitCode}`}), ${omitted ?? '?'} bytes omitted, ${size} bytes returned, host RSS ${grew >= 0 ? '+' : '−'}${Math.abs(grew).toFixed(0)} MB.`);
   }
   for (let k = 0; k < rounds; k++) {
     for (const v of [...VARIANTS, 'exits, leaving background children'] as Variant[]) {
