@@ -102,9 +102,10 @@ const USES: ToolUse[] = [
     label: 'edit_file',
     call: (ws, p, c) => ws.call('edit_file', { path: p, expectedSha256: c.secretSha, edits: [{ oldText: SECRET, newText: 'PWNED' }] }),
   },
-  { label: 'delete_file', call: (ws, p) => ws.call('delete_file', { path: p }) },
-  { label: 'move_file (from)', call: (ws, p) => ws.call('move_file', { from: p, to: 'stolen.txt' }) },
-  { label: 'move_file (to)', call: (ws, p) => ws.call('move_file', { from: 'a.txt', to: p }) },
+  // expectedSha256 is required (the hash of a hostile path's target is never known: any valid one will do).
+  { label: 'delete_file', call: (ws, p) => ws.call('delete_file', { path: p, expectedSha256: sha256('alpha\n') }) },
+  { label: 'move_file (from)', call: (ws, p) => ws.call('move_file', { from: p, to: 'stolen.txt', expectedSha256: sha256('alpha\n') }) },
+  { label: 'move_file (to)', call: (ws, p) => ws.call('move_file', { from: 'a.txt', to: p, expectedSha256: sha256('alpha\n') }) },
   { label: 'restore_file (targetPath)', call: (ws, p, c) => ws.call('restore_file', { trashId: c.trashId, targetPath: p }) },
   { label: 'apply_patch (Add File)', call: (ws, p) => ws.call('apply_patch', { patch: envelope(`*** Add File: ${p}\n+pwned\n`) }) },
   {
@@ -179,7 +180,7 @@ export async function run(): Promise<SuiteReport> {
   try {
     const { root, outside, data } = setUp(tmp.dir);
     const ws = openWorkspace({ root, dataDir: data, sessionId: 'stress-paths', denyGlobs: DENY });
-    const del = await ws.call('delete_file', { path: 'victim.txt' });
+    const del = await ws.call('delete_file', { path: 'victim.txt', expectedSha256: sha256('to be trashed\n') });
     if (!del.ok) throw new Error(`set-up: delete_file failed: ${JSON.stringify(del.error)}`);
     const ctx: Ctx = { trashId: (del.data as { trashId: string }).trashId, secretSha: sha256(OUTSIDE_TEXT), bash: createBashTool({ killGraceMs: 200 }) };
     const outsideBefore = snapshotTree(outside);
