@@ -2,14 +2,12 @@ import type Database from 'better-sqlite3';
 import { openDatabase } from './db';
 import { AuditRepository, type AuditVerification } from './audit';
 import { TrashRepository } from './trash';
-import { ArchiveRepository } from './archive';
 import { SessionRepository } from './sessions';
 import { CheckpointRepository } from './checkpoints';
 
 export { openDatabase, dbPathFor, DB_FILE_NAME, sqliteVersion } from './db';
 export * from './audit';
 export * from './trash';
-export * from './archive';
 export * from './sessions';
 export * from './checkpoints';
 export { MIGRATIONS, migrate } from './migrations';
@@ -19,7 +17,6 @@ export interface Store {
   readonly db: Database.Database;
   readonly audit: AuditRepository;
   readonly trash: TrashRepository;
-  readonly archive: ArchiveRepository;
   readonly sessions: SessionRepository;
   readonly checkpoints: CheckpointRepository;
   close(): void;
@@ -31,7 +28,6 @@ export function openStore(dbPathOrDataDir: string): Store {
     db,
     audit: new AuditRepository(db),
     trash: new TrashRepository(db),
-    archive: new ArchiveRepository(db),
     sessions: new SessionRepository(db),
     checkpoints: new CheckpointRepository(db),
     close: () => db.close(),

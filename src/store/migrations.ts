@@ -49,6 +49,7 @@ CREATE INDEX trash_deleted_at ON trash(deleted_at);
   },
   {
     version: 2,
+    // No longer written (compaction archives into session_messages, version 3); kept: shipped schema.
     name: 'conversation_archive',
     sql: `
 CREATE TABLE conversation_archive (

@@ -67,25 +67,3 @@ test('near the context window the earlier turns are summarized by the model and 
   assert.ok(notices.some((n) => /compacted 2 earlier messages/.test(n)));
   assert.deepEqual(agent.messages.map((m) => m.role), ['user', 'assistant', 'user', 'assistant']);
 });
-
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { openStore } from '../../src/store';
-
-test('compacted segments go to cold storage in SQLite', (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-archive-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const store = openStore(dir);
-  try {
-    const removed = [{ role: 'user', content: 'q' }, { role: 'assistant', content: 'a' }];
-    store.archive.add('s1', 'summary one', removed);
-    store.archive.add('s2', 'other', []);
-    const got = store.archive.list('s1');
-    assert.equal(got.length, 1);
-    assert.equal(got[0].summary, 'summary one');
-    assert.deepEqual(got[0].messages, removed);
-  } finally {
-    store.close();
-  }
-});

@@ -613,14 +613,33 @@ H.reply = { open = false, last = nil } ---@type { open: boolean, last: 'text'|'t
 H.tools = {} ---@type table<string, { mark: integer, text: string, icon: integer|nil, done: boolean|nil }>
 H.queue = {} ---@type { id: integer, text: string }[]
 
-H.ensure_reply = function(kind)
-  if not H.reply.open then
-    M.block(H.REPLY_HEADING)
-    H.reply.open = true
-  elseif kind == 'text' and H.reply.last == 'tool' then
-    M.block('')
+-- Where a reply's text or tool line goes, shared by live rendering (the buffer) and the bulk load of a
+-- reopened session (a text writer): `out` has `append(text)` and `block(text)`.
+H.reply_part = function(reply, kind, out)
+  if not reply.open then
+    out.block(H.REPLY_HEADING)
+    reply.open = true
+  elseif kind == 'text' and reply.last == 'tool' then
+    out.block('')
   end
-  H.reply.last = kind
+  reply.last = kind
+end
+
+--- A tool call's line: under the previous one when the reply's last part was a tool line.
+H.put_tool_line = function(reply, line, out)
+  if reply.open and reply.last == 'tool' then
+    out.append('\n' .. line)
+  else
+    H.reply_part(reply, 'tool', out)
+    out.block(line)
+  end
+  reply.last = 'tool'
+end
+
+H.buffer_out = { append = function(t) M.append(t) end, block = function(t) M.block(t) end }
+
+H.ensure_reply = function(kind)
+  H.reply_part(H.reply, kind, H.buffer_out)
 end
 
 --- A message whose turn starts now (a queued one leaves the queue here).
@@ -765,14 +784,7 @@ end
 --- One compact line per tool call; its status and summary are filled in when the result arrives.
 function M.tool_call(p)
   local text = p.summary or p.name or '?'
-  local line = H.tool_line('running', text)
-  if H.reply.open and H.reply.last == 'tool' then
-    M.append('\n' .. line)
-  else
-    H.ensure_reply('tool')
-    M.block(line)
-  end
-  H.reply.last = 'tool'
+  H.put_tool_line(H.reply, H.tool_line('running', text), H.buffer_out)
   local buf = H.buf
   local row = vim.api.nvim_buf_line_count(buf) - 1
   local t = { mark = vim.api.nvim_buf_set_extmark(buf, H.ns, row, 0, {}), text = text }
@@ -876,34 +888,18 @@ function M.load(items)
   local w = H.text_writer()
   local icons = {} ---@type { row: integer, status: string }[]
   local reply = { open = false, last = nil }
-  local function ensure(kind)
-    if not reply.open then
-      w.block(H.REPLY_HEADING)
-      reply.open = true
-    elseif kind == 'text' and reply.last == 'tool' then
-      w.block('')
-    end
-    reply.last = kind
-  end
   for _, it in ipairs(items or {}) do
     if it.t == 'user' then
       reply = { open = false, last = nil }
       w.block(H.user_text(it.text, it.labels))
     elseif it.t == 'text' then
-      ensure('text')
+      H.reply_part(reply, 'text', w)
       w.append(it.text or '')
       if it.interrupted then
         w.append(H.INTERRUPTED)
       end
     elseif it.t == 'tool' then
-      local line = H.tool_line(it.status, it.text or '?', it.summary)
-      if reply.open and reply.last == 'tool' then
-        w.append('\n' .. line)
-      else
-        ensure('tool')
-        w.block(line)
-      end
-      reply.last = 'tool'
+      H.put_tool_line(reply, H.tool_line(it.status, it.text or '?', it.summary), w)
       table.insert(icons, { row = w.row(), status = it.status })
       if it.details and #it.details > 0 then
         w.append('\n' .. table.concat(H.detail_lines(it.details), '\n'))
