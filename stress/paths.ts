@@ -9,6 +9,7 @@ import path from 'node:path';
 import { openWorkspace, type OpenedWorkspace } from '../src/index';
 import { createBashTool } from '../src/tools/bash';
 import type { ToolResult } from '../src/tools/tool';
+import { swapFolderForLinkAt } from '../test/support/symlink-swap';
 import { Checks, mainIfDirect, sha256, snapshotTree, tempDir, treeDiff, sameTree, type SuiteReport } from './lib';
 
 const SECRET = 'OUTSIDE-SECRET-CANARY';
@@ -282,20 +283,15 @@ export async function run(): Promise<SuiteReport> {
       const read = await ws.call('read_file', { path: 'race/f.txt' });
       if (!read.ok) throw new Error(`race set-up: ${JSON.stringify(read.error)}`);
       const { sha256: sha, content } = read.data as { sha256: string; content: string };
-      let swapped = false;
-      ws.workspace.files.faultHook = (step) => {
-        if (swapped || step.phase !== phase) return;
-        swapped = true;
-        fs.renameSync(path.join(root, 'race'), path.join(root, 'race-moved'));
-        fs.symlinkSync(path.join(outside, 'racedir'), path.join(root, 'race'));
-      };
+      const swap = swapFolderForLinkAt(ws.workspace, phase, 'race', path.join(outside, 'racedir'));
       const racedBefore = snapshotTree(outside);
       let res: ToolResult;
       try {
         res = await write('race/f.txt', sha, content);
       } finally {
-        ws.workspace.files.faultHook = undefined;
+        swap.clear();
       }
+      const swapped = swap.swapped();
       const racedAfter = snapshotTree(outside);
       checks.record(
         'symlink swapped in during the commit: refused with outside_workspace, outside unchanged',

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { swapFolderForLinkAt } from '../support/symlink-swap';
 import { openWorkspace, type OpenedWorkspace, type ToolResult } from '../../src/index';
 import { createBashTool } from '../../src/tools/bash';
 import { ToolRegistry } from '../../src/tools/registry';
@@ -78,16 +79,10 @@ test('a folder swapped for a symlink to outside during the commit is refused; ou
     fs.writeFileSync(path.join(outside, 'racedir', 'f.txt'), 'same\n');
     const read = await ws.call('read_file', { path: 'race/f.txt' });
     assert.ok(read.ok);
-    let swapped = false;
-    ws.workspace.files.faultHook = (step) => {
-      if (swapped || step.phase !== phase) return;
-      swapped = true;
-      fs.renameSync(path.join(root, 'race'), path.join(root, 'race-moved'));
-      fs.symlinkSync(path.join(outside, 'racedir'), path.join(root, 'race'));
-    };
+    const swap = swapFolderForLinkAt(ws.workspace, phase, 'race', path.join(outside, 'racedir'));
     const res = await ws.call('write_file', { path: 'race/f.txt', content: 'pwned\n', expectedSha256: (read.data as { sha256: string }).sha256 });
-    ws.workspace.files.faultHook = undefined;
-    assert.ok(swapped, phase);
+    swap.clear();
+    assert.ok(swap.swapped(), phase);
     assert.equal(kindOf(res), 'outside_workspace', `${phase}: ${JSON.stringify(res)}`);
     assert.deepEqual(fs.readdirSync(path.join(outside, 'racedir')), ['f.txt'], `${phase}: no temp file outside`);
     assert.equal(fs.readFileSync(path.join(outside, 'racedir', 'f.txt'), 'utf8'), 'same\n', phase);
