@@ -300,10 +300,10 @@ export class Agent {
    * the current one are summarized by the model and replaced by the summary; the removed messages go to
    * cold storage. A failed summary leaves the history as it was (pruning still applies). True when compacted.
    */
-  private async maybeCompact(signal: AbortSignal, force = false): Promise<boolean> {
+  private async maybeCompact(signal: AbortSignal, force = false, prompt?: ChatMessage[]): Promise<boolean> {
     if (!force) {
       const reported = this.lastUsage ? this.lastUsage.promptTokens + this.lastUsage.completionTokens : 0;
-      const used = Math.max(reported, estimateTokens(this.promptHistory()));
+      const used = Math.max(reported, estimateTokens(prompt ?? this.promptHistory()));
       if (!needsCompaction(used, this.contextWindow, this.opts.compactAt)) return false;
       const lookup = this.opts.contextWindowLookup;
       if (lookup && !this.windowLookedUp) {
@@ -358,12 +358,14 @@ export class Agent {
   /** One model call. Returns the tool calls to run, [] for a final answer, null when the turn must end. */
   private async streamStep(signal: AbortSignal, compactedForLength = false): Promise<AssembledToolCall[] | null> {
     this.setState('streaming');
-    if (!compactedForLength) await this.maybeCompact(signal);
+    // The prompt is built once per step; again only when compaction changed the history.
+    let prompt = this.promptHistory();
+    if (!compactedForLength && (await this.maybeCompact(signal, false, prompt))) prompt = this.promptHistory();
     if (signal.aborted) return null;
     this.emit('assistantStart');
     let partial = '';
     try {
-      const messages: ChatMessage[] = [{ role: 'system', content: this.systemPrompt() }, ...this.promptHistory()];
+      const messages: ChatMessage[] = [{ role: 'system', content: this.systemPrompt() }, ...prompt];
       const tools = this.registry.specs(this.opts.toolFilter).map(({ name, description, parameters }) => ({ name, description, parameters }));
       for await (const ev of this.model.stream({ messages, tools, signal })) {
         switch (ev.type) {
