@@ -33,7 +33,7 @@ import { median, quantile } from './chat';
 
 const TURNS = 2500;
 
-function seedSession(dataDir: string, cwd: string): { id: string; markdown: string } {
+export function seedSession(dataDir: string, cwd: string): { id: string; markdown: string } {
   const store = openStore(dataDir);
   const id = 'bench-10k';
   const rec = new SessionRecorder(store.sessions, id, { cwd, model: 'fake-model' });

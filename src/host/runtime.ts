@@ -21,7 +21,7 @@ import { createRecallTool } from '../tools/recall';
 import { DEFAULT_CONTEXT_WINDOW, knownContextWindow } from '../agent/context';
 import { SessionRecorder } from './session-recorder';
 import type { SessionRepository } from '../store/sessions';
-import { restoreConversation, transcriptItems } from './session-history';
+import { restoreConversation } from './session-history';
 import { requestTitle } from './session-title';
 import { resolveContextWindow } from './model-list';
 import { checkpointApi, type CheckpointApi } from './checkpoints';
@@ -72,7 +72,7 @@ export interface RuntimeOptions {
   session: ChatSession;
   ui: LuaUi;
   log: Logger;
-  /** Reopen this stored session: its conversation continues and the chat shows its transcript. */
+  /** Reopen this stored session: its conversation continues (the chat was sent its transcript already). */
   resume?: boolean;
 }
 
@@ -231,16 +231,6 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     },
   });
   session.bind(agent);
-  if (o.resume) {
-    // The transcript first (what the user waits for), then the conversation the model continues from.
-    const t0 = performance.now();
-    const stored = sessions.get(session.id);
-    const items = transcriptItems(sessions.displayRows(session.id));
-    const t1 = performance.now();
-    // As JSON text: a long transcript is one string to Neovim (vim.json.decode), not thousands of msgpack maps.
-    ui.emit(EVENTS.transcript, { session: session.id, title: stored?.title ?? null, items_json: JSON.stringify(items) });
-    log.info('reopened session %s: %d chat entries (read %d ms, sent %d ms)', session.id, items.length, Math.round(t1 - t0), Math.round(performance.now() - t1));
-  }
   // The conversation the model continues from is read when the first message needs it (parsing every
   // stored tool output of a long session must not delay its transcript).
   let restore = o.resume;

@@ -114,8 +114,17 @@ export class HostServer {
         const init = this.requireInit();
         const fs = require('node:fs') as typeof import('node:fs');
         if (fs.existsSync(stored.cwd)) init.cwd = stored.cwd;
+        // The transcript first, read through the current store: Neovim renders it while the new runtime
+        // (workspace, tools, agent) is built.
+        const { transcriptItems } = require('./session-history') as typeof import('./session-history');
         const t0 = performance.now();
-        const next = await this.replaceRuntime(id);
+        const items = transcriptItems(rt.sessions.displayRows(id));
+        const itemsJson = JSON.stringify(items);
+        const t1 = performance.now();
+        const next = await this.replaceRuntime(id, () => {
+          this.ui.emit(EVENTS.transcript, { session: id, title: stored.title ?? null, items_json: itemsJson });
+          this.log.info('reopened session %s: %d chat entries (read %d ms, sent %d ms)', id, items.length, Math.round(t1 - t0), Math.round(performance.now() - t1));
+        });
         this.log.info('session.open: new runtime in %d ms', Math.round(performance.now() - t0));
         next.session.emitState(next.session.agent.state, next.session.agent.state);
         return next.info();
@@ -279,11 +288,12 @@ export class HostServer {
   }
 
   /** Ends the current session (it stays stored) and starts another: a new one, or `resumeId` reopened. */
-  private async replaceRuntime(resumeId?: string): Promise<SessionRuntime> {
+  private async replaceRuntime(resumeId?: string, afterDispose?: () => void): Promise<SessionRuntime> {
     const old = this.runtime ?? (this.starting ? await this.starting.catch(() => null) : null);
     this.runtime = null;
     this.starting = null;
     old?.dispose();
+    afterDispose?.();
     return this.ensureRuntime(resumeId);
   }
 

@@ -275,6 +275,42 @@ forEachNvim((bin) => {
       const row = lines.findIndex((l) => l.startsWith('✓ bash')) + 2; // 1-based row of its first detail line
       const closed = await e.t.lua<number>('return vim.api.nvim_win_call(..., function() return vim.fn.foldclosed(' + row + ') end)', [await chatWin()]);
       assert.notEqual(closed, -1, 'details are folded');
+      const foldsAt = async (win: number) =>
+        e.t.lua<number[][]>(
+          `return vim.api.nvim_win_call(..., function()
+            local out, l, n = {}, 1, vim.api.nvim_buf_line_count(0)
+            while l <= n do
+              local s = vim.fn.foldclosed(l)
+              if s ~= -1 then table.insert(out, { s, vim.fn.foldclosedend(l) }); l = vim.fn.foldclosedend(l) + 1 else l = l + 1 end
+            end
+            return out
+          end)`,
+          [win],
+        );
+      const detailRuns = (ls: string[]) => {
+        const runs: number[][] = [];
+        ls.forEach((l, i) => {
+          if (!l.startsWith('  ┆ ')) return;
+          const last = runs.at(-1);
+          if (last && last[1] === i) last[1] = i + 1;
+          else runs.push([i + 1, i + 1]);
+        });
+        return runs.filter(([a, b]) => b > a); // one line shows as itself ('foldminlines')
+      };
+      const live = await foldsAt(await chatWin());
+      assert.deepEqual(live, detailRuns(lines), 'each run of details is one closed fold, nothing else is folded');
+      // A new window on the chat folds the same way; so does the same session reopened from the store.
+      await e.t.lua("require('caboose.ui.chat').close()");
+      await e.t.cmd('CabooseChat');
+      assert.deepEqual(await foldsAt(await chatWin()), live, 'folds in a reopened chat window');
+      const id = await e.t.lua<string>("return require('caboose').state().session");
+      await e.t.cmd('CabooseNew');
+      await e.t.waitFor(async () => (await e.t.lua<string>("return require('caboose').state().session")) !== id, 'a new session');
+      await e.t.lua("require('caboose.ui.sessions').open(...)", [id]);
+      await waitChat(/done/);
+      const reopened = await e.t.chatLines();
+      assert.deepEqual(await foldsAt(await chatWin()), detailRuns(reopened), 'folds in the reopened session');
+      assert.ok(detailRuns(reopened).length >= 2);
       const hl = await e.t.lua<string[]>(`
         local buf = require('caboose.ui.chat').buf()
         local out = {}

@@ -331,9 +331,9 @@ H.win_options = function(win, transcript)
   wo.spell = false
   wo.fillchars = 'eob: ,fold: '
   if transcript then
-    wo.foldmethod = 'expr'
-    -- A plain Vim expression (no Lua call per line): a reopened session's 50,000 lines fold in a blink.
-    wo.foldexpr = "strpart(getline(v:lnum),0," .. #H.DETAIL .. ")==#'" .. H.DETAIL .. "'"
+    -- Manual folds made as details are written: a fold expression, even a plain Vim one, is evaluated
+    -- on each of a reopened session's 50,000 lines and took longer than the rest of the reopening.
+    wo.foldmethod = 'manual'
     wo.foldtext = "v:lua.require'caboose.ui.chat'.foldtext()"
     wo.foldlevel = 0
     wo.foldenable = true
@@ -361,6 +361,7 @@ function M.open(cfg)
     win = vim.api.nvim_get_current_win()
     vim.api.nvim_win_set_buf(win, buf)
     H.win_options(win, true)
+    H.refold(buf, win)
     vim.wo[win].winfixwidth = H.vertical(pos)
     vim.wo[win].winfixheight = not H.vertical(pos)
     H.apply_status(win)
@@ -561,7 +562,12 @@ function M.append(text)
   local last = vim.api.nvim_buf_line_count(buf) - 1
   local last_line = vim.api.nvim_buf_get_lines(buf, last, last + 1, false)[1] or ''
   H.edit(buf, function()
-    vim.api.nvim_buf_set_text(buf, last, #last_line, last, #last_line, lines)
+    if lines[1] == '' then
+      -- New lines only: added below the last one, which stays untouched (a fold ending on it keeps it).
+      vim.api.nvim_buf_set_lines(buf, last + 1, last + 1, false, vim.list_slice(lines, 2))
+    else
+      vim.api.nvim_buf_set_text(buf, last, #last_line, last, #last_line, lines)
+    end
   end)
   local new_last = vim.api.nvim_buf_line_count(buf)
   for _, win in ipairs(follow) do
@@ -681,6 +687,48 @@ H.detail_lines = function(details, out)
     end
   end
   return out
+end
+
+--- Folds detail lines (1-based, inclusive ranges) in `wins`, by default every window showing `buf`.
+H.fold = function(buf, ranges, wins)
+  if #ranges == 0 then
+    return
+  end
+  for _, win in ipairs(wins or vim.fn.win_findbuf(buf)) do
+    if vim.wo[win].foldmethod == 'manual' then
+      vim.api.nvim_win_call(win, function()
+        for _, r in ipairs(ranges) do
+          vim.cmd(string.format('silent! %d,%dfold', r[1], r[2]))
+        end
+      end)
+    end
+  end
+end
+
+--- The runs of detail lines in `buf`, as 1-based inclusive ranges.
+H.detail_ranges = function(buf)
+  local ranges, start, n = {}, nil, #H.DETAIL
+  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  for i, l in ipairs(lines) do
+    if l:sub(1, n) == H.DETAIL then
+      start = start or i
+    elseif start then
+      table.insert(ranges, { start, i - 1 })
+      start = nil
+    end
+  end
+  if start then
+    table.insert(ranges, { start, #lines })
+  end
+  return ranges
+end
+
+--- A window that starts showing the transcript gets its folds (a split copies another buffer's).
+H.refold = function(buf, win)
+  vim.api.nvim_win_call(win, function()
+    vim.cmd('silent! normal! zE')
+  end)
+  H.fold(buf, H.detail_ranges(buf), { win })
 end
 
 -- Queued messages: shown under the transcript (not in it) until their turn starts.
@@ -829,6 +877,9 @@ function M.tool_result(p)
       vim.api.nvim_buf_set_lines(buf, row + 1, row + 1, false, details)
     end
   end)
+  if #details > 0 then
+    H.fold(buf, { { row + 2, row + 1 + #details } })
+  end
   H.mark_icon(buf, row, status, t)
   t.done = true
   local last = vim.api.nvim_buf_line_count(buf)
@@ -887,6 +938,7 @@ end
 function M.load(items)
   local w = H.text_writer()
   local icons = {} ---@type { row: integer, status: string }[]
+  local folds = {} ---@type integer[][]
   local reply = { open = false, last = nil }
   for _, it in ipairs(items or {}) do
     if it.t == 'user' then
@@ -902,7 +954,9 @@ function M.load(items)
       H.put_tool_line(reply, H.tool_line(it.status, it.text or '?', it.summary), w)
       table.insert(icons, { row = w.row(), status = it.status })
       if it.details and #it.details > 0 then
-        w.append('\n' .. table.concat(H.detail_lines(it.details), '\n'))
+        local details = H.detail_lines(it.details)
+        table.insert(folds, { w.row() + 2, w.row() + 1 + #details })
+        w.append('\n' .. table.concat(details, '\n'))
       end
     elseif it.t == 'notice' then
       w.block(H.notice_text(it.text))
@@ -914,9 +968,16 @@ function M.load(items)
   local buf = M.buf()
   vim.api.nvim_buf_clear_namespace(buf, H.ns_hint, 0, -1)
   H.hint = false
+  local wins = vim.fn.win_findbuf(buf)
+  for _, win in ipairs(wins) do
+    vim.api.nvim_win_call(win, function()
+      vim.cmd('silent! normal! zE')
+    end)
+  end
   H.edit(buf, function()
     vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   end)
+  H.fold(buf, folds, wins)
   for _, ic in ipairs(icons) do
     H.mark_icon(buf, ic.row, ic.status)
   end
