@@ -284,12 +284,15 @@ class ScopedRegistry extends ToolRegistry {
   }
 }
 
+/** The session's task list is the main agent's: a child's list would replace it in the chat. */
+const PARENT_ONLY = new Set(['todo_write', 'todo_read']);
+
 /** Tools a child may be given: the parent's offered tools, never a subagent tool (no nesting). */
 function childCandidates(registry: ToolRegistry, offered: (d: ToolDefinition) => boolean): ToolDefinition[] {
   return registry
     .names()
     .map((n) => registry.get(n))
-    .filter((d): d is ToolDefinition => d !== undefined && offered(d) && !isSubagentTool(d));
+    .filter((d): d is ToolDefinition => d !== undefined && offered(d) && !isSubagentTool(d) && !PARENT_ONLY.has(d.name));
 }
 
 /** The task's first words, for labels: one line, at most ~40 characters. */

@@ -57,6 +57,8 @@ async function setup(t: { after(fn: () => unknown): void }, o: SetupOptions = {}
       },
     } as ToolDefinition,
     { name: 'hidden_thing', description: 'hidden', policy: 'read', parameters: z.object({}), execute: async () => 'hidden' } as ToolDefinition,
+    // The session's task list: the main agent's alone.
+    { name: 'todo_write', description: 'tasks', policy: 'read', parameters: z.object({}), execute: async () => 'tasks' } as ToolDefinition,
   ]);
   const grants = new Set<string>();
   const approve = o.approve ?? (async () => ({ decision: 'once' as const }));
@@ -118,7 +120,7 @@ test('explore runs a read-only child agent and returns its final report to the p
   await h.agent.idle();
 
   const [parent1, child1, child2] = h.fake.chatRequests;
-  assert.deepEqual(toolNames(parent1), ['read_thing', 'edit_thing', 'explore', 'agent']);
+  assert.deepEqual(toolNames(parent1), ['read_thing', 'edit_thing', 'todo_write', 'explore', 'agent']);
   assert.deepEqual(toolNames(child1), ['read_thing'], 'child sees offered read tools only, no nesting');
   assert.match(String(child1.body?.messages?.[0].content), /research subagent[\s\S]*Working directory .*\/tmp\/ws/);
   assert.deepEqual(child1.body?.messages?.[1], { role: 'user', content: 'where is main?' });
@@ -192,6 +194,19 @@ test('agent: the child gets every offered non-subagent tool by default, or the o
   }
   assert.deepEqual(h.executed, [], 'edit_thing never ran');
   assert.deepEqual(parentResults(h.fake).map((r) => r.ok && r.data.answer), ['ok default', 'ok narrow']);
+});
+
+test('agent: a child is never given the task list tools (its list would replace the main agent\'s)', async (t) => {
+  const h = await setup(t);
+  h.fake.script({ toolCalls: [{ id: 'a1', name: 'agent', arguments: { task: 'x', tools: ['read_thing', 'todo_write'] } }] }, { text: 'done' });
+  h.agent.send('go');
+  await h.agent.idle();
+  assert.ok(toolNames(h.fake.chatRequests[0])?.includes('todo_write'), 'the main agent has it');
+  const [r] = parentResults(h.fake);
+  assert.equal(r.ok, false);
+  if (r.ok) return;
+  assert.equal(r.error.kind, 'invalid_arguments');
+  assert.match(r.error.message, /todo_write/);
 });
 
 test('agent: unknown or subagent tool names are invalid_arguments naming the valid ones; no child starts', async (t) => {
