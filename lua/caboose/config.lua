@@ -13,7 +13,8 @@ local H = {}
 ---@field trash_retention_days number How long deleted files stay restorable.
 ---@field bash_timeout_ms integer Default timeout of the bash tool.
 ---@field web_search table|nil `{ searxng_url = 'http://…' }` enables web_search.
----@field system_prompt string|nil Replaces the built-in system prompt.
+---@field system_prompt string|nil Replaces the built-in system prompt (project rules are still appended).
+---@field rules caboose.RulesOptions|false Project instruction files added to the system prompt; false: none.
 ---@field data_dir string SQLite database and trash (never inside the project).
 ---@field host caboose.HostOptions How the Node host is started.
 ---@field chat caboose.ChatOptions Chat window.
@@ -31,6 +32,11 @@ local H = {}
 ---@field timeout_ms integer|nil
 ---@field max_retries integer|nil Retries on 429/5xx/network errors (default 3).
 ---@field retry_base_delay_ms integer|nil First backoff delay (default 500 ms, doubled each retry).
+
+---@class caboose.RulesOptions
+---@field files string[] Names or globs looked up in the working directory and each parent up to the repository root.
+---@field max_bytes_per_file integer Bytes read from one file at most (the rest is left out, with a notice).
+---@field max_total_bytes integer Bytes read from all files at most; files past it are skipped (and listed).
 
 ---@class caboose.HostOptions
 ---@field node string Node executable (20 or newer).
@@ -64,6 +70,11 @@ local defaults = {
   bash_timeout_ms = 120000,
   web_search = nil,
   system_prompt = nil,
+  rules = {
+    files = { 'AGENTS.md', 'CLAUDE.md', '.github/copilot-instructions.md', '.cursor/rules/*.mdc' },
+    max_bytes_per_file = 32768,
+    max_total_bytes = 65536,
+  },
   data_dir = vim.fn.stdpath('data') .. '/caboose',
   host = { node = 'node', transport = 'job', prestart = true },
   chat = { position = 'right', size = 0.4, min_size = nil, max_size = nil, input_height = 5 },
@@ -94,6 +105,27 @@ H.string_list = function(v)
   for _, s in ipairs(v) do
     if type(s) ~= 'string' then
       return false, 'a list of strings'
+    end
+  end
+  return true
+end
+
+H.whole_positive = function(v)
+  return type(v) == 'number' and v >= 1 and v == math.floor(v), 'a whole number >= 1'
+end
+
+--- Rules patterns are looked up inside each folder searched: relative, never climbing out.
+H.rules_patterns = function(v)
+  local expected = 'a list of file names or globs relative to the folder searched (no leading "/", no "..")'
+  if v == nil then
+    return true -- rules = false
+  end
+  if type(v) ~= 'table' then
+    return false, expected
+  end
+  for _, p in ipairs(v) do
+    if type(p) ~= 'string' or vim.trim(p) == '' or p:sub(1, 1) == '/' or p:match('^%a:[/\\]') or vim.tbl_contains(vim.split(p, '[/\\]'), '..') then
+      return false, expected
     end
   end
   return true
@@ -137,6 +169,16 @@ H.checks = {
     return ok, 'nil or { searxng_url = "http(s)://…" }'
   end,
   ['system_prompt'] = H.opt_type('string'),
+  ['rules'] = function(v)
+    return v == false or type(v) == 'table', 'false or a table { files, max_bytes_per_file, max_total_bytes }'
+  end,
+  ['rules.files'] = H.rules_patterns,
+  ['rules.max_bytes_per_file'] = function(v)
+    return v == nil or H.whole_positive(v), 'a whole number >= 1'
+  end,
+  ['rules.max_total_bytes'] = function(v)
+    return v == nil or H.whole_positive(v), 'a whole number >= 1'
+  end,
   ['data_dir'] = function(v)
     return type(v) == 'string' and v ~= '', 'a non-empty string'
   end,
@@ -210,6 +252,10 @@ H.normalize = function(opts)
       opts[k] = nil
     end
   end
+  -- rules = true means the defaults.
+  if opts.rules == true then
+    opts.rules = nil
+  end
   -- web_search = 'http://…' or { url = '…' } mean the SearXNG URL.
   if type(opts.web_search) == 'string' then
     opts.web_search = { searxng_url = opts.web_search }
@@ -261,6 +307,7 @@ function M.host_part(cfg)
     bash_timeout_ms = cfg.bash_timeout_ms,
     web_search = cfg.web_search,
     system_prompt = cfg.system_prompt,
+    rules = cfg.rules,
   }
 end
 

@@ -1,5 +1,59 @@
 --- :checkhealth caboose
 local M = {}
+local H = {}
+
+H.size = function(n)
+  n = tonumber(n) or 0
+  if n >= 1024 then
+    return string.format('%.1f KB', n / 1024)
+  end
+  return string.format('%d bytes', n)
+end
+
+--- The project rules a new conversation in the current directory would read (the host looked them up).
+H.report_rules = function(r)
+  local h = vim.health
+  h.start('caboose: project rules')
+  if type(r) ~= 'table' then
+    h.warn('the host did not report project rules')
+    return
+  end
+  if not r.enabled then
+    h.info('project rules are off (rules = false in setup())')
+    return
+  end
+  if r.error then
+    h.error('project rules could not be read: ' .. tostring(r.error))
+    return
+  end
+  local root = r.root ~= vim.NIL and r.root or nil
+  local where = root and string.format('from %s up to the repository root %s', r.cwd, root) or string.format('in %s (not in a repository: no parent folder is searched)', r.cwd)
+  h.info(string.format('looked for %s %s', table.concat(r.patterns or {}, ', '), where))
+  local files = r.files or {}
+  for _, f in ipairs(files) do
+    if f.truncated then
+      h.warn(string.format('%s: %s, truncated to %s (%s)', f.rel, H.size(f.size), H.size(f.bytes), f.truncated), { 'the rest is left out of the prompt; raise rules.' .. f.truncated .. ' or shorten the file' })
+    else
+      h.ok(string.format('%s: %s', f.rel, H.size(f.size)))
+    end
+  end
+  for _, s in ipairs(r.skipped or {}) do
+    h.warn(string.format('%s: skipped (%s)', s.rel, s.reason))
+  end
+  if #files == 0 then
+    h.info('no project rules file found')
+  else
+    h.info(string.format('%d file%s (%s of at most %s) go into the system prompt of a new conversation, nearest first; the nearest wins on conflict', #files, #files == 1 and '' or 's', H.size(H.sum(files)), H.size(r.max_total_bytes)))
+  end
+end
+
+H.sum = function(files)
+  local n = 0
+  for _, f in ipairs(files) do
+    n = n + (f.bytes or 0)
+  end
+  return n
+end
 
 function M.check()
   local h = vim.health
@@ -47,7 +101,7 @@ function M.check()
   end
   h.ok(string.format('host %s answers (pid %s, %s, %.0f ms round trip)', ping.version, ping.pid, ping.node, (vim.uv.hrtime() - t0) / 1e6))
 
-  local okh, report = pcall(rpc.request, rpc.methods.health, {})
+  local okh, report = pcall(rpc.request, rpc.methods.health, { cwd = vim.fn.getcwd() })
   if not okh then
     h.error('health check failed: ' .. tostring(report))
     return
@@ -72,6 +126,8 @@ function M.check()
       'database: ' .. tostring(audit.db),
     })
   end
+
+  H.report_rules(report.rules)
 
   h.start('caboose: model endpoint')
   local ep = report.endpoint or {}

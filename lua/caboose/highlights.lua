@@ -9,6 +9,7 @@ M.groups = {
   CabooseDiffHunk = 'DiffChange',
   CabooseError = 'DiagnosticError',
   CabooseNotice = 'Comment',
+  CabooseRules = 'Comment',
   CabooseToolCall = 'Special',
   CabooseMode = 'Visual',
   CabooseTitle = 'Title',

@@ -93,6 +93,9 @@ H.handlers = {
     M.open_chat()
     vim.api.nvim_exec_autocmds('User', { pattern = 'CabooseSessionOpened', modeline = false, data = { session = p.session, title = p.title } })
   end,
+  rules = function(p)
+    H.chat().rules(p.lines or {})
+  end,
   user_message = function(p)
     H.chat().user_message(p)
   end,

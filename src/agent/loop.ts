@@ -86,6 +86,11 @@ export interface AgentOptions {
   systemPrompt?: string;
   /** The workspace root, named in the default system prompt. */
   cwd?: string;
+  /**
+   * The project's instruction files as a system-prompt section (see projectRulesSection), appended to the
+   * system prompt, the configured one included. Must stay the same for a conversation (prompt caching).
+   */
+  projectRules?: () => string | undefined;
   requestApproval: (req: ApprovalRequest) => Promise<ApprovalDecision>;
   events?: AgentEvents;
   log?: AgentLogger;
@@ -568,7 +573,9 @@ export class Agent {
   }
 
   private systemPrompt(): string {
-    return this.opts.systemPrompt ?? defaultSystemPrompt(this.currentMode, this.opts.cwd);
+    const base = this.opts.systemPrompt ?? defaultSystemPrompt(this.currentMode, this.opts.cwd);
+    const rules = this.opts.projectRules?.();
+    return rules ? `${base}\n\n${rules}` : base;
   }
 
   private setState(next: AgentState): void {

@@ -70,6 +70,8 @@ interface CommonOptions {
   log?: AgentLogger;
   onTranscript?: (t: SubagentTranscript) => void;
   onProgress?: (p: SubagentProgress) => void;
+  /** The parent conversation's project rules (a system-prompt section); children follow them too. */
+  projectRules?: () => string | undefined;
 }
 
 export type ExploreToolOptions = CommonOptions;
@@ -211,6 +213,7 @@ async function runChild(opts: CommonOptions, ctx: ToolContext, spec: ChildSpec):
     stepLimit: spec.stepLimit,
     maxQueue: 0,
     systemPrompt: spec.systemPrompt,
+    projectRules: opts.projectRules,
     grants: spec.grants,
     makeContext: (signal) => ({ ...base, signal }),
     requestApproval: (req) => spec.requestApproval({ ...req, label: spec.label }),

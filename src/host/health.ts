@@ -2,6 +2,23 @@ import type { HostConfig } from './protocol';
 import { resolveProvider } from './provider-config';
 import { fetchModelList } from './model-list';
 import type { AuditHealth } from './audit';
+import { rulesOptions } from './project-rules';
+import { loadRules } from '../workspace/rules';
+
+/** The project rules a new conversation in `cwd` would read. */
+export interface RulesHealth {
+  enabled: boolean;
+  cwd: string;
+  /** The repository root the search stops at (absent: the working directory alone is searched). */
+  root?: string;
+  dirs?: string[];
+  patterns?: string[];
+  max_bytes_per_file?: number;
+  max_total_bytes?: number;
+  files?: { path: string; rel: string; size: number; bytes: number; truncated?: string }[];
+  skipped?: { path: string; rel: string; size?: number; reason: string }[];
+  error?: string;
+}
 
 export interface HealthReport {
   node: string;
@@ -11,10 +28,31 @@ export interface HealthReport {
   key_present: boolean;
   /** The audit log's hash chain in the data folder's database. */
   audit: AuditHealth;
+  rules: RulesHealth;
+}
+
+export async function rulesHealth(config: HostConfig, cwd: string): Promise<RulesHealth> {
+  const opts = rulesOptions(config);
+  if (!opts) return { enabled: false, cwd };
+  const base = { enabled: true, cwd, patterns: [...opts.files], max_bytes_per_file: opts.maxBytesPerFile, max_total_bytes: opts.maxTotalBytes };
+  try {
+    const snap = await loadRules(cwd, opts);
+    return {
+      ...base,
+      cwd: snap.cwd,
+      // Omitted rather than null: a synchronous reply's null is vim.NIL (truthy) in Lua.
+      ...(snap.root ? { root: snap.root } : {}),
+      dirs: snap.dirs,
+      files: snap.files.map((f) => ({ path: f.path, rel: f.rel, size: f.size, bytes: f.bytes, ...(f.truncated ? { truncated: f.truncated } : {}) })),
+      skipped: snap.skipped.map((k) => ({ path: k.path, rel: k.rel, reason: k.reason, ...(k.size === undefined ? {} : { size: k.size }) })),
+    };
+  } catch (err) {
+    return { ...base, error: err instanceof Error ? err.message : String(err) };
+  }
 }
 
 /** Facts for :checkhealth caboose. Never includes the key itself. */
-export async function checkHealth(config: HostConfig, dataDir: string): Promise<HealthReport> {
+export async function checkHealth(config: HostConfig, dataDir: string, cwd: string): Promise<HealthReport> {
   const report: HealthReport = {
     node: process.version,
     host_pid: process.pid,
@@ -22,6 +60,7 @@ export async function checkHealth(config: HostConfig, dataDir: string): Promise<
     endpoint: { base_url: '', model: '', reachable: false },
     key_present: false,
     audit: { db: dataDir, ok: false, rows: 0 },
+    rules: await rulesHealth(config, cwd),
   };
   try {
     // Loaded here, not at start-up: the native module is what this check is about.

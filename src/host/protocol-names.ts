@@ -61,4 +61,6 @@ export const EVENTS = {
   sessionInfo: 'session_info',
   /** A reopened session's chat, rendered at once: `{ session, title, items_json }` (the items as JSON text). */
   transcript: 'transcript',
+  /** The project rules files a new conversation follows, as the chat's first lines: `{ lines }`. */
+  rules: 'rules',
 } as const;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PERMISSION_MODES } from '../agent/permissions';
+import { isValidRulesPattern } from '../workspace/rules';
 
 export { METHODS, EVENTS } from './protocol-names';
 
@@ -21,6 +22,18 @@ export const ProviderConfigSchema = z
   })
   .partial();
 
+/** `false` turns project rules off; each key left out keeps its default (src/workspace/rules.ts). */
+export const RulesConfigSchema = z.union([
+  z.literal(false),
+  z
+    .object({
+      files: z.array(z.string().refine(isValidRulesPattern, 'a name or glob relative to the folder searched (no leading "/", no "..")')).max(100),
+      max_bytes_per_file: z.number().int().positive(),
+      max_total_bytes: z.number().int().positive(),
+    })
+    .partial(),
+]);
+
 export const HostConfigSchema = z
   .object({
     provider: ProviderConfigSchema.optional(),
@@ -34,6 +47,7 @@ export const HostConfigSchema = z
     bash_timeout_ms: z.number().int().positive().optional(),
     web_search: z.object({ searxng_url: z.string() }).optional().nullable(),
     system_prompt: z.string().optional().nullable(),
+    rules: RulesConfigSchema.optional().nullable(),
   })
   .partial();
 
@@ -48,6 +62,8 @@ export const InitParams = z.object({
   nvim_version: z.string().optional(),
 });
 
+/** :checkhealth caboose: `cwd` is Neovim's current directory (the rules a new conversation there would read). */
+export const HealthParams = z.object({ cwd: z.string().min(1).optional().nullable() });
 export const SessionListParams = z.object({ query: z.string().max(1000).optional().nullable() });
 export const SessionOpenParams = z.object({ id: z.string().min(1).max(200) });
 export const SessionRenameParams = z.object({ title: z.string().min(1).max(1000) });

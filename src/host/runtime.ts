@@ -25,6 +25,7 @@ import { restoreConversation } from './session-history';
 import { requestTitle } from './session-title';
 import { resolveContextWindow } from './model-list';
 import { checkpointApi, type CheckpointApi } from './checkpoints';
+import { ConversationRules, rulesOptions } from './project-rules';
 
 type SelectionEditParamsT = {
   id: number;
@@ -124,6 +125,16 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     log.error('session store: %s', e instanceof Error ? (e.stack ?? e.message) : String(e)),
   );
   registry.add(createRecallTool({ get: (id) => sessions.row(session.id, id), archivedBy: (id) => sessions.archivedBy(session.id, id) }));
+  // AGENTS.md and the like: fixed at the first message (a reopened session keeps the ones it started with).
+  const rules = new ConversationRules({
+    options: rulesOptions(config),
+    cwd: o.cwd,
+    ui,
+    log,
+    stored: o.resume ? sessions.latest(session.id, 'rules')?.message : undefined,
+    record: (snap, lines) => recorder.rules(snap, lines),
+  });
+  const projectRules = () => rules.prompt();
   // Subagents: `agent` children run in the session's mode and share its approvals and "always" grants.
   const grants = new Set<string>();
   const transcripts = new Map<string, SubagentTranscript>(); // until the call's line shows the child's steps
@@ -132,6 +143,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     registry,
     log,
     offered: isOffered,
+    projectRules,
     onProgress: (p: SubagentProgress) => ui.emit(EVENTS.toolProgress, { id: p.toolCallId, summary: describeSubagentProgress(p) }),
     onTranscript: (t: SubagentTranscript) => {
       // Stored with the session whatever happened to the call (a stopped child reports after its result).
@@ -149,6 +161,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     maxQueue,
     cwd: o.cwd,
     systemPrompt: config.system_prompt ?? undefined,
+    projectRules,
     toolFilter: isOffered,
     grants,
     // Compaction is always on: the configured window, else a well-known model's, else (asked only when the
@@ -242,6 +255,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     recorder.adopt(restored);
   };
   ui.emit(EVENTS.sessionInfo, { session: session.id, model: o.provider.model, cwd: o.cwd, title: sessions.get(session.id)?.title ?? null });
+  rules.start();
   // Once, after the first reply: a 3–6 word title from the model (the first words stand in until then).
   let naming = false;
   const titleAbort = new AbortController();
@@ -265,6 +279,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   }
   const sendNow = async (text: string, context: ContextItem[]) => {
     ensureRestored();
+    await rules.freeze();
     const id = ++messageCount;
     const composed = await composeMessage(text, context, (p) => ws.call('read_file', { path: p }));
     // After a rewind the model learns which of its edits are gone.

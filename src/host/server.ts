@@ -183,9 +183,10 @@ export class HostServer {
         return { revoked, grants: session.agent.alwaysAllowedTools };
       }
       case METHODS.health: {
+        const { cwd } = parse(protocol().HealthParams, params, method);
         const init = this.requireInit();
         const { checkHealth } = require('./health') as typeof import('./health');
-        return checkHealth(init.config, init.dataDir);
+        return checkHealth(init.config, init.dataDir, cwd ?? init.cwd);
       }
       case METHODS.auditList: {
         // Straight from the database: no session is started for it.

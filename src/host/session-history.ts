@@ -86,7 +86,8 @@ export type TranscriptItem =
   | { t: 'text'; text: string; interrupted?: boolean }
   | { t: 'tool'; id: string; text: string; status: ToolStatus | 'running'; summary?: string; details?: string[] }
   | { t: 'notice'; text: string }
-  | { t: 'error'; text: string };
+  | { t: 'error'; text: string }
+  | { t: 'rules'; lines: string[] };
 
 function parseArgs(raw: string): unknown {
   try {
@@ -151,6 +152,11 @@ export function transcriptItems(rows: readonly DisplayRow[]): TranscriptItem[] {
   for (const r of rows) {
     if (r.kind === 'notice' || r.kind === 'error') {
       items.push({ t: r.kind, text: r.text });
+      continue;
+    }
+    if (r.kind === 'rules') {
+      const lines = (r.display as { lines?: unknown } | null)?.lines;
+      if (Array.isArray(lines) && lines.length > 0) items.push({ t: 'rules', lines: lines.map(String) });
       continue;
     }
     if (r.kind !== 'message') continue;

@@ -17,6 +17,8 @@ export class SessionRecorder {
   private nextDisplay: UserDisplay | null = null;
   private partial: { rowId: number; text: string; dirty: boolean } | null = null;
   private timer: NodeJS.Timeout | null = null;
+  /** The conversation's project rules, written as soon as the session row exists. */
+  private pendingRules: { snapshot: unknown; lines: string[] } | null = null;
   /** Tool calls waiting for their result message: name and arguments, and the chat's view once known. */
   private readonly calls = new Map<string, { name: string; args: unknown; view?: ToolResultView }>();
 
@@ -128,6 +130,15 @@ export class SessionRecorder {
     });
   }
 
+  /**
+   * The project rules the conversation follows (the files' texts, and the chat's lines naming them): the
+   * session's first row once it exists, so a reopened conversation keeps them. Not searchable.
+   */
+  rules(snapshot: unknown, lines: string[]): void {
+    this.pendingRules = { snapshot, lines };
+    if (this.started) this.writeRules();
+  }
+
   /** Compaction: the summary row stands for `removed` from now on; its id is what `recall` reads. */
   archive = (removed: ChatMessage[], summary: string): number | undefined => {
     let id: number | undefined;
@@ -153,6 +164,14 @@ export class SessionRecorder {
     if (this.started) return;
     this.repo.ensure({ id: this.sessionId, cwd: this.info.cwd, model: this.info.model, title: firstText === null ? null : fallbackTitle(firstText) });
     this.started = true;
+    this.writeRules();
+  }
+
+  private writeRules(): void {
+    const r = this.pendingRules;
+    if (!r) return;
+    this.pendingRules = null;
+    this.safely(() => void this.repo.append(this.sessionId, { kind: 'rules', message: r.snapshot, display: { lines: r.lines }, inContext: false }));
   }
 
   /** A failing database must not break the chat: the error is reported once per call, the turn goes on. */

@@ -7,8 +7,9 @@ import type Database from 'better-sqlite3';
  */
 
 /** `message`: part of the model's conversation; `summary`: a compaction summary standing in for older
- * messages; `notice` / `error`: chat lines only; `subagent`: a subagent's transcript (chat only). */
-export type SessionRowKind = 'message' | 'summary' | 'notice' | 'error' | 'subagent';
+ * messages; `notice` / `error`: chat lines only; `subagent`: a subagent's transcript (chat only); `rules`:
+ * the project rules the conversation follows (their texts; the chat's lines naming them). */
+export type SessionRowKind = 'message' | 'summary' | 'notice' | 'error' | 'subagent' | 'rules';
 
 export interface SessionInfo {
   id: string;
@@ -272,6 +273,12 @@ export class SessionRepository {
         .prepare("SELECT * FROM session_messages WHERE session_id = ? AND in_context = 1 AND kind IN ('message', 'summary') ORDER BY id")
         .all(sessionId) as RawRow[]
     ).map(toRow);
+  }
+
+  /** The newest row of one kind (e.g. the conversation's `rules`). */
+  latest(sessionId: string, kind: SessionRowKind): SessionRow | null {
+    const r = this.db.prepare('SELECT * FROM session_messages WHERE session_id = ? AND kind = ? ORDER BY id DESC LIMIT 1').get(sessionId, kind) as RawRow | undefined;
+    return r ? toRow(r) : null;
   }
 
   rows(sessionId: string): SessionRow[] {

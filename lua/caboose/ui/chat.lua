@@ -10,6 +10,7 @@ H.count = 0
 H.ns = vim.api.nvim_create_namespace('caboose_chat')
 H.ns_queue = vim.api.nvim_create_namespace('caboose_chat_queue')
 H.ns_hint = vim.api.nvim_create_namespace('caboose_chat_hint')
+H.ns_rules = vim.api.nvim_create_namespace('caboose_chat_rules')
 
 H.DETAIL = '  ┆ ' -- prefix of a tool call's detail lines (folded)
 H.ICONS = { running = '◌', ok = '✓', error = '✗', rejected = '⊘', cancelled = '⊘' }
@@ -54,6 +55,7 @@ function M.buf()
   H.reply = { open = false, last = nil }
   H.tools = {}
   H.queue = {}
+  H.rules = nil
   H.set_transcript_keymaps(buf)
   H.render_hint()
   if not H.resize_autocmd then
@@ -605,13 +607,67 @@ function M.lines()
   return vim.api.nvim_buf_get_lines(H.buf, 0, -1, false)
 end
 
---- The one-line hint an empty chat shows.
+H.HINT = 'Write below and press <CR> (or <C-s> in Insert mode) to send · ? lists the keys'
+
+--- The one-line hint an empty chat shows (under the rules lines when the chat starts with them).
 H.render_hint = function()
-  vim.api.nvim_buf_set_extmark(H.buf, H.ns_hint, 0, 0, {
-    virt_text = { { 'Write below and press <CR> (or <C-s> in Insert mode) to send · ? lists the keys', 'CabooseNotice' } },
-    virt_text_pos = 'overlay',
-  })
+  vim.api.nvim_buf_clear_namespace(H.buf, H.ns_hint, 0, -1)
+  if H.is_empty(H.buf) then
+    vim.api.nvim_buf_set_extmark(H.buf, H.ns_hint, 0, 0, { virt_text = { { H.HINT, 'CabooseNotice' } }, virt_text_pos = 'overlay' })
+  else
+    local last = vim.api.nvim_buf_line_count(H.buf) - 1
+    vim.api.nvim_buf_set_extmark(H.buf, H.ns_hint, last, 0, { virt_lines = { { { '' } }, { { H.HINT, 'CabooseNotice' } } } })
+  end
   H.hint = true
+end
+
+-- Project rules: the lines naming the files a conversation follows (the chat's first lines). ----------
+
+H.rules = nil ---@type { mark: integer, count: integer }|nil
+
+--- Dims `count` lines from `row` and remembers where they are (a second reading replaces them).
+H.mark_rules = function(buf, row, count)
+  vim.api.nvim_buf_clear_namespace(buf, H.ns_rules, 0, -1)
+  local last = vim.api.nvim_buf_get_lines(buf, row + count - 1, row + count, false)[1] or ''
+  local mark = vim.api.nvim_buf_set_extmark(buf, H.ns_rules, row, 0, { end_row = row + count - 1, end_col = #last, hl_group = 'CabooseRules', priority = 200 })
+  H.rules = { mark = mark, count = count }
+end
+
+--- Host event `rules`: shows which rules files the conversation follows, or replaces the lines shown
+--- before (the files are read again when the first message is sent).
+---@param lines string[]
+function M.rules(lines)
+  if not lines or #lines == 0 then
+    return
+  end
+  local buf = M.buf()
+  local row
+  if H.rules then
+    row = vim.api.nvim_buf_get_extmark_by_id(buf, H.ns_rules, H.rules.mark, {})[1]
+  end
+  if row then
+    local count = H.rules.count
+    H.edit(buf, function()
+      vim.api.nvim_buf_set_lines(buf, row, row + count, false, lines)
+    end)
+  else
+    local alone = H.is_empty(buf)
+    M.block(table.concat(lines, '\n'))
+    row = vim.api.nvim_buf_line_count(buf) - #lines
+    if alone then
+      H.render_hint()
+    end
+  end
+  H.mark_rules(buf, row, #lines)
+end
+
+--- The rules lines the chat shows (none: {}).
+function M.rules_lines()
+  if not (H.valid(H.buf) and H.rules) then
+    return {}
+  end
+  local row = vim.api.nvim_buf_get_extmark_by_id(H.buf, H.ns_rules, H.rules.mark, {})[1]
+  return row and vim.api.nvim_buf_get_lines(H.buf, row, row + H.rules.count, false) or {}
 end
 
 -- One "## Caboose" heading per reply, however many model steps (text, tool calls) it takes.
@@ -939,6 +995,7 @@ function M.load(items)
   local w = H.text_writer()
   local icons = {} ---@type { row: integer, status: string }[]
   local folds = {} ---@type integer[][]
+  local rules = nil ---@type { row: integer, count: integer }|nil
   local reply = { open = false, last = nil }
   for _, it in ipairs(items or {}) do
     if it.t == 'user' then
@@ -962,6 +1019,9 @@ function M.load(items)
       w.block(H.notice_text(it.text))
     elseif it.t == 'error' then
       w.block(H.error_text(it.text))
+    elseif it.t == 'rules' and it.lines and #it.lines > 0 then
+      w.block(table.concat(it.lines, '\n'))
+      rules = { row = w.row() - #it.lines + 1, count = #it.lines }
     end
   end
   local lines = w.lines()
@@ -980,6 +1040,10 @@ function M.load(items)
   H.fold(buf, folds, wins)
   for _, ic in ipairs(icons) do
     H.mark_icon(buf, ic.row, ic.status)
+  end
+  H.rules = nil
+  if rules then
+    H.mark_rules(buf, rules.row, rules.count)
   end
   H.reply = { open = false, last = nil }
   for _, win in ipairs(vim.fn.win_findbuf(buf)) do
