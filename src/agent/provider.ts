@@ -273,8 +273,18 @@ export class OpenAIProvider implements ModelClient {
     yield { type: 'done', finishReason, text, toolCalls, ...(usage ? { usage } : {}) };
   }
 
-  /** SDK / network error → ProviderError with a message a user can act on. */
+  /**
+   * SDK / network error → ProviderError with a message a user can act on. Some servers echo the key in
+   * their 401 message; the message is shown and stored with the session, so the key is cut out of it.
+   */
   mapError(err: unknown, signal?: AbortSignal): ProviderError {
+    const e = this.classify(err, signal);
+    const key = this.config.apiKey;
+    if (!key || key.length < 8 || !e.message.includes(key)) return e;
+    return new ProviderError(e.kind, e.message.split(key).join('[API key]'), { status: e.status, partialText: e.partialText, retryAfterMs: e.retryAfterMs, cause: e.cause });
+  }
+
+  private classify(err: unknown, signal?: AbortSignal): ProviderError {
     if (err instanceof ProviderError) return err;
     const base = this.config.baseURL;
     const sdk = this.sdk;

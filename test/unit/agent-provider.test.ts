@@ -109,6 +109,17 @@ test('401 and 404 map to clear messages and are not retried', async (t) => {
   assert.equal(fake.chatRequests.length, 3);
 });
 
+test('a server that echoes the API key in its error: the message shown (and stored) names it without it', async (t) => {
+  const key = 'sk-canary-0123456789abcdef';
+  const { fake, provider } = await setup(t, { apiKey: key });
+  fake.script({ status: 401, body: { error: { message: `Incorrect API key provided: ${key}. Try another.` } } });
+  const { error } = await collect(provider, { messages });
+  assert.equal(error?.kind, 'auth');
+  assert.equal(error?.status, 401);
+  assert.match(error?.message ?? '', /Incorrect API key provided: \[API key\]\. Try another\./);
+  assert.ok(!(error?.message ?? '').includes(key));
+});
+
 test('unreachable endpoint: "cannot reach <baseURL>"', async () => {
   const srv = http.createServer();
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
