@@ -27,6 +27,11 @@ interface FaultCase {
   timeoutMs?: number;
   /** The `after` check covers an area another engineer is fixing (issue 11, defect n). */
   known?: number;
+  /**
+   * The reply is larger than the context window: the next message first compacts (a summary request that
+   * must fit the window and carry the first question), then is answered from the summary.
+   */
+  compacts?: boolean;
   /** Extra checks once the fault was shown; a problem description or null. */
   after?: (fake: FakeOpenAI, t: TestNvim, ms: number) => Promise<string | null> | string | null;
 }
@@ -99,6 +104,7 @@ const CASES: FaultCase[] = [
     },
     expect: /END-OF-THE-10-MB-REPLY/,
     timeoutMs: 600_000,
+    compacts: true,
   },
   { name: 'endpoint down', provider: 'max_retries = 0', down: true, expect: /cannot reach http:\/\/127\.0\.0\.1:\d+\/v1/ },
   {
@@ -154,12 +160,21 @@ async function runCase(c: FaultCase, checks: Checks, figures: string[]): Promise
     if (c.name === '10 MB reply') figures.push(`10 MB reply: fully in the chat after ${(ms / 1000).toFixed(1)} s (160 chunks of 64 KB, no delay between them).`);
     if (c.down) fake = await startFakeOpenAI({ port });
     // The next message works and carries the conversation so far.
+    if (c.compacts) fake.script({ text: 'SUMMARY: the user asked a first question and got a very long reply.' });
     fake.script({ text: 'recovered fine' });
     let next: string | null = null;
     try {
+      const before = fake.chatRequests.length;
       await say(t, 'second question', 'recovered fine', c.timeoutMs ?? 20_000);
       const users = lastUserMessages(fake);
-      if (!(users.includes('first question') && users.includes('second question'))) next = `the next request carried ${JSON.stringify(users)}`;
+      if (c.compacts) {
+        const summary = fake.chatRequests[before];
+        const size = JSON.stringify(summary?.body?.messages ?? []).length;
+        const carried = JSON.stringify(summary?.body?.messages ?? []).includes('first question');
+        // The window is the 32k-token default: the summary request must fit it (≈ 4 characters a token).
+        if (size > 32_000 * 4 || !carried) next = `the summary request was ${Math.round(size / 1024)} KB${carried ? '' : ' without the first question'}`;
+        else if (!(users.some((u) => String(u).includes('SUMMARY: the user asked')) && users.includes('second question'))) next = `the next request carried ${JSON.stringify(users).slice(0, 300)}`;
+      } else if (!(users.includes('first question') && users.includes('second question'))) next = `the next request carried ${JSON.stringify(users)}`;
       const after = await chatText(t);
       if (!after.includes('first question')) next = 'the first exchange disappeared from the transcript';
     } catch (err) {

@@ -96,6 +96,49 @@ export function splitForCompaction(history: readonly ChatMessage[]): { head: Cha
   return { head: history.slice(0, lastUser), tail: history.slice(lastUser) };
 }
 
+/** Share of the context window the messages of a summary request may fill (the rest: instruction, answer). */
+export const SUMMARY_INPUT_SHARE = 0.6;
+
+/**
+ * The messages a summary request sends, within `budgetTokens` (estimateTokens): a message longer than a
+ * quarter of the budget keeps its beginning and end around a cut notice (huge tool arguments likewise),
+ * and when that is not enough the oldest turns are left out (every message stays archived for `recall`).
+ * Without this, one 10 MB reply made every later summary request, and so every later message, fail.
+ */
+export function fitForSummary(head: readonly ChatMessage[], budgetTokens: number): ChatMessage[] {
+  const maxChars = Math.max(2_000, Math.floor(budgetTokens)); // a quarter of the budget (4 characters a token)
+  const cut = (text: string): string => {
+    if (text.length <= maxChars) return text;
+    const keepHead = Math.floor(maxChars * 0.6);
+    const keepTail = maxChars - keepHead;
+    return `${text.slice(0, keepHead)}\n[… ${text.length - keepHead - keepTail} characters cut for the summary …]\n${text.slice(text.length - keepTail)}`;
+  };
+  let out: ChatMessage[] = head.map((m) => {
+    let next = m;
+    if (typeof m.content === 'string' && m.content.length > maxChars) next = { ...next, content: cut(m.content) } as ChatMessage;
+    const calls = (m as { tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[] }).tool_calls;
+    if (m.role === 'assistant' && Array.isArray(calls) && calls.some((c) => c.function.arguments.length > maxChars)) {
+      const small = calls.map((c) =>
+        c.function.arguments.length <= maxChars
+          ? c
+          : { ...c, function: { ...c.function, arguments: JSON.stringify({ cut_for_summary: `${c.function.arguments.length} characters of arguments`, start: c.function.arguments.slice(0, 500) }) } },
+      );
+      next = { ...next, tool_calls: small } as ChatMessage;
+    }
+    return next;
+  });
+  let omitted = 0;
+  while (out.length > 0 && estimateTokens(out) > budgetTokens) {
+    // Whole turns go, oldest first, so no tool result is left without its call.
+    let next = out.findIndex((m, i) => i > 0 && m.role === 'user');
+    if (next === -1) next = out.length;
+    omitted += next;
+    out = out.slice(next);
+  }
+  if (omitted > 0) out.unshift({ role: 'user', content: `[${omitted} earlier messages are left out of this summary request; they stay archived.]` });
+  return out;
+}
+
 /** The history after compaction: the summary stands in for the head. */
 export function compactedHistory(summary: string, tail: readonly ChatMessage[], archivedAs?: number): ChatMessage[] {
   const where = archivedAs === undefined ? '' : `\n\n(The full earlier conversation is archived as #${archivedAs}: call recall with id ${archivedAs} to read it.)`;

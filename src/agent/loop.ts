@@ -19,7 +19,7 @@ import { OpenAIProvider, ProviderError, type AssembledToolCall, type ChatMessage
 import { DEFAULT_MODE, blockedByModeMessage, permissionFor, type PermissionMode } from './permissions';
 import { assistantMessage, interruptedAssistantMessage, parseToolArguments, toolMessage, userMessage } from './messages';
 import { defaultSystemPrompt } from './prompt';
-import { compactedHistory, estimateTokens, needsCompaction, pruneToolOutputs, splitForCompaction, SUMMARIZE_INSTRUCTION, type StoredRef } from './context';
+import { compactedHistory, DEFAULT_CONTEXT_WINDOW, estimateTokens, fitForSummary, needsCompaction, pruneToolOutputs, splitForCompaction, SUMMARIZE_INSTRUCTION, SUMMARY_INPUT_SHARE, type StoredRef } from './context';
 
 export type { PermissionMode } from './permissions';
 
@@ -323,11 +323,10 @@ export class Agent {
     this.emit('notice', force ? 'the model’s context is full: compacting the conversation…' : 'compacting the conversation (near the context limit)…');
     let summary = '';
     try {
-      const messages: ChatMessage[] = [
-        { role: 'system', content: this.systemPrompt() },
-        ...pruneToolOutputs(split.head, 1, this.opts.storedRef),
-        { role: 'user', content: SUMMARIZE_INSTRUCTION },
-      ];
+      const system: ChatMessage = { role: 'system', content: this.systemPrompt() };
+      const instruction: ChatMessage = { role: 'user', content: SUMMARIZE_INSTRUCTION };
+      const budget = Math.max(1_000, Math.floor((this.contextWindow ?? DEFAULT_CONTEXT_WINDOW) * SUMMARY_INPUT_SHARE) - estimateTokens([system, instruction]));
+      const messages: ChatMessage[] = [system, ...fitForSummary(pruneToolOutputs(split.head, 1, this.opts.storedRef), budget), instruction];
       for await (const ev of this.model.stream({ messages, signal })) {
         if (ev.type === 'done') summary = ev.text;
       }

@@ -67,3 +67,78 @@ test('near the context window the earlier turns are summarized by the model and 
   assert.ok(notices.some((n) => /compacted 2 earlier messages/.test(n)));
   assert.deepEqual(agent.messages.map((m) => m.role), ['user', 'assistant', 'user', 'assistant']);
 });
+
+import { estimateTokens, fitForSummary } from '../../src/agent/context';
+
+const fullTurn = (i: number, size = 100): ChatMessage[] => [
+  { role: 'user', content: `question ${i} ` + 'q'.repeat(size) },
+  { role: 'assistant', content: null, tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'read_file', arguments: `{"path":"f${i}"}` } }] } as ChatMessage,
+  { role: 'tool', tool_call_id: `c${i}`, content: `output ${i} ` + 'o'.repeat(size) } as ChatMessage,
+  { role: 'assistant', content: `answer ${i} ` + 'a'.repeat(size) },
+];
+
+test('fitForSummary: a head within the budget is sent unchanged', () => {
+  const head = [...fullTurn(1), ...fullTurn(2)];
+  assert.deepEqual(fitForSummary(head, 10_000), head);
+});
+
+test('fitForSummary: a 10 MB reply keeps its beginning and end around a cut notice; huge tool arguments are cut', () => {
+  const big = 'start-of-reply ' + 'x'.repeat(10 * 1024 * 1024) + ' end-of-reply';
+  const args = JSON.stringify({ path: 'big.txt', content: 'y'.repeat(500_000) });
+  const head: ChatMessage[] = [
+    { role: 'user', content: 'write it' },
+    { role: 'assistant', content: big },
+    { role: 'user', content: 'now save' },
+    { role: 'assistant', content: null, tool_calls: [{ id: 'w1', type: 'function', function: { name: 'write_file', arguments: args } }] } as ChatMessage,
+    { role: 'tool', tool_call_id: 'w1', content: '{"ok":true}' } as ChatMessage,
+  ];
+  const budget = 19_000;
+  const out = fitForSummary(head, budget);
+  assert.ok(estimateTokens(out) <= budget, `${estimateTokens(out)} tokens`);
+  assert.equal(out.length, head.length, 'nothing had to be left out');
+  const reply = String(out[1].content);
+  assert.match(reply, /^start-of-reply x+\n\[… \d+ characters cut for the summary …\]\nx+ end-of-reply$/);
+  const call = (out[3] as { tool_calls: { function: { arguments: string } }[] }).tool_calls[0].function.arguments;
+  const parsed = JSON.parse(call) as { cut_for_summary: string; start: string };
+  assert.match(parsed.cut_for_summary, /^\d+ characters of arguments$/);
+  assert.ok(parsed.start.startsWith('{"path":"big.txt"'));
+  assert.equal(head[1].content, big, 'the history itself is not changed');
+});
+
+test('fitForSummary: over the budget, the oldest whole turns are left out (no tool result without its call)', () => {
+  const head = Array.from({ length: 40 }, (_, i) => fullTurn(i, 1000)).flat();
+  const budget = 8_000;
+  const out = fitForSummary(head, budget);
+  assert.ok(estimateTokens(out) <= budget + 50, `${estimateTokens(out)} tokens`);
+  assert.match(String(out[0].content), /^\[(\d+) earlier messages are left out of this summary request; they stay archived\.\]$/);
+  const left = Number(/\[(\d+)/.exec(String(out[0].content))![1]);
+  assert.equal(left % 4, 0, 'whole turns');
+  assert.equal(out[1].role, 'user');
+  assert.deepEqual(out.slice(1), head.slice(left), 'the newest turns are kept as they were');
+  assert.equal(String(out.at(-1)!.content).slice(0, 9), 'answer 39');
+});
+
+test('a summary request after a 10 MB reply fits the context window; the next message is answered', async (t) => {
+  const fake = await startFakeOpenAI();
+  t.after(() => fake.close());
+  const agent = new Agent({
+    provider: { baseURL: fake.url, apiKey: 'k', model: 'm', maxRetries: 0 },
+    registry: new ToolRegistry(),
+    contextWindow: 32_000,
+    makeContext: (signal) => ({ signal, workspace: { root: '/', dataDir: '/', sessionId: 's' } as Workspace, sessionId: 's' }),
+    requestApproval: async () => ({ decision: 'reject' }),
+  });
+  const big = 'line of a long reply\n'.repeat(500_000);
+  const chunks = Array.from({ length: Math.ceil(big.length / 65_536) }, (_, i) => big.slice(i * 65_536, (i + 1) * 65_536));
+  fake.script({ text: big, chunks, delayMs: 0 }, { text: 'SUMMARY: one long reply' }, { text: 'recovered fine' });
+  agent.send('first question');
+  await agent.idle();
+  agent.send('second question');
+  await agent.idle();
+  assert.equal(fake.chatRequests.length, 3);
+  const summarize = fake.chatRequests[1].body!.messages!;
+  assert.equal(summarize.at(-1)!.content, SUMMARIZE_INSTRUCTION);
+  assert.ok(estimateTokens(summarize as ChatMessage[]) <= 32_000 * 0.8, `${estimateTokens(summarize as ChatMessage[])} tokens`);
+  assert.equal(agent.messages.at(-1)!.content, 'recovered fine');
+  assert.match(String(fake.chatRequests[2].body!.messages![1].content), /SUMMARY: one long reply/);
+});
