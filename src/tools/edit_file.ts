@@ -7,7 +7,7 @@ import { assertTextFile, basisOf, savedFields, sha256HexAsync, toTextView, unsav
 import { encodeText, keepFinalNewline, normalizeEol } from '../workspace/encoding';
 import { applyEdits, applyEditsToBytes, type TextEdit } from '../workspace/edits';
 import { fileDiff, fileDiffBytes } from '../workspace/text-diff';
-import { STALE_PROTOCOL, capDiff, expectedShaField, pathField, type CappedDiff } from '../workspace/tool-support';
+import { STALE_PROTOCOL, capDiff, expectedShaField, pathField, type CappedDiff, type WithDiagnostics } from '../workspace/tool-support';
 
 export const editFileParameters = z.object({
   path: pathField(),
@@ -24,7 +24,7 @@ export const editFileParameters = z.object({
     .describe('Edits, each matched against the ORIGINAL file (not against the result of earlier edits). All apply or none.'),
 });
 
-export type EditFileData = { path: string; sha256: string; previousSha256: string; edits: number; savedToDisk?: boolean; unsavedBuffer?: boolean } & CappedDiff;
+export type EditFileData = { path: string; sha256: string; previousSha256: string; edits: number; savedToDisk?: boolean; unsavedBuffer?: boolean } & CappedDiff & WithDiagnostics;
 
 /** The plan, with the diff and the new sha256 still being computed (see plan). */
 type EditPlan = WritePlan<EditFileData> & { diffReady: Promise<string> };
@@ -141,7 +141,7 @@ export const editFileTool: ToolDefinition<typeof editFileParameters, EditFileDat
   policy: 'edit',
   execute: (args, ctx) => {
     const ws = fileWorkspace(ctx.workspace);
-    return ws.runWrite('edit_file', 'edit', empty(), (d) => plan(ws, args, d), { review: ctx.review, signal: ctx.signal });
+    return ws.runWrite('edit_file', 'edit', empty(), (d) => plan(ws, args, d), { review: ctx.review, signal: ctx.signal, diagnostics: ctx.reportDiagnostics });
   },
   async preview(args, ctx) {
     const ws = fileWorkspace(ctx.workspace);
