@@ -14,6 +14,7 @@ local H = {}
 ---@field bash_timeout_ms integer Default timeout of the bash tool.
 ---@field web_search table|nil `{ searxng_url = 'http://…' }` enables web_search.
 ---@field system_prompt string|nil Replaces the built-in system prompt.
+---@field diagnostics caboose.DiagnosticsOptions What the agent's edits report of your language servers' diagnostics.
 ---@field data_dir string SQLite database and trash (never inside the project).
 ---@field host caboose.HostOptions How the Node host is started.
 ---@field chat caboose.ChatOptions Chat window.
@@ -31,6 +32,11 @@ local H = {}
 ---@field timeout_ms integer|nil
 ---@field max_retries integer|nil Retries on 429/5xx/network errors (default 3).
 ---@field retry_base_delay_ms integer|nil First backoff delay (default 500 ms, doubled each retry).
+
+---@class caboose.DiagnosticsOptions
+---@field enabled boolean After an agent edit to a loaded buffer with a language server attached, wait for its report and add the diagnostics the edit introduced or resolved to the tool result.
+---@field wait_ms integer Longest wait for the language servers after an edit (ms).
+---@field settle_ms integer Quiet time after a server's report before it counts as its answer (servers report in steps).
 
 ---@class caboose.HostOptions
 ---@field node string Node executable (20 or newer).
@@ -64,6 +70,7 @@ local defaults = {
   bash_timeout_ms = 120000,
   web_search = nil,
   system_prompt = nil,
+  diagnostics = { enabled = true, wait_ms = 2000, settle_ms = 300 },
   data_dir = vim.fn.stdpath('data') .. '/caboose',
   host = { node = 'node', transport = 'job', prestart = true },
   chat = { position = 'right', size = 0.4, min_size = nil, max_size = nil, input_height = 5 },
@@ -137,6 +144,13 @@ H.checks = {
     return ok, 'nil or { searxng_url = "http(s)://…" }'
   end,
   ['system_prompt'] = H.opt_type('string'),
+  ['diagnostics.enabled'] = function(v)
+    return type(v) == 'boolean', 'a boolean'
+  end,
+  ['diagnostics.wait_ms'] = H.positive,
+  ['diagnostics.settle_ms'] = function(v)
+    return type(v) == 'number' and v >= 0, 'a number >= 0'
+  end,
   ['data_dir'] = function(v)
     return type(v) == 'string' and v ~= '', 'a non-empty string'
   end,
@@ -261,6 +275,7 @@ function M.host_part(cfg)
     bash_timeout_ms = cfg.bash_timeout_ms,
     web_search = cfg.web_search,
     system_prompt = cfg.system_prompt,
+    diagnostics = cfg.diagnostics,
   }
 end
 

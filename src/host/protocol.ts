@@ -34,6 +34,10 @@ export const HostConfigSchema = z
     bash_timeout_ms: z.number().int().positive().optional(),
     web_search: z.object({ searxng_url: z.string() }).optional().nullable(),
     system_prompt: z.string().optional().nullable(),
+    diagnostics: z
+      .object({ enabled: z.boolean(), wait_ms: z.number().positive(), settle_ms: z.number().min(0) })
+      .partial()
+      .optional(),
   })
   .partial();
 
