@@ -5,7 +5,7 @@ import { fileWorkspace, type AuditDraft, type FileWorkspace, type WritePlan } fr
 import { reviewFiles } from '../workspace/review';
 import { sha256Hex } from '../workspace/file-access';
 import { fileDiff } from '../workspace/text-diff';
-import { capDiff, pathField, type CappedDiff, type WithDiagnostics } from '../workspace/tool-support';
+import { DIAGNOSTICS_NOTE, capDiff, pathField, type CappedDiff, type WithDiagnostics } from '../workspace/tool-support';
 
 export const createFileParameters = z.object({
   path: pathField('Path of the new file'),
@@ -50,7 +50,8 @@ export const createFileTool: ToolDefinition<typeof createFileParameters, CreateF
   description:
     'Create a NEW file with the given content; missing parent folders are created. Fails with already_exists if the ' +
     'path exists (then read it and use edit_file/write_file). Returns the new sha256 (use it as expectedSha256 for ' +
-    'later edits) and a diff.',
+    'later edits) and a diff.' +
+    DIAGNOSTICS_NOTE,
   parameters: createFileParameters,
   policy: 'edit',
   execute: (args, ctx) => {

@@ -206,80 +206,78 @@ forEachNvim((bin) => {
       const cwd = t.cwd;
       fs.writeFileSync(path.join(cwd, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, noEmit: true, target: 'es2020' }, include: ['*.ts'] }));
       fs.writeFileSync(path.join(cwd, 'a.ts'), clean);
-      {
-        await t.cmd('edit a.ts');
-        const started = Date.now();
-        await t.lua(
-          `local server, tsserver, root = ...
-          _G.lsp_client = vim.lsp.start({
-            name = 'tsls',
-            cmd = { server, '--stdio' },
-            root_dir = root,
-            init_options = { tsserver = { path = tsserver }, disableAutomaticTypingAcquisition = true },
-          })`,
-          [server, tsserver, fs.realpathSync(cwd)],
-        );
-        // tsserver takes seconds to start: wait for its first report (the unused variable's hint).
-        await t.waitFor(
-          () => t.lua<boolean>('return #vim.lsp.get_clients({ bufnr = 0 }) > 0 and #vim.diagnostic.get(0) > 0'),
-          'the language server to attach and report',
-          90_000,
-        );
-        const ready = Date.now() - started;
+      await t.cmd('edit a.ts');
+      const started = Date.now();
+      await t.lua(
+        `local server, tsserver, root = ...
+        _G.lsp_client = vim.lsp.start({
+          name = 'tsls',
+          cmd = { server, '--stdio' },
+          root_dir = root,
+          init_options = { tsserver = { path = tsserver }, disableAutomaticTypingAcquisition = true },
+        })`,
+        [server, tsserver, fs.realpathSync(cwd)],
+      );
+      // tsserver takes seconds to start: wait for its first report (the unused variable's hint).
+      await t.waitFor(
+        () => t.lua<boolean>('return #vim.lsp.get_clients({ bufnr = 0 }) > 0 and #vim.diagnostic.get(0) > 0'),
+        'the language server to attach and report',
+        90_000,
+      );
+      const ready = Date.now() - started;
 
-        e.fake.script(
-          { toolCalls: [{ name: 'edit_file', arguments: { path: 'a.ts', expectedSha256: sha(clean), edits: [{ oldText: '= 1;', newText: '= "s";' }] } }] },
-          { text: 'broke it' },
-        );
-        let n = e.fake.chatRequests.length;
-        const edit1 = Date.now();
-        await t.cmd('Caboose break it');
-        await t.waitFor(async () => (await t.chatLines()).join('\n').includes('broke it'), 'first answer', 30_000);
-        const first = firstToolResult(e.fake.chatRequests[n + 1]);
-        assert.equal(first.ok, true, JSON.stringify(first));
-        assert.equal(first.data?.savedToDisk, true, 'a clean buffer: written to disk');
-        const r1 = first.data?.diagnostics as Report;
-        assert.ok(r1, `a report: ${JSON.stringify(first.data)}`);
-        assert.equal(r1.timedOut, undefined, JSON.stringify(r1));
-        assert.equal(r1.introduced.length, 1, JSON.stringify(r1));
-        assert.match(r1.introduced[0].message, TYPE_ERROR);
-        assert.equal(r1.introduced[0].severity, 'error');
-        assert.equal(r1.introduced[0].path, 'a.ts');
-        assert.equal(r1.introduced[0].line, 1);
-        assert.equal(r1.introduced[0].source, 'typescript');
-        assert.equal(r1.introduced[0].code, 2322);
-        assert.deepEqual(r1.resolved, []);
-        assert.equal(r1.unchangedCount, 1, 'the unused variable hint stays');
-        assert.match((await t.chatLines()).join('\n'), /edit_file a\.ts \+1 −1 · 1 new error/);
-        const edit1Ms = Date.now() - edit1;
+      e.fake.script(
+        { toolCalls: [{ name: 'edit_file', arguments: { path: 'a.ts', expectedSha256: sha(clean), edits: [{ oldText: '= 1;', newText: '= "s";' }] } }] },
+        { text: 'broke it' },
+      );
+      let n = e.fake.chatRequests.length;
+      const edit1 = Date.now();
+      await t.cmd('Caboose break it');
+      await t.waitFor(async () => (await t.chatLines()).join('\n').includes('broke it'), 'first answer', 30_000);
+      const first = firstToolResult(e.fake.chatRequests[n + 1]);
+      assert.equal(first.ok, true, JSON.stringify(first));
+      assert.equal(first.data?.savedToDisk, true, 'a clean buffer: written to disk');
+      const r1 = first.data?.diagnostics as Report;
+      assert.ok(r1, `a report: ${JSON.stringify(first.data)}`);
+      assert.equal(r1.timedOut, undefined, JSON.stringify(r1));
+      assert.equal(r1.introduced.length, 1, JSON.stringify(r1));
+      assert.match(r1.introduced[0].message, TYPE_ERROR);
+      assert.equal(r1.introduced[0].severity, 'error');
+      assert.equal(r1.introduced[0].path, 'a.ts');
+      assert.equal(r1.introduced[0].line, 1);
+      assert.equal(r1.introduced[0].source, 'typescript');
+      assert.equal(r1.introduced[0].code, 2322);
+      assert.deepEqual(r1.resolved, []);
+      assert.equal(r1.unchangedCount, 1, 'the unused variable hint stays');
+      assert.match((await t.chatLines()).join('\n'), /edit_file a\.ts \+1 −1 · 1 new error/);
+      const edit1Ms = Date.now() - edit1;
 
-        // The user types in the buffer (unsaved); the agent fixes the error in that buffer.
-        await t.lua("vim.api.nvim_buf_set_lines(0, -1, -1, false, { '// note' })");
-        const unsaved = broken + '// note\n';
-        e.fake.script(
-          { toolCalls: [{ name: 'edit_file', arguments: { path: 'a.ts', expectedSha256: sha(unsaved), edits: [{ oldText: '= "s";', newText: '= 1;' }] } }] },
-          { text: 'fixed it' },
-        );
-        n = e.fake.chatRequests.length;
-        await t.cmd('Caboose fix it');
-        await t.waitFor(async () => (await t.chatLines()).join('\n').includes('fixed it'), 'second answer', 30_000);
-        const second = firstToolResult(e.fake.chatRequests[n + 1]);
-        assert.equal(second.ok, true, JSON.stringify(second));
-        assert.equal(second.data?.savedToDisk, false, 'an unsaved buffer: the change stays in the buffer');
-        const r2 = second.data?.diagnostics as Report;
-        assert.ok(r2, `a report: ${JSON.stringify(second.data)}`);
-        assert.equal(r2.timedOut, undefined, JSON.stringify(r2));
-        assert.deepEqual(r2.introduced, []);
-        assert.equal(r2.resolved.length, 1, JSON.stringify(r2));
-        assert.match(r2.resolved[0].message, TYPE_ERROR);
-        assert.match((await t.chatLines()).join('\n'), /edit_file a\.ts \+1 −1 · 1 error fixed/);
-        assert.equal(fs.readFileSync(path.join(cwd, 'a.ts'), 'utf8'), broken, 'the disk keeps the saved text');
-        const listed = await diagnostics(t, { path: 'a.ts' });
-        assert.deepEqual(listed.files[0].clients, ['tsls']);
-        assert.equal(listed.files[0].modified, true);
-        assert.equal(listed.files[0].counts.error, 0);
-        process.stderr.write(`# tsls (Neovim ${bin.version}): ready ${ready} ms, first edit turn ${edit1Ms} ms (waited ${r1.waitedMs} ms), fix waited ${r2.waitedMs} ms\n`);
-      }
+      // The user types in the buffer (unsaved); the agent fixes the error in that buffer.
+      await t.lua("vim.api.nvim_buf_set_lines(0, -1, -1, false, { '// note' })");
+      const unsaved = broken + '// note\n';
+      e.fake.script(
+        { toolCalls: [{ name: 'edit_file', arguments: { path: 'a.ts', expectedSha256: sha(unsaved), edits: [{ oldText: '= "s";', newText: '= 1;' }] } }] },
+        { text: 'fixed it' },
+      );
+      n = e.fake.chatRequests.length;
+      await t.cmd('Caboose fix it');
+      await t.waitFor(async () => (await t.chatLines()).join('\n').includes('fixed it'), 'second answer', 30_000);
+      const second = firstToolResult(e.fake.chatRequests[n + 1]);
+      assert.equal(second.ok, true, JSON.stringify(second));
+      assert.equal(second.data?.savedToDisk, false, 'an unsaved buffer: the change stays in the buffer');
+      const r2 = second.data?.diagnostics as Report;
+      assert.ok(r2, `a report: ${JSON.stringify(second.data)}`);
+      assert.equal(r2.timedOut, undefined, JSON.stringify(r2));
+      assert.deepEqual(r2.introduced, []);
+      assert.equal(r2.resolved.length, 1, JSON.stringify(r2));
+      assert.match(r2.resolved[0].message, TYPE_ERROR);
+      assert.match((await t.chatLines()).join('\n'), /edit_file a\.ts \+1 −1 · 1 error fixed/);
+      assert.equal(fs.readFileSync(path.join(cwd, 'a.ts'), 'utf8'), broken, 'the disk keeps the saved text');
+      const listed = await diagnostics(t, { path: 'a.ts' });
+      assert.deepEqual(listed.files[0].clients, ['tsls']);
+      assert.equal(listed.files[0].modified, true);
+      assert.equal(listed.files[0].counts.error, 0);
+      process.stderr.write(`# tsls (Neovim ${bin.version}): ready ${ready} ms, first edit turn ${edit1Ms} ms (waited ${r1.waitedMs} ms), fix waited ${r2.waitedMs} ms\n`);
     });
   });
 });
