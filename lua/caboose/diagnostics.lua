@@ -160,8 +160,19 @@ H.arm = function()
     return
   end
   H.group = vim.api.nvim_create_augroup('CabooseDiagnostics', { clear = true })
-  vim.api.nvim_create_autocmd('LspNotify', { group = H.group, callback = H.on_notify })
-  vim.api.nvim_create_autocmd('DiagnosticChanged', { group = H.group, callback = H.on_changed })
+  -- Never an error message for the user from bookkeeping: a failure only makes the host wait longer.
+  vim.api.nvim_create_autocmd('LspNotify', {
+    group = H.group,
+    callback = function(ev)
+      pcall(H.on_notify, ev)
+    end,
+  })
+  vim.api.nvim_create_autocmd('DiagnosticChanged', {
+    group = H.group,
+    callback = function(ev)
+      pcall(H.on_changed, ev)
+    end,
+  })
 end
 
 H.disarm_if_idle = function()

@@ -168,6 +168,16 @@ forEachNvim((bin) => {
       }
     });
 
+    it('setup() validates the diagnostics options and hands them to the host', async () => {
+      const t = await e.start();
+      const err = (opts: string) => t.lua<string>(`local ok, e = pcall(require('caboose').setup, ${opts}) return e`);
+      assert.match(await err('{ diagnostics = { wait_ms = 0 } }'), /`diagnostics\.wait_ms` should be a positive number/);
+      assert.match(await err("{ diagnostics = { enabled = 'yes' } }"), /`diagnostics\.enabled` should be a boolean/);
+      assert.match(await err('{ diagnostics = { settle_ms = -1 } }'), /`diagnostics\.settle_ms` should be a number >= 0/);
+      const part = await t.lua("require('caboose').setup({ diagnostics = { wait_ms = 500 } }) return require('caboose.config').host_part(require('caboose').config()).diagnostics");
+      assert.deepEqual(part, { enabled: true, wait_ms: 500, settle_ms: 300 });
+    });
+
     it('the agent sees the tool; an edit to a buffer without a language server reports nothing and does not wait', async () => {
       const t = await e.start({ initLua: "require('caboose').setup({ mode = 'chug', diagnostics = { wait_ms = 20000 } })" });
       const body = 'let x = 1;\n';
