@@ -259,6 +259,7 @@ function M.watch(paths, limit)
     end
   end
   if #before == 0 then
+    H.disarm_if_idle()
     return { buffers = {} }
   end
   H.next_token = H.next_token + 1

@@ -62,7 +62,7 @@ function parse<S extends z.ZodType>(schema: S, raw: unknown, what: string): z.in
   return r.data;
 }
 
-/** Lua sends an empty list as an empty map (and the other way round): both mean "none". */
+/** An empty Lua table may arrive as an empty map: no buffers. */
 const emptyIsList = (raw: unknown): unknown => (raw && typeof raw === 'object' && !Array.isArray(raw) && Object.keys(raw).length === 0 ? [] : raw);
 
 /** DiagnosticsSource over the Neovim RPC channel: every method is one `nvim_exec_lua` into lua/caboose/diagnostics.lua. */
