@@ -2,6 +2,7 @@
 --- Snapshots give the bytes a buffer would write; updates land the agent's text in place as one undo
 --- step (views, marks and extmarks outside the changed hunks kept), sync a clean buffer's stored file
 --- time without a W11/W12 prompt, reload, wipe or rename buffers. Every function is one RPC round trip.
+--- (`find` is shared with lua/caboose/diagnostics.lua.)
 local M = {}
 local H = {}
 
@@ -416,6 +417,13 @@ H.op_rename = function(op)
 end
 
 -- Public =====================================================================
+
+--- The loaded normal buffer of `path` (absolute, realpath-resolved), or nil (also used by diagnostics.lua).
+---@param path string
+---@return integer|nil
+function M.find(path)
+  return H.find(path)
+end
 
 --- Snapshots of the loaded buffers of `paths` (map path → snapshot; missing = not loaded).
 ---@param paths string[]

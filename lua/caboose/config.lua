@@ -15,6 +15,7 @@ local H = {}
 ---@field web_search table|nil `{ searxng_url = 'http://…' }` enables web_search.
 ---@field system_prompt string|nil Replaces the built-in system prompt (project rules are still appended).
 ---@field rules caboose.RulesOptions|false Project instruction files added to the system prompt; false: none.
+---@field diagnostics caboose.DiagnosticsOptions What the agent's edits report of your language servers' diagnostics.
 ---@field data_dir string SQLite database and trash (never inside the project).
 ---@field host caboose.HostOptions How the Node host is started.
 ---@field chat caboose.ChatOptions Chat window.
@@ -37,6 +38,11 @@ local H = {}
 ---@field files string[] Names or globs looked up in the working directory and each parent up to the repository root.
 ---@field max_bytes_per_file integer Bytes read from one file at most (the rest is left out, with a notice).
 ---@field max_total_bytes integer Bytes read from all files at most; files past it are skipped (and listed).
+
+---@class caboose.DiagnosticsOptions
+---@field enabled boolean After an agent edit to a loaded buffer with a language server attached, wait for its report and add the diagnostics the edit introduced or resolved to the tool result.
+---@field wait_ms integer Longest wait for the language servers after an edit (ms).
+---@field settle_ms integer Quiet time after a server's report before it counts as its answer (servers report in steps).
 
 ---@class caboose.HostOptions
 ---@field node string Node executable (20 or newer).
@@ -75,6 +81,7 @@ local defaults = {
     max_bytes_per_file = 32768,
     max_total_bytes = 65536,
   },
+  diagnostics = { enabled = true, wait_ms = 2000, settle_ms = 300 },
   data_dir = vim.fn.stdpath('data') .. '/caboose',
   host = { node = 'node', transport = 'job', prestart = true },
   chat = { position = 'right', size = 0.4, min_size = nil, max_size = nil, input_height = 5 },
@@ -178,6 +185,13 @@ H.checks = {
   end,
   ['rules.max_total_bytes'] = function(v)
     return v == nil or H.whole_positive(v), 'a whole number >= 1'
+  end,
+  ['diagnostics.enabled'] = function(v)
+    return type(v) == 'boolean', 'a boolean'
+  end,
+  ['diagnostics.wait_ms'] = H.positive,
+  ['diagnostics.settle_ms'] = function(v)
+    return type(v) == 'number' and v >= 0, 'a number >= 0'
   end,
   ['data_dir'] = function(v)
     return type(v) == 'string' and v ~= '', 'a non-empty string'
@@ -308,6 +322,7 @@ function M.host_part(cfg)
     web_search = cfg.web_search,
     system_prompt = cfg.system_prompt,
     rules = cfg.rules,
+    diagnostics = cfg.diagnostics,
   }
 end
 

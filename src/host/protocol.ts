@@ -48,6 +48,10 @@ export const HostConfigSchema = z
     web_search: z.object({ searxng_url: z.string() }).optional().nullable(),
     system_prompt: z.string().optional().nullable(),
     rules: RulesConfigSchema.optional().nullable(),
+    diagnostics: z
+      .object({ enabled: z.boolean(), wait_ms: z.number().positive(), settle_ms: z.number().min(0) })
+      .partial()
+      .optional(),
   })
   .partial();
 

@@ -14,6 +14,7 @@ import type { Logger } from './logger';
 import { describeSubagentProgress, describeToolResult, summarizeToolCall } from './summaries';
 import { composeMessage, type ContextItem } from './message-context';
 import { NvimBufferBridge } from './nvim-buffers';
+import { NvimDiagnostics } from './nvim-diagnostics';
 import { createModelClient } from '../agent/provider';
 import { requestSelectionEdit } from '../agent/selection-edit';
 import { computeHunks, type ReviewHunk } from '../workspace/review';
@@ -90,6 +91,16 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     bridge: new NvimBufferBridge(ui),
     unsavedBuffers: config.unsaved_buffers,
     allowReadonlyWrites: config.allow_readonly_writes,
+    // The diagnostics tool, and what the agent's edits report of the language servers (issue 12).
+    diagnostics: new NvimDiagnostics(ui),
+    postEditDiagnostics:
+      config.diagnostics?.enabled === false
+        ? null
+        : {
+            waitMs: config.diagnostics?.wait_ms ?? 2000,
+            settleMs: config.diagnostics?.settle_ms ?? 300,
+            onError: (err) => log.warn('post-edit diagnostics: %s', err instanceof Error ? err.message : String(err)),
+          },
   });
   // One checkpoint per user message (its turn's writes); a failure to record one is reported, not fatal.
   ws.workspace.checkpoints.onRecordError = (err) => {
@@ -182,6 +193,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       workspace: ws.workspace,
       sessionId: session.id,
       ask: session.ask,
+      reportDiagnostics: true,
       log: (level, msg, meta) => log[level]('%s %j', msg, meta ?? {}),
     }),
     requestApproval: session.requestApproval,

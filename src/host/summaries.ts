@@ -1,6 +1,9 @@
 import type { ApprovalPreview, ToolResult } from '../tools/tool';
 import type { ChatMessage } from '../agent/provider';
 import type { SubagentProgress, SubagentTranscript } from '../agent/subagent';
+import type { LocatedDiagnostic, Severity } from '../workspace/diagnostics';
+import type { PostEditReport } from '../workspace/post-edit-diagnostics';
+import type { DiagnosticsData } from '../tools/diagnostics';
 
 const clip = (s: string, n = 80) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
@@ -108,9 +111,22 @@ export function describeToolResult(name: string, args: unknown, result: ToolResu
     words.push(`(${applied} hunk${applied === 1 ? '' : 's'} applied, ${review.rejected.length} rejected)`);
     for (const r of review.rejected) details.push(`rejected ${r.path} hunk ${r.hunk}${r.reason ? `: ${r.reason}` : ''}`);
   }
+  const diag = d.diagnostics as PostEditReport | undefined;
+  if (diag && Array.isArray(diag.introduced) && Array.isArray(diag.resolved)) {
+    const changed = diagnosticsWords(diag);
+    if (changed) words.push(`· ${changed}`);
+    details.push(...diag.introduced.map((x) => `new ${diagnosticLine(x)}`), ...diag.resolved.map((x) => `fixed ${diagnosticLine(x)}`));
+    if (diag.timedOut) details.push(`diagnostics: no language server report within ${diag.waitedMs} ms`);
+  }
   if (d.savedToDisk === false) {
     words.push('(not saved: unsaved buffer)');
     details.push('not saved: unsaved buffer (the change is in the buffer; :w saves it)');
+  }
+  if (name === 'diagnostics' && Array.isArray(d.diagnostics)) {
+    const data = d as unknown as DiagnosticsData;
+    words.push(data.loaded === false ? 'not loaded in Neovim' : diagnosticsTotals(data));
+    details.push(...capLines(data.diagnostics.map(diagnosticLine)));
+    return { status: 'ok', summary: words.join(' '), details };
   }
   if ('exitCode' in d) {
     words.push(d.timedOut ? '→ timed out' : `→ exit ${d.exitCode === null ? '?' : String(d.exitCode)}`);
@@ -131,6 +147,39 @@ export function describeToolResult(name: string, args: unknown, result: ToolResu
     words.push(`→ ${d.status}`);
   }
   return { status: 'ok', summary: words.join(' '), details };
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Diagnostics
+ * ---------------------------------------------------------------------------------------------- */
+
+/** `a.ts:3:7 error Type 'string' is not … [typescript 2322]` */
+function diagnosticLine(x: LocatedDiagnostic): string {
+  const origin = [x.source, x.code].filter((v) => v !== undefined && v !== '').join(' ');
+  return `${x.path}:${x.line}:${x.col} ${x.severity} ${clip(x.message.split('\n')[0], 100)}${origin ? ` [${origin}]` : ''}`;
+}
+
+/** What an edit did to the diagnostics, for its chat line: `1 new error, 2 warnings fixed`; '' when nothing changed. */
+export function diagnosticsWords(r: PostEditReport): string {
+  const parts: string[] = [];
+  const count = (list: LocatedDiagnostic[], sev: Severity) => list.filter((x) => x.severity === sev).length;
+  for (const sev of ['error', 'warning'] as const) {
+    const n = count(r.introduced, sev);
+    if (n > 0) parts.push(`${n} new ${sev}${n === 1 ? '' : 's'}`);
+  }
+  for (const sev of ['error', 'warning'] as const) {
+    const n = count(r.resolved, sev);
+    if (n > 0) parts.push(`${plural(n, sev)} fixed`);
+  }
+  return parts.join(', ');
+}
+
+/** `2 errors, 1 warning in 3 files`, or `no diagnostics in 3 files`. */
+function diagnosticsTotals(d: DiagnosticsData): string {
+  const sum = (sev: Severity) => d.files.reduce((n, f) => n + (f.counts?.[sev] ?? 0), 0);
+  const parts = (['error', 'warning', 'info', 'hint'] as const).map((sev) => [sev, sum(sev)] as const).filter(([, n]) => n > 0);
+  const what = parts.length ? parts.map(([sev, n]) => (sev === 'info' ? `${n} info` : plural(n, sev))).join(', ') : 'no diagnostics';
+  return `${what} in ${plural(d.files.length, 'file')}`;
 }
 
 /* ------------------------------------------------------------------------------------------------

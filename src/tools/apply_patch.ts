@@ -8,7 +8,7 @@ import { isBinary } from '../workspace/encoding';
 import { finalContents, parsePatch, planPatch, type FileState, type PlannedChange } from '../workspace/patch';
 import { fileDiff } from '../workspace/text-diff';
 import type { ResolvedPath } from '../workspace/paths';
-import { capDiff, type CappedDiff } from '../workspace/tool-support';
+import { DIAGNOSTICS_NOTE, capDiff, type CappedDiff, type WithDiagnostics } from '../workspace/tool-support';
 
 const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 
@@ -42,7 +42,7 @@ export interface ApplyPatchFile {
   unsavedBuffer?: boolean;
 }
 
-export type ApplyPatchData = { files: ApplyPatchFile[] } & CappedDiff;
+export type ApplyPatchData = { files: ApplyPatchFile[] } & CappedDiff & WithDiagnostics;
 
 interface Known {
   r: ResolvedPath;
@@ -241,12 +241,13 @@ export const applyPatchTool: ToolDefinition<typeof applyPatchParameters, ApplyPa
     '(e.g. "@@ class Foo" then "@@     def run(self):"): each is found after the previous one, then the chunk after the ' +
     'last. Add File never overwrites (already_exists); deleted files go to the trash. Stale-file protocol: put the ' +
     'sha256 from read_file of each file you change in expectedSha256ByPath ("" for files that must not exist yet); ' +
-    'a mismatch fails with stale_file — re-read the files and rebuild the patch.',
+    'a mismatch fails with stale_file — re-read the files and rebuild the patch.' +
+    DIAGNOSTICS_NOTE,
   parameters: applyPatchParameters,
   policy: 'edit',
   execute: (args, ctx) => {
     const ws = fileWorkspace(ctx.workspace);
-    return ws.runWrite('apply_patch', 'patch', empty(), (d) => plan(ws, args, d), { review: ctx.review, signal: ctx.signal });
+    return ws.runWrite('apply_patch', 'patch', empty(), (d) => plan(ws, args, d), { review: ctx.review, signal: ctx.signal, diagnostics: ctx.reportDiagnostics });
   },
   async preview(args, ctx) {
     const ws = fileWorkspace(ctx.workspace);

@@ -5,14 +5,14 @@ import { fileWorkspace, type AuditDraft, type FileWorkspace, type WritePlan } fr
 import { reviewFiles } from '../workspace/review';
 import { sha256Hex } from '../workspace/file-access';
 import { fileDiff } from '../workspace/text-diff';
-import { capDiff, pathField, type CappedDiff } from '../workspace/tool-support';
+import { DIAGNOSTICS_NOTE, capDiff, pathField, type CappedDiff, type WithDiagnostics } from '../workspace/tool-support';
 
 export const createFileParameters = z.object({
   path: pathField('Path of the new file'),
   content: z.string().describe('The complete content of the new file.'),
 });
 
-export type CreateFileData = { path: string; sha256: string; created: true } & CappedDiff;
+export type CreateFileData = { path: string; sha256: string; created: true } & CappedDiff & WithDiagnostics;
 
 async function plan(ws: FileWorkspace, args: z.infer<typeof createFileParameters>, d: AuditDraft): Promise<WritePlan<CreateFileData>> {
   const r = ws.resolve(args.path);
@@ -50,12 +50,13 @@ export const createFileTool: ToolDefinition<typeof createFileParameters, CreateF
   description:
     'Create a NEW file with the given content; missing parent folders are created. Fails with already_exists if the ' +
     'path exists (then read it and use edit_file/write_file). Returns the new sha256 (use it as expectedSha256 for ' +
-    'later edits) and a diff.',
+    'later edits) and a diff.' +
+    DIAGNOSTICS_NOTE,
   parameters: createFileParameters,
   policy: 'edit',
   execute: (args, ctx) => {
     const ws = fileWorkspace(ctx.workspace);
-    return ws.runWrite('create_file', 'create', empty(), (d) => plan(ws, args, d), { review: ctx.review, signal: ctx.signal });
+    return ws.runWrite('create_file', 'create', empty(), (d) => plan(ws, args, d), { review: ctx.review, signal: ctx.signal, diagnostics: ctx.reportDiagnostics });
   },
   async preview(args, ctx) {
     const ws = fileWorkspace(ctx.workspace);

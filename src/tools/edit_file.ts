@@ -7,7 +7,7 @@ import { assertTextFile, basisOf, savedFields, sha256HexAsync, toTextView, unsav
 import { encodeText, keepFinalNewline, normalizeEol } from '../workspace/encoding';
 import { applyEdits, applyEditsToBytes, type TextEdit } from '../workspace/edits';
 import { fileDiff, fileDiffBytes } from '../workspace/text-diff';
-import { STALE_PROTOCOL, capDiff, expectedShaField, pathField, type CappedDiff } from '../workspace/tool-support';
+import { DIAGNOSTICS_NOTE, STALE_PROTOCOL, capDiff, expectedShaField, pathField, type CappedDiff, type WithDiagnostics } from '../workspace/tool-support';
 
 export const editFileParameters = z.object({
   path: pathField(),
@@ -24,7 +24,7 @@ export const editFileParameters = z.object({
     .describe('Edits, each matched against the ORIGINAL file (not against the result of earlier edits). All apply or none.'),
 });
 
-export type EditFileData = { path: string; sha256: string; previousSha256: string; edits: number; savedToDisk?: boolean; unsavedBuffer?: boolean } & CappedDiff;
+export type EditFileData = { path: string; sha256: string; previousSha256: string; edits: number; savedToDisk?: boolean; unsavedBuffer?: boolean } & CappedDiff & WithDiagnostics;
 
 /** The plan, with the diff and the new sha256 still being computed (see plan). */
 type EditPlan = WritePlan<EditFileData> & { diffReady: Promise<string> };
@@ -136,12 +136,13 @@ export const editFileTool: ToolDefinition<typeof editFileParameters, EditFileDat
     'original file, unless replaceAll) with newText. All edits apply or none: old_text_not_found (with the closest ' +
     'lines as a hint), multiple_matches (with the count) and overlapping_edits leave the file untouched. ' +
     STALE_PROTOCOL +
-    ' CRLF, BOM, the final newline and permissions are preserved. Returns the new sha256 (use it for the next edit) and a unified diff.',
+    ' CRLF, BOM, the final newline and permissions are preserved. Returns the new sha256 (use it for the next edit) and a unified diff.' +
+    DIAGNOSTICS_NOTE,
   parameters: editFileParameters,
   policy: 'edit',
   execute: (args, ctx) => {
     const ws = fileWorkspace(ctx.workspace);
-    return ws.runWrite('edit_file', 'edit', empty(), (d) => plan(ws, args, d), { review: ctx.review, signal: ctx.signal });
+    return ws.runWrite('edit_file', 'edit', empty(), (d) => plan(ws, args, d), { review: ctx.review, signal: ctx.signal, diagnostics: ctx.reportDiagnostics });
   },
   async preview(args, ctx) {
     const ws = fileWorkspace(ctx.workspace);

@@ -11,6 +11,7 @@ import { deleteFileTool } from './delete_file';
 import { restoreFileTool } from './restore_file';
 import { moveFileTool } from './move_file';
 import { applyPatchTool } from './apply_patch';
+import { diagnosticsTool } from './diagnostics';
 
 /** The workspace file tools, in the order the model sees them. */
 export const FILE_TOOLS: readonly ToolDefinition[] = [
@@ -19,6 +20,7 @@ export const FILE_TOOLS: readonly ToolDefinition[] = [
   globTool,
   grepTool,
   searchFilesTool,
+  diagnosticsTool,
   createFileTool,
   writeFileTool,
   editFileTool,

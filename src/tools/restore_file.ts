@@ -4,7 +4,7 @@ import type { ToolDefinition } from './tool';
 import { fileWorkspace, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
 import { fileDiff } from '../workspace/text-diff';
 import { isBinary } from '../workspace/encoding';
-import { capDiff, type CappedDiff } from '../workspace/tool-support';
+import { capDiff, type CappedDiff, type WithDiagnostics } from '../workspace/tool-support';
 
 export const restoreFileParameters = z.object({
   trashId: z.string().min(1).describe('The trashId returned by delete_file (or apply_patch for deleted files).'),
@@ -15,7 +15,7 @@ export const restoreFileParameters = z.object({
     .describe('Where to restore the file, relative to the workspace root. Default: its original path.'),
 });
 
-export type RestoreFileData = { path: string; sha256: string; trashId: string } & CappedDiff;
+export type RestoreFileData = { path: string; sha256: string; trashId: string } & CappedDiff & WithDiagnostics;
 
 async function plan(ws: FileWorkspace, args: z.infer<typeof restoreFileParameters>, d: AuditDraft): Promise<WritePlan<RestoreFileData>> {
   const entry = ws.trash.get(args.trashId);
@@ -57,7 +57,7 @@ export const restoreFileTool: ToolDefinition<typeof restoreFileParameters, Resto
   policy: 'edit',
   execute: (args, ctx) => {
     const ws = fileWorkspace(ctx.workspace);
-    return ws.runWrite('restore_file', 'restore', empty(), (d) => plan(ws, args, d), { signal: ctx.signal });
+    return ws.runWrite('restore_file', 'restore', empty(), (d) => plan(ws, args, d), { signal: ctx.signal, diagnostics: ctx.reportDiagnostics });
   },
   async preview(args, ctx) {
     const p = await plan(fileWorkspace(ctx.workspace), args, empty());

@@ -33,6 +33,12 @@ export interface ToolContext {
   toolCallId?: string;
   /** The user's hunk-level decision on this (write) call: only the hunks not rejected are written. */
   review?: ReviewSelection;
+  /**
+   * Writes into loaded buffers wait (bounded) for the language servers and report the diagnostics they
+   * introduced or resolved. Set for the agent's calls; left off for calls the user runs (tool_call),
+   * where Neovim is blocked until the answer comes.
+   */
+  reportDiagnostics?: boolean;
 }
 
 export interface ToolDefinition<S extends z.ZodType = z.ZodType, R = unknown> {

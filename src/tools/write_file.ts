@@ -7,7 +7,7 @@ import { reviewFiles } from '../workspace/review';
 import { basisOf, savedFields, sha256Hex, toTextView, unsavedBufferError } from '../workspace/file-access';
 import { decodeText, encodeText, isBinary, normalizeEol } from '../workspace/encoding';
 import { fileDiff } from '../workspace/text-diff';
-import { STALE_PROTOCOL, capDiff, expectedShaField, pathField, type CappedDiff } from '../workspace/tool-support';
+import { DIAGNOSTICS_NOTE, STALE_PROTOCOL, capDiff, expectedShaField, pathField, type CappedDiff, type WithDiagnostics } from '../workspace/tool-support';
 
 export const writeFileParameters = z.object({
   path: pathField('Path of an existing file'),
@@ -15,7 +15,7 @@ export const writeFileParameters = z.object({
   expectedSha256: expectedShaField(),
 });
 
-export type WriteFileData = { path: string; sha256: string; previousSha256: string; savedToDisk?: boolean; unsavedBuffer?: boolean } & CappedDiff;
+export type WriteFileData = { path: string; sha256: string; previousSha256: string; savedToDisk?: boolean; unsavedBuffer?: boolean } & CappedDiff & WithDiagnostics;
 
 async function plan(ws: FileWorkspace, args: z.infer<typeof writeFileParameters>, d: AuditDraft): Promise<WritePlan<WriteFileData>> {
   const r = ws.resolve(args.path);
@@ -60,12 +60,13 @@ export const writeFileTool: ToolDefinition<typeof writeFileParameters, WriteFile
     'Replace the whole content of an existing file (edit_file is better for small changes); with expectedSha256 "" it ' +
     'creates a file that must not exist yet. ' +
     STALE_PROTOCOL +
-    ' The file keeps its permissions, BOM and CRLF line breaks. The write is atomic. Returns the new sha256 and a diff.',
+    ' The file keeps its permissions, BOM and CRLF line breaks. The write is atomic. Returns the new sha256 and a diff.' +
+    DIAGNOSTICS_NOTE,
   parameters: writeFileParameters,
   policy: 'edit',
   execute: (args, ctx) => {
     const ws = fileWorkspace(ctx.workspace);
-    return ws.runWrite('write_file', 'write', empty(), (d) => plan(ws, args, d), { review: ctx.review, signal: ctx.signal });
+    return ws.runWrite('write_file', 'write', empty(), (d) => plan(ws, args, d), { review: ctx.review, signal: ctx.signal, diagnostics: ctx.reportDiagnostics });
   },
   async preview(args, ctx) {
     const ws = fileWorkspace(ctx.workspace);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { capText, truncationNotice } from '../tools/output';
+import type { PostEditReport } from './post-edit-diagnostics';
 
 /** Shared zod fields and output shaping for the file tools. */
 
@@ -26,6 +27,16 @@ export const includeIgnoredField = () =>
 export const STALE_PROTOCOL =
   'Stale-file protocol: pass the sha256 returned by read_file (or by your last write to this file) as expectedSha256; ' +
   'if the file changed since, the call fails with stale_file and you must re-read the file and redo the change.';
+
+/** Appended to the write tools' descriptions. */
+export const DIAGNOSTICS_NOTE =
+  ' When the file is open in Neovim with a language server, the result also has diagnostics: the errors and warnings ' +
+  'your change introduced and resolved (fix the introduced ones).';
+
+/** A write result's report on the diagnostics it changed (agent calls into buffers a language server serves). */
+export interface WithDiagnostics {
+  diagnostics?: PostEditReport;
+}
 
 export interface CappedDiff {
   diff: string;

@@ -13,6 +13,8 @@ import { escapeGlob } from './glob-match';
 import type { SearchContext } from './search';
 import { scanWorkspace, type ScanOptions, type WorkspaceScan } from './scan';
 import { DEFAULT_TRASH_RETENTION_DAYS, WorkspaceTrash } from './trash';
+import type { DiagnosticsSource } from './diagnostics';
+import { PostEditDiagnostics, type PendingDiagnostics, type PostEditOptions } from './post-edit-diagnostics';
 
 export interface WorkspaceOptions {
   /** Workspace root (resolved with realpath). */
@@ -33,6 +35,10 @@ export interface WorkspaceOptions {
   allowReadonlyWrites?: boolean;
   /** Test hook: simulate failures during commits. */
   faultHook?: CommitFaultHook;
+  /** The editor's diagnostics (Neovim's vim.diagnostic); null/absent = none (the diagnostics tool says so). */
+  diagnostics?: DiagnosticsSource | null;
+  /** With `diagnostics`: how writes asked to (WriteOptions.diagnostics) wait for language servers; null = never. */
+  postEditDiagnostics?: PostEditOptions | null;
 }
 
 /** What a write records in the audit log; filled in as the operation learns it. */
@@ -49,6 +55,11 @@ export interface WriteOptions {
   review?: ReviewSelection;
   /** Once aborted, the write stops before its commit point and changes nothing (`cancelled`). */
   signal?: AbortSignal;
+  /**
+   * After the commit, wait for the language servers of the loaded buffers written into and add what
+   * changed in their diagnostics to the result (`diagnostics`, see post-edit-diagnostics.ts).
+   */
+  diagnostics?: boolean;
 }
 
 /** A write computed in memory, ready to commit. */
@@ -90,6 +101,9 @@ export class FileWorkspace implements Workspace {
   readonly checkpoints: Checkpoints;
   /** What opening the workspace recovered of commits cut off by a crash. */
   readonly recovered: RecoveryReport;
+  /** The editor's diagnostics, when Neovim is attached. */
+  readonly diagnostics: DiagnosticsSource | null;
+  private readonly postEdit: PostEditDiagnostics | null;
   private readonly writeLock = new Mutex();
   private closed = false;
 
@@ -123,6 +137,9 @@ export class FileWorkspace implements Workspace {
     this.store = openStore(this.dataDir);
     this.trash = new WorkspaceTrash(this.dataDir, this.store.trash, opts.trashRetentionDays ?? DEFAULT_TRASH_RETENTION_DAYS);
     this.checkpoints = new Checkpoints({ root: this.root, files: this.files, repo: this.store.checkpoints });
+    this.diagnostics = opts.diagnostics ?? null;
+    this.postEdit =
+      this.diagnostics && opts.postEditDiagnostics ? new PostEditDiagnostics(this.diagnostics, (abs) => this.paths.relative(abs), opts.postEditDiagnostics) : null;
   }
 
   get audit(): AuditRepository {
@@ -150,12 +167,16 @@ export class FileWorkspace implements Workspace {
   /**
    * The write path of every write tool: inside the lock, plan against the CURRENT content (stale gate
    * included), commit all-or-nothing, and audit the attempt whether it succeeded or not. A cancelled
-   * call is checked after every wait up to the commit's renames and then changes nothing.
+   * call is checked after every wait up to the commit's renames and then changes nothing. With
+   * `opts.diagnostics`, once the lock is released, the result gains what the write changed in the
+   * diagnostics of the loaded buffers it wrote into (`diagnostics`, see post-edit-diagnostics.ts).
    */
   async runWrite<T>(tool: string, operation: string, draft: AuditDraft, plan: (draft: AuditDraft) => Promise<WritePlan<T>>, opts: WriteOptions = {}): Promise<T> {
     if (this.closed) throw new ToolError('internal_error', 'The workspace is closed.');
     const { review, signal } = opts;
-    return this.withWriteLock(async () => {
+    // Set inside the lock; TS does not track assignments made in the callback, hence the holder.
+    const watch: { pending: PendingDiagnostics | null } = { pending: null };
+    const result = await this.withWriteLock(async () => {
       let p: WritePlan<T> | undefined;
       try {
         throwIfCancelled(signal);
@@ -165,6 +186,8 @@ export class FileWorkspace implements Workspace {
         // The pre-images are stored before anything changes; a failed write records nothing else.
         const capture = await this.checkpoints.capture(p.changes);
         await p.beforeCommit?.();
+        // The diagnostics before the change (one round trip to Neovim; never fails the write).
+        if (opts.diagnostics && this.postEdit) watch.pending = await this.postEdit.arm(p.changes);
         let report: CommitReport;
         try {
           report = await this.files.commit(p.changes, signal);
@@ -175,6 +198,8 @@ export class FileWorkspace implements Workspace {
         await this.checkpoints.record(capture, p.changes, report);
         await p.afterCommit?.(report);
       } catch (err) {
+        watch.pending?.cancel();
+        watch.pending = null;
         const te = toToolError(err, draft.path);
         this.recordAudit(tool, operation, draft, false, te.kind);
         throw te;
@@ -182,6 +207,10 @@ export class FileWorkspace implements Workspace {
       for (const a of p.audit) this.recordAudit(tool, a.operation, a, true, null);
       return p.result;
     });
+    // Waiting for the language servers holds no lock: other writes go on meanwhile.
+    const settled = await watch.pending?.settle(signal);
+    if (settled && result && typeof result === 'object') Object.assign(result, { diagnostics: settled });
+    return result;
   }
 
   /**

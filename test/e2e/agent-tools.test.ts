@@ -12,6 +12,8 @@ const SEED_TOOLS = [
   'restore_file', 'move_file', 'apply_patch',
   // issue 10: reads back outputs and conversation moved out of the prompt
   'recall',
+  // issue 12: the editor's diagnostics
+  'diagnostics',
 ];
 
 forEachNvim((bin) => {

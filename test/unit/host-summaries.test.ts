@@ -98,3 +98,37 @@ test('a subagent\'s live progress and its call line', () => {
   assert.equal(describeSubagentProgress({ toolCallId: 'P', label: 'agent #2: fix it', step: 3, tool: 'edit_file', args: { path: 'src/a.ts' } }), '[#2] step 3: edit_file src/a.ts');
   assert.equal(summarizeToolCall('agent', { task: 'Write a.txt\nthen b.txt' }), 'agent Write a.txt');
 });
+
+test('a write that changed diagnostics says so on its line and lists them in its details', () => {
+  const e = (severity: 'error' | 'warning', line: number, message: string) => ({ path: 'a.ts', severity, line, col: 7, endLine: line, endCol: 8, message, source: 'typescript', code: 2322 });
+  const v = describeToolResult('edit_file', { path: 'a.ts' }, {
+    ok: true,
+    data: {
+      path: 'a.ts',
+      diff: '--- a.ts\n+++ a.ts\n@@ -1 +1 @@\n-a\n+b\n',
+      diagnostics: { introduced: [e('error', 1, "Type 'string' is not assignable to type 'number'."), e('warning', 2, 'w')], resolved: [e('error', 9, 'gone')], unchangedCount: 3, waitedMs: 420 },
+    },
+  });
+  assert.equal(v.summary, '+1 −1 · 1 new error, 1 new warning, 1 error fixed');
+  assert.ok(v.details.includes("new a.ts:1:7 error Type 'string' is not assignable to type 'number'. [typescript 2322]"), v.details.join('\n'));
+  assert.ok(v.details.includes('fixed a.ts:9:7 error gone [typescript 2322]'));
+  const quiet = describeToolResult('edit_file', {}, { ok: true, data: { diff: '', diagnostics: { introduced: [], resolved: [], unchangedCount: 0, waitedMs: 2000, timedOut: true } } });
+  assert.equal(quiet.summary, '');
+  assert.ok(quiet.details.includes('diagnostics: no language server report within 2000 ms'));
+});
+
+test('the diagnostics tool: totals on its line, one detail per diagnostic', () => {
+  const data = {
+    loaded: true,
+    files: [{ path: 'a.ts', modified: false, clients: ['tsls'], counts: { error: 2, warning: 0, info: 1, hint: 0 } }],
+    diagnostics: [{ path: 'a.ts', severity: 'error', line: 3, col: 1, endLine: 3, endCol: 4, message: 'boom\nsecond line' }],
+    total: 1,
+    truncated: false,
+  };
+  const v = describeToolResult('diagnostics', { path: 'a.ts' }, { ok: true, data });
+  assert.equal(v.summary, '2 errors, 1 info in 1 file');
+  assert.deepEqual(v.details, ['path: a.ts', 'a.ts:3:1 error boom']);
+  assert.equal(describeToolResult('diagnostics', {}, { ok: true, data: { ...data, files: [], diagnostics: [] } }).summary, 'no diagnostics in 0 files');
+  assert.equal(describeToolResult('diagnostics', {}, { ok: true, data: { ...data, loaded: false, files: [], diagnostics: [] } }).summary, 'not loaded in Neovim');
+  assert.equal(summarizeToolCall('diagnostics', { path: 'src/a.ts' }), 'diagnostics src/a.ts');
+});

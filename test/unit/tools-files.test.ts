@@ -53,7 +53,7 @@ describe('openWorkspace', () => {
   test('lists every file tool with a JSON schema whose fields are described', () => {
     const names = ws.tools.map((t) => t.name).sort();
     assert.deepEqual(names, [
-      'apply_patch', 'create_file', 'delete_file', 'edit_file', 'glob', 'grep', 'list_directory', 'move_file',
+      'apply_patch', 'create_file', 'delete_file', 'diagnostics', 'edit_file', 'glob', 'grep', 'list_directory', 'move_file',
       'read_file', 'restore_file', 'search_files', 'write_file',
     ]);
     for (const t of ws.tools) {
