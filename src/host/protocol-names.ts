@@ -27,6 +27,8 @@ export const METHODS = {
   checkpointRewind: 'checkpoint.rewind',
   auditList: 'audit.list',
   auditDiff: 'audit.diff',
+  mcpList: 'mcp.list',
+  mcpRestart: 'mcp.restart',
 } as const;
 
 /**
@@ -61,4 +63,6 @@ export const EVENTS = {
   sessionInfo: 'session_info',
   /** A reopened session's chat, rendered at once: `{ session, title, items_json }` (the items as JSON text). */
   transcript: 'transcript',
+  /** An MCP server changed state or tools: `{ server, state, previous, reason?, tools }` (Lua: User CabooseMcpChanged). */
+  mcpChanged: 'mcp_changed',
 } as const;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PERMISSION_MODES } from '../agent/permissions';
+import { McpConfigSchema } from '../mcp/config';
 
 export { METHODS, EVENTS } from './protocol-names';
 
@@ -34,6 +35,7 @@ export const HostConfigSchema = z
     bash_timeout_ms: z.number().int().positive().optional(),
     web_search: z.object({ searxng_url: z.string() }).optional().nullable(),
     system_prompt: z.string().optional().nullable(),
+    mcp: McpConfigSchema.optional().nullable(),
   })
   .partial();
 
@@ -106,3 +108,6 @@ export const CheckpointRewindParams = z.object({ id: z.number().int().positive()
 /** :CabooseAudit: the last `limit` rows about the workspace at `cwd` (default: the host's cwd). */
 export const AuditListParams = z.object({ limit: z.number().int().min(1).max(10_000).optional().nullable(), cwd: z.string().min(1).optional().nullable() });
 export const AuditDiffParams = z.object({ id: z.number().int().min(1) });
+/** :CabooseMcp: the servers and their tools; `start` starts the servers not started yet first. */
+export const McpListParams = z.object({ start: z.boolean().optional().nullable() });
+export const McpRestartParams = z.object({ name: z.string().min(1).max(100) });

@@ -25,6 +25,7 @@ import { restoreConversation, transcriptItems } from './session-history';
 import { requestTitle } from './session-title';
 import { resolveContextWindow } from './model-list';
 import { checkpointApi, type CheckpointApi } from './checkpoints';
+import type { McpPool } from '../mcp/client-pool';
 
 type SelectionEditParamsT = {
   id: number;
@@ -74,6 +75,8 @@ export interface RuntimeOptions {
   log: Logger;
   /** Reopen this stored session: its conversation continues and the chat shows its transcript. */
   resume?: boolean;
+  /** The host's MCP servers (shared by its sessions); their tools join this session's. */
+  mcp?: McpPool | null;
 }
 
 /** Builds the workspace, the tool set and the agent for one chat session. */
@@ -139,6 +142,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       if (callArgs.has(t.toolCallId)) transcripts.set(t.toolCallId, t);
     },
   };
+  const mcp = o.mcp ? attachMcp(o.mcp, registry, log, (text) => notice(text)) : null;
   registry.add(createExploreTool(subagent));
   registry.add(createAgentTool({ ...subagent, grants, mode: () => agent.mode, requestApproval: session.requestApproval, approvalCancelled: (r) => session.cancelApproval(r.id) }));
   const agent = new Agent({
@@ -151,6 +155,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     systemPrompt: config.system_prompt ?? undefined,
     toolFilter: isOffered,
     grants,
+    ...(mcp ? { prepareTools: mcp.prepare } : {}),
     // Compaction is always on: the configured window, else a well-known model's, else (asked only when the
     // conversation gets long) the server's model list, else a conservative default.
     contextWindow: o.provider.contextWindow ?? knownContextWindow(o.provider.model) ?? DEFAULT_CONTEXT_WINDOW,
@@ -216,10 +221,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
         recorder.chatLine('error', e.message);
         ui.emit(EVENTS.error, { kind: e.kind, message: e.message });
       },
-      notice: (text) => {
-        recorder.chatLine('notice', text);
-        ui.emit(EVENTS.notice, { text });
-      },
+      notice: (text) => notice(text),
       approvalCancelled: (req) => session.cancelApproval(req.id),
       compacted: (c) => recorder.compacted(c.added, c.archivedAs),
     },
@@ -230,6 +232,10 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       error: (m: string, ...a: unknown[]) => log.error(m, ...a),
     },
   });
+  function notice(text: string): void {
+    recorder.chatLine('notice', text);
+    ui.emit(EVENTS.notice, { text });
+  }
   session.bind(agent);
   if (o.resume) {
     // The transcript first (what the user waits for), then the conversation the model continues from.
@@ -323,7 +329,11 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       return next;
     },
     sent: () => sending,
-    prepare: () => agent.prepare(),
+    prepare: () => {
+      // MCP servers start while the user types the first message (they report their own failures).
+      void mcp?.prepare(new AbortController().signal);
+      return agent.prepare();
+    },
     rename(title) {
       const t = title.replace(/\s+/g, ' ').trim().slice(0, 120);
       if (t === '') throw new Error('a session title cannot be empty');
@@ -343,9 +353,40 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     dispose() {
       for (const ac of selectionEdits.values()) ac.abort();
       titleAbort.abort();
+      mcp?.detach();
       session.stop();
       recorder.dispose();
       ws.close();
     },
   };
+}
+
+/**
+ * The MCP servers' tools join the registry (as they come and go); their state changes become chat notices;
+ * `prepare` starts them (again after a crash) before a model request, and gives up waiting on stop().
+ */
+function attachMcp(pool: McpPool, registry: import('../tools/registry').ToolRegistry, log: Logger, notice: (text: string) => void) {
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const { McpToolSource } = require('../mcp/tools') as typeof import('../mcp/tools');
+  const { mcpNotice } = require('../mcp/status') as typeof import('../mcp/status');
+  /* eslint-enable @typescript-eslint/no-require-imports */
+  const source = new McpToolSource(pool, { log: (level, msg) => log[level]('%s', msg) });
+  registry.addSource(() => source.definitions());
+  const detach = pool.onChange((c) => {
+    const text = mcpNotice(c);
+    if (text) notice(text);
+  });
+  const prepare = async (signal: AbortSignal): Promise<void> => {
+    let onAbort: () => void = () => undefined;
+    const aborted = new Promise<void>((resolve) => {
+      onAbort = resolve;
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      await Promise.race([pool.ensureStarted({ restartDied: true }), aborted]);
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+  };
+  return { prepare, detach };
 }

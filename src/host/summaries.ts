@@ -15,6 +15,11 @@ export function summarizeToolCall(name: string, args: unknown): string {
     const files = [...a.patch.matchAll(/^\*\*\* (?:Add|Update|Delete) File: (.+)$/gm)].map((m) => m[1].trim());
     return `${name} ${clip(files.join(', ') || '(patch)')}`;
   }
+  // MCP tools (`server__tool`): their first short argument.
+  if (name.includes('__')) {
+    const first = Object.entries(a).find(([, v]) => typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean');
+    if (first) return `${name} ${clip(`${first[0]}=${String(first[1]).split('\n')[0]}`)}`;
+  }
   return name;
 }
 
@@ -112,7 +117,12 @@ export function describeToolResult(name: string, args: unknown, result: ToolResu
     words.push('(not saved: unsaved buffer)');
     details.push('not saved: unsaved buffer (the change is in the buffer; :w saves it)');
   }
-  if ('exitCode' in d) {
+  if (typeof d.server === 'string' && typeof d.output === 'string') {
+    // An MCP tool's answer.
+    const lines = d.output === '' ? [] : textLines(d.output);
+    words.push(`${plural(lines.length, 'line')}${d.truncated === true ? ' (cut)' : ''}`);
+    details.push(...capLines(lines));
+  } else if ('exitCode' in d) {
     words.push(d.timedOut ? '→ timed out' : `→ exit ${d.exitCode === null ? '?' : String(d.exitCode)}`);
     if (typeof d.output === 'string' && d.output !== '') details.push(...capLines(textLines(d.output)));
   } else if (name === 'ask_user') {
