@@ -187,6 +187,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       messageAdded: (m) => recorder.messageAdded(m),
       assistantEnd: (info) => ui.emit(EVENTS.assistantEnd, { interrupted: info.interrupted }),
       turnStart: (m) => {
+        mcp?.turnStarted();
         const meta = metaOf(m);
         ws.workspace.checkpoints.begin({ sessionId: session.id, messageId: meta.id, text: meta.display });
         recorder.turnStart({ text: meta.display, ...(meta.labels.length > 0 ? { labels: meta.labels } : {}) });
@@ -363,7 +364,9 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
 
 /**
  * The MCP servers' tools join the registry (as they come and go); their state changes become chat notices;
- * `prepare` starts them (again after a crash) before a model request, and gives up waiting on stop().
+ * `prepare` starts them before a model request (and gives up waiting on stop()). A server that died is
+ * started again at the first request of the next user message: within the turn that saw it die, the model
+ * was told its tools are unavailable.
  */
 function attachMcp(pool: McpPool, registry: import('../tools/registry').ToolRegistry, log: Logger, notice: (text: string) => void) {
   /* eslint-disable @typescript-eslint/no-require-imports */
@@ -376,17 +379,23 @@ function attachMcp(pool: McpPool, registry: import('../tools/registry').ToolRegi
     const text = mcpNotice(c);
     if (text) notice(text);
   });
+  let restartDied = false;
+  const turnStarted = (): void => {
+    restartDied = true;
+  };
   const prepare = async (signal: AbortSignal): Promise<void> => {
+    const restart = restartDied;
+    restartDied = false;
     let onAbort: () => void = () => undefined;
     const aborted = new Promise<void>((resolve) => {
       onAbort = resolve;
       signal.addEventListener('abort', onAbort, { once: true });
     });
     try {
-      await Promise.race([pool.ensureStarted({ restartDied: true }), aborted]);
+      await Promise.race([pool.ensureStarted({ restartDied: restart }), aborted]);
     } finally {
       signal.removeEventListener('abort', onAbort);
     }
   };
-  return { prepare, detach };
+  return { prepare, detach, turnStarted };
 }

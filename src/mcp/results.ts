@@ -2,7 +2,10 @@
  * An MCP tool's result as the model reads it: its content as text (images, audio and binary resources as
  * placeholders), within the output cap of every tool. Pure.
  */
-import { capText, truncationNotice } from '../tools/output';
+import { capText, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, truncationNotice } from '../tools/output';
+
+/** Below the cap of the whole result: JSON escaping (a `\n` per line) must not push the notice out. */
+const TEXT_BUDGET_BYTES = MAX_OUTPUT_BYTES - 6 * 1024;
 
 /** The parts of a `tools/call` result we read (the SDK has validated its shape). */
 export interface McpCallResult {
@@ -65,7 +68,7 @@ const CAP_HOW = "the MCP tool's output exceeded the 50 KB / 2,000-line cap for t
 
 /** The text within the cap every tool obeys, with a notice when cut. */
 export function cappedResultText(result: McpCallResult): { text: string; truncated: boolean } {
-  const c = capText(resultText(result));
+  const c = capText(resultText(result), MAX_OUTPUT_LINES, TEXT_BUDGET_BYTES);
   return c.truncated ? { text: `${c.text}\n${truncationNotice(c, CAP_HOW)}`, truncated: true } : { text: c.text, truncated: false };
 }
 

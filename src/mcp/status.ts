@@ -12,7 +12,6 @@ export function mcpNotice(c: McpChange): string | null {
     const again = c.restart === 'auto' ? ' again after it stopped' : '';
     return `MCP server '${c.server}' failed to start${again}: ${c.reason ?? 'unknown reason'}; its tools are unavailable (:CabooseMcp restart ${c.server} tries again)`;
   }
-  if (c.state === 'starting' && c.restart === 'auto') return `MCP server '${c.server}' stopped earlier: restarting it`;
   if (c.state === 'running' && c.restart) return `MCP server '${c.server}' restarted`;
   return null;
 }
