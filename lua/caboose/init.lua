@@ -149,6 +149,11 @@ H.handlers = {
     require('caboose.ui.ask').ask(p)
   end,
   mcp_changed = function(p)
+    if p.state == 'failed' then
+      -- Also where the user looks when the chat is closed (the chat has the notice too).
+      local what = p.previous == 'running' and 'stopped' or 'failed to start'
+      H.notify(string.format("MCP server '%s' %s: %s", tostring(p.server), what, tostring(p.reason or '?')), vim.log.levels.WARN)
+    end
     vim.api.nvim_exec_autocmds('User', { pattern = 'CabooseMcpChanged', modeline = false, data = p })
     if package.loaded['caboose.ui.mcp'] then
       require('caboose.ui.mcp').refresh()

@@ -68,6 +68,8 @@ interface Entry {
   reason?: string;
   conn?: McpConnection;
   tools: McpToolInfo[];
+  /** The tools it had when it last ran (a call to one of them after a crash gets a clear error). */
+  lastTools: McpToolInfo[];
   starting?: Promise<void>;
   /** Bumped at every start and stop: callbacks of an older connection are ignored. */
   generation: number;
@@ -91,7 +93,7 @@ export class McpPool {
   ) {
     this.startTimeoutMs = config.start_timeout_ms ?? DEFAULT_MCP_START_TIMEOUT_MS;
     for (const [name, c] of Object.entries(config.servers ?? {})) {
-      this.entries.set(name, { name, config: c, state: c.disabled ? 'disabled' : 'not_started', tools: [], generation: 0, died: false, autoRestarts: 0, stderrTail: [] });
+      this.entries.set(name, { name, config: c, state: c.disabled ? 'disabled' : 'not_started', tools: [], lastTools: [], generation: 0, died: false, autoRestarts: 0, stderrTail: [] });
     }
   }
 
@@ -146,13 +148,28 @@ export class McpPool {
     return out;
   }
 
+  /** Servers not running that had tools when they last ran. */
+  stopped(): { server: string; config: McpServerConfig; tools: McpToolInfo[] }[] {
+    const out = [];
+    for (const e of this.entries.values()) if (e.state !== 'running' && e.lastTools.length > 0) out.push({ server: e.name, config: e.config, tools: e.lastTools });
+    return out;
+  }
+
+  isRunning(server: string): boolean {
+    return this.entries.get(server)?.state === 'running';
+  }
+
+  /** Why a server is not running, in words for the model. */
+  unavailableMessage(server: string): string {
+    const e = this.entries.get(server);
+    const why = !e ? 'it is not configured' : e.state === 'failed' ? `it ${e.died ? 'stopped' : 'failed to start'}: ${e.reason ?? 'unknown reason'}` : `it is ${e.state.replace('_', ' ')}`;
+    return `MCP server '${server}' is not running (${why}).`;
+  }
+
   /** Calls a tool. Never throws: a dead server, a timeout or the server's own error come back as a failure. */
   async callTool(server: string, tool: string, args: Record<string, unknown>, signal: AbortSignal): Promise<McpCallOutcome> {
     const e = this.entries.get(server);
-    if (!e || e.state !== 'running' || !e.conn) {
-      const why = !e ? 'it is not configured' : e.state === 'failed' ? `it ${e.died ? 'stopped' : 'failed to start'}: ${e.reason ?? 'unknown reason'}` : `it is ${e.state.replace('_', ' ')}`;
-      return { ok: false, failure: { kind: 'unavailable', message: `MCP server '${server}' is not running (${why}).` } };
-    }
+    if (!e || e.state !== 'running' || !e.conn) return { ok: false, failure: { kind: 'unavailable', message: this.unavailableMessage(server) } };
     const conn = e.conn;
     const gen = e.generation;
     try {
@@ -226,6 +243,7 @@ export class McpPool {
         onToolsChanged: (tools) => {
           if (gen !== e.generation || e.state !== 'running') return;
           e.tools = tools;
+          e.lastTools = tools;
           log.info('mcp %s: tool list changed (%d tools)', e.name, tools.length);
           this.set(e, 'running', undefined, { toolsChanged: true });
         },
@@ -237,6 +255,7 @@ export class McpPool {
       }
       e.conn = conn;
       e.tools = conn.tools;
+      e.lastTools = conn.tools;
       e.died = false;
       log.info('mcp %s: running (%s, %d tools, %d ms)', e.name, describeTarget(e.config), conn.tools.length, Date.now() - t0);
       this.set(e, 'running', undefined, restart ? { restart } : {});

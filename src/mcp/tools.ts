@@ -82,16 +82,26 @@ export class McpToolSource {
       );
       s.tools.forEach((t, i) => defs.push(this.definition(s.server, s.config, t, names[i], s.conn.validator.bind(s.conn))));
     }
+    // A stopped server's tools stay known (not offered): a late call says why it fails instead of "unknown tool".
+    for (const s of this.pool.stopped()) {
+      const names = mcpToolNames(
+        s.server,
+        s.tools.map((t) => t.name),
+      );
+      s.tools.forEach((t, i) => defs.push({ ...this.definition(s.server, s.config, t, names[i], null), unavailable: true }));
+    }
     this.cache = { version: this.pool.version, defs };
     return defs;
   }
 
-  private definition(server: string, config: McpServerConfig, t: McpToolInfo, name: string, makeValidator: (schema: Record<string, unknown>) => ArgsValidator): ToolDefinition {
+  private definition(server: string, config: McpServerConfig, t: McpToolInfo, name: string, makeValidator: ((schema: Record<string, unknown>) => ArgsValidator) | null): ToolDefinition {
     const schema = modelSchema(t.inputSchema);
-    const validate = safeValidator(
-      () => makeValidator(t.inputSchema),
-      (err) => this.o.log?.('warn', `mcp ${server}: the input schema of ${t.name} does not compile (${err instanceof Error ? err.message : String(err)}); arguments go unchecked`),
-    );
+    const validate = makeValidator
+      ? safeValidator(
+          () => makeValidator(t.inputSchema),
+          (err) => this.o.log?.('warn', `mcp ${server}: the input schema of ${t.name} does not compile (${err instanceof Error ? err.message : String(err)}); arguments go unchecked`),
+        )
+      : null;
     const allowed = isAllowed(config.allow, t.name, name);
     const pool = this.pool;
     return {
@@ -104,6 +114,8 @@ export class McpToolSource {
       mcp: { server, tool: t.name },
       auditDetails: (args) => ({ server, tool: t.name, arguments: clipJson(args, AUDIT_MAX_ARGUMENT_CHARS) }),
       async preview(args) {
+        // Nobody is asked about a call that cannot run.
+        if (!pool.isRunning(server)) throw new ToolError('mcp_unavailable', pool.unavailableMessage(server), { details: { server, tool: t.name } });
         const json = JSON.stringify(args, null, 2);
         const lines = json.split('\n');
         const shown = lines.length > 60 ? [...lines.slice(0, 59), `… ${lines.length - 59} more lines`] : lines;

@@ -48,6 +48,8 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType, R = unknown> {
    * create and auto-edit mode; in plan mode only when it is also `readOnly`.
    */
   allowed?: { readOnly: boolean };
+  /** Not offered to the model (its MCP server is not running); a call gets a clear error, never a prompt. */
+  unavailable?: boolean;
   /** Where an MCP tool comes from (the server and its name for the tool). */
   mcp?: { server: string; tool: string };
   /** With it, every call (run, failed or refused) gets an audit row holding these details. */

@@ -13,6 +13,7 @@ import { McpToolSource, modelSchema } from '../../src/mcp/tools';
 import { mcpNotice, mcpServerViews } from '../../src/mcp/status';
 import { permissionFor, PERMISSION_MODES } from '../../src/agent/permissions';
 import { ToolRegistry, toolSpec } from '../../src/tools/registry';
+import { isOffered } from '../../src/tools/offered';
 import { capToolResultJson, MAX_OUTPUT_BYTES } from '../../src/tools/output';
 import { testToolContext } from '../support/tool-context';
 import { startHttpMcpServer, stdioServer, type HttpMcpServer } from '../support/mcp';
@@ -202,9 +203,13 @@ describe('the MCP pool against the test server', () => {
     assert.equal(pool.status()[0].state, 'failed');
     assert.match(pool.status()[0].reason ?? '', /the process exited/);
     assert.ok(changes.some((c) => c.state === 'failed' && c.previous === 'running'));
-    assert.equal(registry.get('s__echo'), undefined, 'its tools are no longer offered');
-    const dead = await pool.callTool('s', 'echo', { text: 'x' }, new AbortController().signal);
-    assert.match(!dead.ok ? dead.failure.message : '', /MCP server 's' is not running \(it stopped: the process exited/);
+    assert.deepEqual(registry.specs(isOffered).map((x) => x.name), [], 'its tools are no longer offered');
+    const gone = registry.get('s__echo')!;
+    assert.equal(gone.unavailable, true);
+    await assert.rejects(gone.preview!({ text: 'x' }, ctx()), /MCP server 's' is not running \(it stopped: the process exited/, 'nobody is asked about it');
+    const late = await registry.call('s__echo', { text: 'x' }, ctx());
+    assert.equal(!late.ok && late.error.kind, 'mcp_unavailable');
+    assert.match(!late.ok ? late.error.message : '', /MCP server 's' is not running \(it stopped: the process exited/);
 
     await pool.ensureStarted({ restartDied: false });
     assert.equal(pool.status()[0].state, 'failed', 'health and listings do not restart it');
