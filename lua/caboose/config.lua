@@ -193,7 +193,9 @@ H.checks = {
     end
     return true
   end,
-  ['mcp.start_timeout_ms'] = H.positive,
+  ['mcp.start_timeout_ms'] = function(v)
+    return type(v) == 'number' and v > 0 and v == math.floor(v), 'a positive whole number'
+  end,
   ['log.level'] = H.enum({ 'debug', 'info', 'warn', 'error', 'off' }),
   ['log.file'] = function(v)
     return type(v) == 'string' and v ~= '', 'a non-empty string'
@@ -276,16 +278,41 @@ H.is_dict_of_strings = function(v)
 end
 
 -- key → { checker, expected, transport ('stdio'|'http'|nil for both) }
+H.non_empty_string = function(v)
+  return type(v) == 'string' and v ~= ''
+end
+
 H.mcp_server_keys = {
-  command = { function(v) return type(v) == 'string' and v ~= '' end, 'a non-empty string', 'stdio' },
+  command = { H.non_empty_string, 'a non-empty string', 'stdio' },
   args = { H.string_list, 'a list of strings', 'stdio' },
   env = { H.is_dict_of_strings, 'a table of strings by name', 'stdio' },
-  cwd = { function(v) return type(v) == 'string' and v ~= '' end, 'a non-empty string', 'stdio' },
-  url = { function(v) return type(v) == 'string' and v:match('^https?://%S+$') ~= nil end, 'an http(s) URL', 'http' },
+  cwd = { H.non_empty_string, 'a non-empty string', 'stdio' },
+  url = {
+    function(v)
+      return type(v) == 'string' and v:match('^https?://%S+$') ~= nil
+    end,
+    'an http(s) URL',
+    'http',
+  },
   headers = { H.is_dict_of_strings, 'a table of strings by name', 'http' },
-  allow = { function(v) return type(v) == 'boolean' or (H.string_list(v)) end, 'a boolean or a list of tool names' },
-  disabled = { function(v) return type(v) == 'boolean' end, 'a boolean' },
-  timeout_ms = { function(v) return type(v) == 'number' and v > 0 and v == math.floor(v) end, 'a positive whole number' },
+  allow = {
+    function(v)
+      return type(v) == 'boolean' or (H.string_list(v))
+    end,
+    'a boolean or a list of tool names',
+  },
+  disabled = {
+    function(v)
+      return type(v) == 'boolean'
+    end,
+    'a boolean',
+  },
+  timeout_ms = {
+    function(v)
+      return type(v) == 'number' and v > 0 and v == math.floor(v)
+    end,
+    'a positive whole number',
+  },
 }
 
 --- Each server of `mcp.servers`: a valid name, either `command` or `url`, known keys of the right types.
