@@ -142,7 +142,8 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       if (callArgs.has(t.toolCallId)) transcripts.set(t.toolCallId, t);
     },
   };
-  const mcp = o.mcp ? attachMcp(o.mcp, registry, log, (text) => notice(text)) : null;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const mcp = o.mcp ? (require('../mcp/session') as typeof import('../mcp/session')).attachMcp(o.mcp, registry, log, (text) => notice(text)) : null;
   registry.add(createExploreTool(subagent));
   registry.add(createAgentTool({ ...subagent, grants, mode: () => agent.mode, requestApproval: session.requestApproval, approvalCancelled: (r) => session.cancelApproval(r.id) }));
   const agent = new Agent({
@@ -362,40 +363,3 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   };
 }
 
-/**
- * The MCP servers' tools join the registry (as they come and go); their state changes become chat notices;
- * `prepare` starts them before a model request (and gives up waiting on stop()). A server that died is
- * started again at the first request of the next user message: within the turn that saw it die, the model
- * was told its tools are unavailable.
- */
-function attachMcp(pool: McpPool, registry: import('../tools/registry').ToolRegistry, log: Logger, notice: (text: string) => void) {
-  /* eslint-disable @typescript-eslint/no-require-imports */
-  const { McpToolSource } = require('../mcp/tools') as typeof import('../mcp/tools');
-  const { mcpNotice } = require('../mcp/status') as typeof import('../mcp/status');
-  /* eslint-enable @typescript-eslint/no-require-imports */
-  const source = new McpToolSource(pool, { log: (level, msg) => log[level]('%s', msg) });
-  registry.addSource(() => source.definitions());
-  const detach = pool.onChange((c) => {
-    const text = mcpNotice(c);
-    if (text) notice(text);
-  });
-  let restartDied = false;
-  const turnStarted = (): void => {
-    restartDied = true;
-  };
-  const prepare = async (signal: AbortSignal): Promise<void> => {
-    const restart = restartDied;
-    restartDied = false;
-    let onAbort: () => void = () => undefined;
-    const aborted = new Promise<void>((resolve) => {
-      onAbort = resolve;
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
-    try {
-      await Promise.race([pool.ensureStarted({ restartDied: restart }), aborted]);
-    } finally {
-      signal.removeEventListener('abort', onAbort);
-    }
-  };
-  return { prepare, detach, turnStarted };
-}
