@@ -8,12 +8,12 @@ import { startHttpMcpServer, stdioServer, type HttpMcpServer } from '../support/
 import type { FakeRequest } from '../support/fake-openai';
 
 /** setup() with MCP servers; records approval floats and User CabooseMcpChanged events. */
-const SETUP = (mode: string, servers: Record<string, unknown>) => `
+const SETUP = (mode: string, servers: Record<string, unknown>, startTimeoutMs = 10_000) => `
   require('caboose').setup({
     mode = '${mode}',
     provider = { max_retries = 0 },
     approval = { style = 'float' },
-    mcp = { servers = vim.json.decode(${JSON.stringify(JSON.stringify(servers))}) },
+    mcp = { servers = vim.json.decode(${JSON.stringify(JSON.stringify(servers))}), start_timeout_ms = ${startTimeoutMs} },
   })
   _G.shown, _G.mcp_events = {}, {}
   local approval = require('caboose.ui.approval')
@@ -160,8 +160,9 @@ forEachNvim((bin) => {
       assert.ok(toolNames(e.fake.chatRequests[2]).includes('local__echo'), 'restarted before the request: its tools are back');
     });
 
-    it('a server whose command does not exist is reported and the session works; big output is capped; isError is a structured error', async () => {
-      await e.start({ initLua: SETUP('chug', { ghost: { command: 'caboose-no-such-mcp-server' }, local: stdioServer() }) });
+    it('a missing command and a server that never answers are reported and the session works; big output is capped; isError is a structured error', async () => {
+      const mute = { command: process.execPath, args: ['-e', 'setTimeout(() => {}, 60000)'] };
+      await e.start({ initLua: SETUP('chug', { ghost: { command: 'caboose-no-such-mcp-server' }, mute, local: stdioServer() }, 1500) });
       e.fake.script(
         {
           toolCalls: [
@@ -174,8 +175,10 @@ forEachNvim((bin) => {
       );
       await e.t.cmd('Caboose try');
       await chatHas("MCP server 'ghost' failed to start: command not found: caboose-no-such-mcp-server; its tools are unavailable (:CabooseMcp restart ghost tries again)");
+      await chatHas("MCP server 'mute' failed to start: no answer within 1.5 s; its tools are unavailable");
       await chatHas('handled');
-      assert.equal(toolNames(e.fake.chatRequests[0]).some((n) => n.startsWith('ghost__')), false);
+      assert.equal(toolNames(e.fake.chatRequests[0]).some((n) => n.startsWith('ghost__') || n.startsWith('mute__')), false);
+      assert.ok(toolNames(e.fake.chatRequests[0]).includes('local__big'));
       const results = lastToolResults(e.fake.chatRequests[1]);
       const big = results.get('c_big')!;
       assert.equal(big.data?.truncated, true);
@@ -195,6 +198,21 @@ forEachNvim((bin) => {
       // :CabooseMcp restart tries again (and says how it went).
       await e.t.cmd('CabooseMcp restart local');
       await e.t.waitFor(async () => (await e.t.notifications()).some((n) => n.msg === "(caboose) MCP server 'local' is running (8 tools)"), 'restart notice');
+    });
+
+    it(':CabooseStop cancels a running MCP call; the server stays up', async () => {
+      await e.start({ initLua: SETUP('chug', { local: stdioServer() }) });
+      e.fake.script({ toolCalls: [{ name: 'local__slow', arguments: { ms: 30000 } }] });
+      await e.t.cmd('Caboose wait');
+      await e.t.waitFor(async () => (await e.t.lua<{ state: string }>("return require('caboose').state()")).state === 'executing_tools', 'the call runs');
+      const t0 = Date.now();
+      await e.t.cmd('CabooseStop');
+      await e.t.waitFor(async () => (await e.t.lua<{ state: string }>("return require('caboose').state()")).state === 'idle', 'stopped');
+      assert.ok(Date.now() - t0 < 5000);
+      e.fake.script({ toolCalls: [{ name: 'local__echo', arguments: { text: 'still here' } }] }, { text: 'after stop' });
+      await e.t.cmd('Caboose again');
+      await chatHas('after stop');
+      assert.deepEqual(firstToolResult(e.fake.chatRequests.at(-1)!), { ok: true, data: { server: 'local', tool: 'echo', output: 'echo: still here' } });
     });
 
     it('setup() validates mcp.servers and names the dotted key', async () => {
