@@ -68,11 +68,6 @@ export function isStdioServer(c: McpServerConfig): c is McpStdioServerConfig {
   return 'command' in c;
 }
 
-/** Any enabled server configured: only then is the MCP client (the SDK) ever loaded. */
-export function hasMcpServers(c: McpConfig | undefined | null): boolean {
-  return Object.values(c?.servers ?? {}).some((s) => s.disabled !== true);
-}
-
 /** What the server is, in a few words: `stdio: npx -y server-x` or `http: https://…`. */
 export function describeTarget(c: McpServerConfig): string {
   if (isStdioServer(c)) return `stdio: ${[c.command, ...(c.args ?? [])].join(' ')}`;

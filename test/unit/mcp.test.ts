@@ -4,7 +4,7 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { McpConfigSchema, hasMcpServers } from '../../src/mcp/config';
+import { McpConfigSchema } from '../../src/mcp/config';
 import { HostConfigSchema } from '../../src/host/protocol';
 import { mcpToolName, mcpToolNames, TOOL_NAME_RE } from '../../src/mcp/names';
 import { contentBlockText, resultText, toToolOutput } from '../../src/mcp/results';
@@ -50,8 +50,6 @@ describe('the mcp config schema', () => {
       start_timeout_ms: 2000,
     });
     assert.deepEqual(r.servers?.files, { command: 'npx', args: ['-y', 'x'], env: {}, cwd: '/tmp', allow: ['read'], timeout_ms: 5000 });
-    assert.equal(hasMcpServers(r), true);
-    assert.equal(hasMcpServers({ servers: { a: { command: 'x', disabled: true } } }), false);
     assert.deepEqual(McpConfigSchema.parse({ servers: [] }).servers, {});
     assert.equal(HostConfigSchema.safeParse({ mcp: { servers: { a: { command: 'x' } } } }).success, true);
   });
