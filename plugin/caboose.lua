@@ -86,6 +86,24 @@ vim.api.nvim_create_user_command('CabooseAudit', function(o)
   caboose().command_audit(o)
 end, { nargs = '?', desc = 'Caboose: recent audit log entries of this workspace, newest first ([count], default 50)' })
 
+vim.api.nvim_create_user_command('CabooseMcp', function(o)
+  caboose().command_mcp(o)
+end, {
+  nargs = '*',
+  desc = 'Caboose: MCP servers, their state and tools ([restart {server}])',
+  complete = function(lead, line)
+    local words = vim.split(line, '%s+', { trimempty = true })
+    local candidates = { 'restart' }
+    if words[2] == 'restart' and (#words > 2 or line:match('%s$')) then
+      candidates = vim.tbl_keys((caboose().config().mcp or {}).servers or {})
+      table.sort(candidates)
+    end
+    return vim.tbl_filter(function(c)
+      return c:find(lead, 1, true) == 1
+    end, candidates)
+  end,
+})
+
 vim.api.nvim_create_user_command('CabooseChat', function()
   caboose().focus_chat()
 end, { desc = 'Caboose: open the chat and go to its message area' })

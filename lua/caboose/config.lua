@@ -21,6 +21,7 @@ local H = {}
 ---@field chat caboose.ChatOptions Chat window.
 ---@field approval caboose.ApprovalOptions Approval float.
 ---@field log caboose.LogOptions Host log file.
+---@field mcp caboose.McpOptions MCP servers whose tools the agent may call.
 
 ---@class caboose.ProviderConfig
 ---@field base_url string|nil
@@ -59,6 +60,21 @@ local H = {}
 ---@class caboose.ApprovalOptions
 ---@field grace_ms integer When a new request replaces the one in the focused float, its decision keys are ignored this long (ms), so a double press does not answer it unseen. 0 disables.
 
+---@class caboose.McpOptions
+---@field servers table<string, caboose.McpServer> By name (letters, digits, `-`, single `_`; the tools' prefix).
+---@field start_timeout_ms integer How long a server may take to start before it is reported as failed.
+
+---@class caboose.McpServer
+---@field command string|nil A stdio server: the program (with `args`, `env`, `cwd`).
+---@field args string[]|nil
+---@field env table<string,string>|nil Added to a small safe environment (PATH, HOME, USER, SHELL, TERM, LOGNAME).
+---@field cwd string|nil Default: Neovim's current directory when the host started.
+---@field url string|nil A streamable HTTP server (with `headers`).
+---@field headers table<string,string>|nil
+---@field allow boolean|string[]|nil true: its tools run without asking; a list: those tools. Default: they ask.
+---@field disabled boolean|nil Listed, never started.
+---@field timeout_ms integer|nil Per tool call (default 60000).
+
 ---@class caboose.LogOptions
 ---@field level 'debug'|'info'|'warn'|'error'|'off'
 ---@field file string
@@ -91,6 +107,7 @@ local defaults = {
     keys = { next_hunk = ']c', prev_hunk = '[c', accept = 'ga', reject = 'gr', accept_all = 'gA', reject_all = 'gR', quit = 'q' },
   },
   log = { level = 'info', file = vim.fn.stdpath('log') .. '/caboose.log' },
+  mcp = { servers = {}, start_timeout_ms = 10000 },
 }
 
 M.defaults = vim.deepcopy(defaults)
@@ -232,6 +249,9 @@ H.checks = {
     end
     return true
   end,
+  ['mcp.start_timeout_ms'] = function(v)
+    return type(v) == 'number' and v > 0 and v == math.floor(v), 'a positive whole number'
+  end,
   ['log.level'] = H.enum({ 'debug', 'info', 'warn', 'error', 'off' }),
   ['log.file'] = function(v)
     return type(v) == 'string' and v ~= '', 'a non-empty string'
@@ -294,10 +314,95 @@ function M.build(opts)
   for _, key in ipairs(keys) do
     local ok, expected = H.checks[key](H.get(cfg, key))
     if not ok then
-      error(string.format('(caboose) `%s` should be %s, got %s', key, expected, vim.inspect(H.get(cfg, key))), 0)
+      H.fail(key, expected, H.get(cfg, key))
     end
   end
+  H.check_mcp_servers(cfg.mcp.servers)
   return cfg
+end
+
+H.fail = function(key, expected, got)
+  error(string.format('(caboose) `%s` should be %s, got %s', key, expected, vim.inspect(got)), 0)
+end
+
+H.is_dict_of_strings = function(v)
+  if type(v) ~= 'table' then
+    return false
+  end
+  for k, x in pairs(v) do
+    if type(k) ~= 'string' or type(x) ~= 'string' then
+      return false
+    end
+  end
+  return true
+end
+
+-- key → { checker, expected, transport ('stdio'|'http'|nil for both) }
+H.non_empty_string = function(v)
+  return type(v) == 'string' and v ~= ''
+end
+
+H.mcp_server_keys = {
+  command = { H.non_empty_string, 'a non-empty string', 'stdio' },
+  args = { H.string_list, 'a list of strings', 'stdio' },
+  env = { H.is_dict_of_strings, 'a table of strings by name', 'stdio' },
+  cwd = { H.non_empty_string, 'a non-empty string', 'stdio' },
+  url = {
+    function(v)
+      return type(v) == 'string' and v:match('^https?://%S+$') ~= nil
+    end,
+    'an http(s) URL',
+    'http',
+  },
+  headers = { H.is_dict_of_strings, 'a table of strings by name', 'http' },
+  allow = {
+    function(v)
+      return type(v) == 'boolean' or (H.string_list(v))
+    end,
+    'a boolean or a list of tool names',
+  },
+  disabled = {
+    function(v)
+      return type(v) == 'boolean'
+    end,
+    'a boolean',
+  },
+  timeout_ms = {
+    function(v)
+      return type(v) == 'number' and v > 0 and v == math.floor(v)
+    end,
+    'a positive whole number',
+  },
+}
+
+--- Each server of `mcp.servers`: a valid name, either `command` or `url`, known keys of the right types.
+H.check_mcp_servers = function(servers)
+  if type(servers) ~= 'table' then
+    H.fail('mcp.servers', 'a table of servers by name', servers)
+  end
+  for name, s in pairs(servers) do
+    local at = 'mcp.servers.' .. tostring(name)
+    local ok_name = type(name) == 'string' and #name <= 32 and name:match('^[%w][%w_-]*$') ~= nil and not name:find('__', 1, true)
+    if not ok_name then
+      H.fail(at, 'named with letters, digits, "-" and single "_" (at most 32 characters, starting with a letter or digit)', name)
+    end
+    if type(s) ~= 'table' or (s.command == nil) == (s.url == nil) then
+      H.fail(at, 'a table with either `command` (a stdio server) or `url` (a streamable HTTP server)', s)
+    end
+    local transport = s.command ~= nil and 'stdio' or 'http'
+    for k, v in pairs(s) do
+      local check = H.mcp_server_keys[k]
+      if not check then
+        H.fail(at .. '.' .. tostring(k), 'one of command, args, env, cwd, url, headers, allow, disabled, timeout_ms', v)
+      end
+      if check[3] and check[3] ~= transport then
+        H.fail(at .. '.' .. k, string.format('absent (it is for %s servers; this one is %s)', check[3], transport), v)
+      end
+      if not check[1](v) then
+        H.fail(at .. '.' .. k, check[2], v)
+      end
+    end
+  end
 end
 
 --- The part of the config the host owns (model, tools, approvals, store).
@@ -323,7 +428,31 @@ function M.host_part(cfg)
     system_prompt = cfg.system_prompt,
     rules = cfg.rules,
     diagnostics = cfg.diagnostics,
+    mcp = H.mcp_part(cfg.mcp),
   }
+end
+
+local dict_mt = getmetatable(vim.empty_dict())
+
+--- The MCP servers as the host expects them: tables by name as objects, `~` expanded in paths.
+H.mcp_part = function(mcp)
+  local servers = setmetatable({}, dict_mt)
+  for name, s in pairs(mcp.servers or {}) do
+    local out = vim.deepcopy(s)
+    for _, k in ipairs({ 'env', 'headers' }) do
+      if out[k] then
+        setmetatable(out[k], dict_mt)
+      end
+    end
+    if out.cwd then
+      out.cwd = vim.fs.normalize(out.cwd)
+    end
+    if out.command and out.command:sub(1, 2) == '~/' then
+      out.command = vim.fs.normalize(out.command)
+    end
+    servers[name] = out
+  end
+  return { servers = servers, start_timeout_ms = mcp.start_timeout_ms }
 end
 
 return M

@@ -128,6 +128,26 @@ function M.check()
   end
 
   H.report_rules(report.rules)
+  h.start('caboose: MCP servers')
+  if type(report.mcp) ~= 'table' or #report.mcp == 0 then
+    h.info('no MCP server configured (see :help caboose-mcp)')
+  else
+    for _, s in ipairs(report.mcp) do
+      local what = string.format('%s (%s)', s.name, tostring(s.target))
+      if s.state == 'running' then
+        h.ok(string.format('%s: running, %d tool%s', what, s.tools or 0, s.tools == 1 and '' or 's'))
+      elseif s.state == 'failed' then
+        h.error(string.format('%s: %s', what, tostring(s.reason or 'failed')), {
+          ':CabooseMcp restart ' .. s.name .. ' tries again',
+          "the server's stderr is in the log: " .. cfg.log.file,
+        })
+      elseif s.state == 'disabled' then
+        h.info(what .. ': disabled')
+      else
+        h.warn(string.format('%s: %s', what, s.state == 'starting' and 'still starting' or 'not started'))
+      end
+    end
+  end
 
   h.start('caboose: model endpoint')
   local ep = report.endpoint or {}

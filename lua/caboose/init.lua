@@ -1,6 +1,6 @@
 --- caboose.nvim — an agentic coding assistant whose edits never silently disagree with your buffers.
 --- Public API: setup(), state(), send(), stop(), set_mode(), approval_respond(), revoke(), restore(), undo(),
---- checkpoints().
+--- checkpoints(), audit(), mcp().
 local M = {}
 local H = {}
 
@@ -150,6 +150,17 @@ H.handlers = {
   end,
   ask = function(p)
     require('caboose.ui.ask').ask(p)
+  end,
+  mcp_changed = function(p)
+    if p.state == 'failed' then
+      -- Also where the user looks when the chat is closed (the chat has the notice too).
+      local what = p.previous == 'running' and 'stopped' or 'failed to start'
+      H.notify(string.format("MCP server '%s' %s: %s", tostring(p.server), what, tostring(p.reason or '?')), vim.log.levels.WARN)
+    end
+    vim.api.nvim_exec_autocmds('User', { pattern = 'CabooseMcpChanged', modeline = false, data = p })
+    if package.loaded['caboose.ui.mcp'] then
+      require('caboose.ui.mcp').refresh()
+    end
   end,
   host_exit = function(p)
     if not p.expected then
@@ -471,6 +482,30 @@ function M.command_audit(o)
     return
   end
   M.audit(count)
+end
+
+--- List the MCP servers, their state and their tools in a float (r: restart the server under the cursor,
+--- q: close). Servers not started yet are started first. Returns at once; the float opens when the host answers.
+function M.mcp()
+  require('caboose.ui.mcp').open()
+end
+
+--- Stop and start MCP server {name} again (also one that failed or kept crashing). Returns at once.
+---@param name string
+function M.mcp_restart(name)
+  return require('caboose.ui.mcp').restart(name)
+end
+
+--- :CabooseMcp [restart {name}]
+function M.command_mcp(o)
+  local args = vim.split(vim.trim(o.args or ''), '%s+', { trimempty = true })
+  if #args == 0 then
+    return M.mcp()
+  end
+  if args[1] == 'restart' and #args == 2 then
+    return M.mcp_restart(args[2])
+  end
+  H.notify('usage: :CabooseMcp [restart {server}]', vim.log.levels.ERROR)
 end
 
 --- Run one tool directly, as the user (no model, no approval). Returns `{ ok, data }` or `{ ok = false, error }`.

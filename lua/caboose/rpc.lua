@@ -30,6 +30,8 @@ M.methods = {
   checkpoint_rewind = 'checkpoint.rewind',
   audit_list = 'audit.list',
   audit_diff = 'audit.diff',
+  mcp_list = 'mcp.list',
+  mcp_restart = 'mcp.restart',
 }
 
 H.chan = nil ---@type integer|nil

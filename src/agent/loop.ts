@@ -108,6 +108,8 @@ export interface AgentOptions {
   toolFilter?: (def: ToolDefinition) => boolean;
   /** Tools approved with "always"; pass one set to share the grants with subagents. Default: a set of its own. */
   grants?: Set<string>;
+  /** Awaited before each model request: tools that come and go (MCP servers) get ready. Must not throw. */
+  prepareTools?: (signal: AbortSignal) => Promise<void>;
 }
 
 /** A user message; `meta` is the caller's (e.g. what the chat shows of it), handed back in turnStart. */
@@ -366,6 +368,10 @@ export class Agent {
     let prompt = this.promptHistory();
     if (!compactedForLength && (await this.maybeCompact(signal, false, prompt))) prompt = this.promptHistory();
     if (signal.aborted) return null;
+    if (this.opts.prepareTools) {
+      await this.opts.prepareTools(signal).catch((e: unknown) => this.opts.log?.warn('preparing tools failed: %s', e instanceof Error ? e.message : String(e)));
+      if (signal.aborted) return null;
+    }
     this.emit('assistantStart');
     let partial = '';
     try {
@@ -470,7 +476,7 @@ export class Agent {
 
   private permission(p: PendingCall): 'run' | 'ask' | 'block' {
     if (!p.def) return 'run'; // the registry answers invalid_arguments (unknown tool)
-    const perm = permissionFor(this.currentMode, p.def.policy);
+    const perm = permissionFor(this.currentMode, p.def.policy, p.def.allowed);
     if (perm === 'ask' && this.alwaysAllowed.has(p.def.name)) return 'run';
     return perm;
   }

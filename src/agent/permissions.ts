@@ -20,8 +20,14 @@ export function isPermissionMode(v: unknown): v is PermissionMode {
   return typeof v === 'string' && (PERMISSION_MODES as readonly string[]).includes(v);
 }
 
-export function permissionFor(mode: PermissionMode, policy: ToolPolicy): Permission {
+/**
+ * `allowed`: the user's configuration lets the tool run without asking (an MCP server's `allow`). It then
+ * runs in every mode but plan, where it runs only when it is also read-only (the server's readOnlyHint):
+ * plan mode's promise — nothing changes — holds even for tools the user trusts.
+ */
+export function permissionFor(mode: PermissionMode, policy: ToolPolicy, allowed?: { readOnly: boolean }): Permission {
   if (policy === 'read' || policy === 'interactive') return 'run';
+  if (allowed) return mode === 'plan' && !allowed.readOnly ? 'block' : 'run';
   switch (mode) {
     case 'plan':
       return 'block';

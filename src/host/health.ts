@@ -2,6 +2,8 @@ import type { HostConfig } from './protocol';
 import { resolveProvider } from './provider-config';
 import { fetchModelList } from './model-list';
 import type { AuditHealth } from './audit';
+import type { McpPool } from '../mcp/client-pool';
+import type { McpHealth } from '../mcp/status';
 import { rulesOptions } from './project-rules';
 import { loadRules } from '../workspace/rules';
 
@@ -29,6 +31,8 @@ export interface HealthReport {
   /** The audit log's hash chain in the data folder's database. */
   audit: AuditHealth;
   rules: RulesHealth;
+  /** Each configured MCP server (started here when it was not yet); absent without any. */
+  mcp?: McpHealth[];
 }
 
 export async function rulesHealth(config: HostConfig, cwd: string): Promise<RulesHealth> {
@@ -52,7 +56,7 @@ export async function rulesHealth(config: HostConfig, cwd: string): Promise<Rule
 }
 
 /** Facts for :checkhealth caboose. Never includes the key itself. */
-export async function checkHealth(config: HostConfig, dataDir: string, cwd: string): Promise<HealthReport> {
+export async function checkHealth(config: HostConfig, dataDir: string, cwd: string, mcp?: McpPool | null): Promise<HealthReport> {
   const report: HealthReport = {
     node: process.version,
     host_pid: process.pid,
@@ -77,12 +81,26 @@ export async function checkHealth(config: HostConfig, dataDir: string, cwd: stri
   } else {
     report.audit.error = 'better-sqlite3 does not load';
   }
+  // Started concurrently with the endpoint check; a failed start is a finding, not a failure of the check.
+  const mcpDone = mcp
+    ? mcp.ensureStarted({ restartDied: false }).then(() => {
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const { mcpHealth } = require('../mcp/status') as typeof import('../mcp/status');
+        report.mcp = mcpHealth(mcp.status());
+      })
+    : Promise.resolve();
+  await checkEndpoint(config, report);
+  await mcpDone;
+  return report;
+}
+
+async function checkEndpoint(config: HostConfig, report: HealthReport): Promise<void> {
   let provider;
   try {
     provider = await resolveProvider(config);
   } catch (err) {
     report.endpoint.error = err instanceof Error ? err.message : String(err);
-    return report;
+    return;
   }
   report.key_present = provider.apiKey.length > 0;
   report.endpoint.base_url = provider.baseURL;
@@ -96,5 +114,4 @@ export async function checkHealth(config: HostConfig, dataDir: string, cwd: stri
     const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
     report.endpoint.error = `${err instanceof Error ? err.message : String(err)}${cause}`;
   }
-  return report;
 }

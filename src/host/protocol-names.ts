@@ -27,6 +27,8 @@ export const METHODS = {
   checkpointRewind: 'checkpoint.rewind',
   auditList: 'audit.list',
   auditDiff: 'audit.diff',
+  mcpList: 'mcp.list',
+  mcpRestart: 'mcp.restart',
 } as const;
 
 /**
@@ -63,4 +65,6 @@ export const EVENTS = {
   transcript: 'transcript',
   /** The project rules files a new conversation follows, as the chat's first lines: `{ lines }`. */
   rules: 'rules',
+  /** An MCP server changed state or tools: `{ server, state, previous, reason?, tools }` (Lua: User CabooseMcpChanged). */
+  mcpChanged: 'mcp_changed',
 } as const;

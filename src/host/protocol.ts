@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { PERMISSION_MODES } from '../agent/permissions';
 import { isValidRulesPattern } from '../workspace/rules';
+import { McpConfigSchema } from '../mcp/config';
 
 export { METHODS, EVENTS } from './protocol-names';
 
@@ -52,6 +53,7 @@ export const HostConfigSchema = z
       .object({ enabled: z.boolean(), wait_ms: z.number().positive(), settle_ms: z.number().min(0) })
       .partial()
       .optional(),
+    mcp: McpConfigSchema.optional().nullable(),
   })
   .partial();
 
@@ -126,3 +128,6 @@ export const CheckpointRewindParams = z.object({ id: z.number().int().positive()
 /** :CabooseAudit: the last `limit` rows about the workspace at `cwd` (default: the host's cwd). */
 export const AuditListParams = z.object({ limit: z.number().int().min(1).max(10_000).optional().nullable(), cwd: z.string().min(1).optional().nullable() });
 export const AuditDiffParams = z.object({ id: z.number().int().min(1) });
+/** :CabooseMcp: the servers and their tools; `start` starts the servers not started yet first. */
+export const McpListParams = z.object({ start: z.boolean().optional().nullable() });
+export const McpRestartParams = z.object({ name: z.string().min(1).max(100) });

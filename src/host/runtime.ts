@@ -27,6 +27,7 @@ import { requestTitle } from './session-title';
 import { resolveContextWindow } from './model-list';
 import { checkpointApi, type CheckpointApi } from './checkpoints';
 import { ConversationRules, rulesOptions } from './project-rules';
+import type { McpPool } from '../mcp/client-pool';
 
 type SelectionEditParamsT = {
   id: number;
@@ -76,6 +77,8 @@ export interface RuntimeOptions {
   log: Logger;
   /** Reopen this stored session: its conversation continues (the chat was sent its transcript already). */
   resume?: boolean;
+  /** The host's MCP servers (shared by its sessions); their tools join this session's. */
+  mcp?: McpPool | null;
 }
 
 /** Builds the workspace, the tool set and the agent for one chat session. */
@@ -162,6 +165,8 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       if (callArgs.has(t.toolCallId)) transcripts.set(t.toolCallId, t);
     },
   };
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const mcp = o.mcp ? (require('../mcp/session') as typeof import('../mcp/session')).attachMcp(o.mcp, registry, log, (text) => notice(text)) : null;
   registry.add(createExploreTool(subagent));
   registry.add(createAgentTool({ ...subagent, grants, mode: () => agent.mode, requestApproval: session.requestApproval, approvalCancelled: (r) => session.cancelApproval(r.id) }));
   const agent = new Agent({
@@ -175,6 +180,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     projectRules,
     toolFilter: isOffered,
     grants,
+    ...(mcp ? { prepareTools: mcp.prepare } : {}),
     // Compaction is always on: the configured window, else a well-known model's, else (asked only when the
     // conversation gets long) the server's model list, else a conservative default.
     contextWindow: o.provider.contextWindow ?? knownContextWindow(o.provider.model) ?? DEFAULT_CONTEXT_WINDOW,
@@ -207,6 +213,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       messageAdded: (m) => recorder.messageAdded(m),
       assistantEnd: (info) => ui.emit(EVENTS.assistantEnd, { interrupted: info.interrupted }),
       turnStart: (m) => {
+        mcp?.turnStarted();
         const meta = metaOf(m);
         ws.workspace.checkpoints.begin({ sessionId: session.id, messageId: meta.id, text: meta.display });
         recorder.turnStart({ text: meta.display, ...(meta.labels.length > 0 ? { labels: meta.labels } : {}) });
@@ -241,10 +248,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
         recorder.chatLine('error', e.message);
         ui.emit(EVENTS.error, { kind: e.kind, message: e.message });
       },
-      notice: (text) => {
-        recorder.chatLine('notice', text);
-        ui.emit(EVENTS.notice, { text });
-      },
+      notice: (text) => notice(text),
       approvalCancelled: (req) => session.cancelApproval(req.id),
       compacted: (c) => recorder.compacted(c.added, c.archivedAs),
     },
@@ -255,6 +259,10 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       error: (m: string, ...a: unknown[]) => log.error(m, ...a),
     },
   });
+  function notice(text: string): void {
+    recorder.chatLine('notice', text);
+    ui.emit(EVENTS.notice, { text });
+  }
   session.bind(agent);
   // The conversation the model continues from is read when the first message needs it (parsing every
   // stored tool output of a long session must not delay its transcript).
@@ -340,7 +348,11 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       return next;
     },
     sent: () => sending,
-    prepare: () => agent.prepare(),
+    prepare: () => {
+      // MCP servers start while the user types the first message (they report their own failures).
+      void mcp?.prepare(new AbortController().signal);
+      return agent.prepare();
+    },
     rename(title) {
       const t = title.replace(/\s+/g, ' ').trim().slice(0, 120);
       if (t === '') throw new Error('a session title cannot be empty');
@@ -360,9 +372,11 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     dispose() {
       for (const ac of selectionEdits.values()) ac.abort();
       titleAbort.abort();
+      mcp?.detach();
       session.stop();
       recorder.dispose();
       ws.close();
     },
   };
 }
+

@@ -4,6 +4,7 @@ import { CALL_NOTIFICATION, EVENTS, METHODS } from './protocol-names';
 import type { Logger } from './logger';
 import type { LuaUi } from './lua-ui';
 import type { SessionRuntime } from './runtime';
+import type { McpPool } from '../mcp/client-pool';
 
 // Start-up time matters (the user's first command waits for it): zod, the agent, the tools and SQLite
 // load on the first request that needs them, not when the host starts.
@@ -37,6 +38,8 @@ export class HostServer {
   private init: InitState | null = null;
   private runtime: SessionRuntime | null = null;
   private starting: Promise<SessionRuntime> | null = null;
+  /** The MCP servers, shared by the sessions; created on first need when any is configured. */
+  private mcp: McpPool | null | undefined;
 
   constructor(
     private readonly ui: LuaUi,
@@ -186,7 +189,20 @@ export class HostServer {
         const { cwd } = parse(protocol().HealthParams, params, method);
         const init = this.requireInit();
         const { checkHealth } = require('./health') as typeof import('./health');
-        return checkHealth(init.config, init.dataDir, cwd ?? init.cwd);
+        return checkHealth(init.config, init.dataDir, cwd ?? init.cwd, this.mcpPool());
+      }
+      case METHODS.mcpList: {
+        const p = parse(protocol().McpListParams, params, method);
+        const pool = this.mcpPool();
+        if (pool && p.start) await pool.ensureStarted({ restartDied: false });
+        return this.mcpView(pool);
+      }
+      case METHODS.mcpRestart: {
+        const p = parse(protocol().McpRestartParams, params, method);
+        const pool = this.mcpPool();
+        if (!pool) throw new HostError('no MCP server is configured (setup({ mcp = { servers = { … } } }))');
+        await pool.restart(p.name).catch(userError);
+        return this.mcpView(pool);
       }
       case METHODS.auditList: {
         // Straight from the database: no session is started for it.
@@ -266,6 +282,31 @@ export class HostServer {
   dispose(): void {
     this.runtime?.dispose();
     this.runtime = null;
+    this.mcp?.dispose();
+  }
+
+  /** The MCP pool (null without configured servers). Creating it starts nothing and loads no SDK. */
+  private mcpPool(): McpPool | null {
+    if (this.mcp !== undefined) return this.mcp;
+    const init = this.requireInit();
+    const servers = init.config.mcp?.servers ?? {};
+    if (Object.keys(servers).length === 0) return (this.mcp = null);
+    const { McpPool } = require('../mcp/client-pool') as typeof import('../mcp/client-pool');
+    const pool = new McpPool(init.config.mcp ?? {}, { cwd: init.cwd, log: this.log, clientVersion: HOST_VERSION });
+    pool.onChange((c) => {
+      const tools = pool.status().find((s) => s.name === c.server)?.tools.length ?? 0;
+      this.ui.emit(EVENTS.mcpChanged, { server: c.server, state: c.state, previous: c.previous, reason: c.reason, tools });
+    });
+    this.mcp = pool;
+    return pool;
+  }
+
+  private mcpView(pool: McpPool | null) {
+    const { mcpServerViews } = require('../mcp/status') as typeof import('../mcp/status');
+    const session = this.runtime?.session;
+    const mode = session?.agent.mode ?? this.requireInit().config.mode ?? 'create';
+    const grants = new Set(session?.agent.alwaysAllowedTools ?? []);
+    return { mode, servers: pool ? mcpServerViews(pool.status(), mode, grants) : [] };
   }
 
   private onInit(p: z.infer<ReturnType<typeof protocol>['InitParams']>) {
@@ -308,7 +349,7 @@ export class HostServer {
         const { createSessionRuntime } = require('./runtime') as typeof import('./runtime');
         const provider = await resolveProvider(init.config);
         const session = new ChatSession(this.ui, this.log, resumeId);
-        const rt = await createSessionRuntime({ ...init, provider, session, ui: this.ui, log: this.log, resume: resumeId !== undefined });
+        const rt = await createSessionRuntime({ ...init, provider, session, ui: this.ui, log: this.log, resume: resumeId !== undefined, mcp: this.mcpPool() });
         this.runtime = rt;
         return rt;
       })();

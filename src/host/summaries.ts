@@ -18,6 +18,11 @@ export function summarizeToolCall(name: string, args: unknown): string {
     const files = [...a.patch.matchAll(/^\*\*\* (?:Add|Update|Delete) File: (.+)$/gm)].map((m) => m[1].trim());
     return `${name} ${clip(files.join(', ') || '(patch)')}`;
   }
+  // MCP tools (`server__tool`): their first short argument.
+  if (name.includes('__')) {
+    const first = Object.entries(a).find(([, v]) => typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean');
+    if (first) return `${name} ${clip(`${first[0]}=${String(first[1]).split('\n')[0]}`)}`;
+  }
   return name;
 }
 
@@ -128,7 +133,12 @@ export function describeToolResult(name: string, args: unknown, result: ToolResu
     details.push(...capLines(data.diagnostics.map(diagnosticLine)));
     return { status: 'ok', summary: words.join(' '), details };
   }
-  if ('exitCode' in d) {
+  if (typeof d.server === 'string' && typeof d.output === 'string') {
+    // An MCP tool's answer.
+    const lines = d.output === '' ? [] : textLines(d.output);
+    words.push(`${plural(lines.length, 'line')}${d.truncated === true ? ' (cut)' : ''}`);
+    details.push(...capLines(lines));
+  } else if ('exitCode' in d) {
     words.push(d.timedOut ? '→ timed out' : `→ exit ${d.exitCode === null ? '?' : String(d.exitCode)}`);
     if (typeof d.output === 'string' && d.output !== '') details.push(...capLines(textLines(d.output)));
   } else if (name === 'ask_user') {

@@ -22,6 +22,9 @@ export const ERROR_KINDS = [
   'timeout',
   'network_error',
   'internal_error',
+  // MCP tools: the server's tool reported an error / the server is not running
+  'mcp_error',
+  'mcp_unavailable',
 ] as const;
 
 export type ErrorKind = (typeof ERROR_KINDS)[number];

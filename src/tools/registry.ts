@@ -13,6 +13,7 @@ function dropSafeIntBounds(node: unknown): void {
 
 /** JSON schema for the model, generated from the tool's zod schema. */
 export function toolSpec(def: ToolDefinition): ToolSpec {
+  if (def.jsonSchema) return { name: def.name, description: def.description, parameters: def.jsonSchema, policy: def.policy };
   const schema = z.toJSONSchema(def.parameters, { target: 'draft-7', io: 'input' }) as Record<string, unknown>;
   delete schema.$schema;
   dropSafeIntBounds(schema);
@@ -35,8 +36,12 @@ export function formatZodIssues(error: z.ZodError): { path: string; message: str
   return error.issues.map((i) => ({ path: i.path.map(String).join('.') || '(root)', message: i.message }));
 }
 
+/** Tools that come and go (an MCP server's): asked for its current definitions at every use. */
+export type ToolSource = () => ToolDefinition[];
+
 export class ToolRegistry {
   private readonly defs = new Map<string, ToolDefinition>();
+  private readonly sources: ToolSource[] = [];
 
   constructor(defs: ToolDefinition[] = []) {
     for (const d of defs) this.add(d);
@@ -47,16 +52,32 @@ export class ToolRegistry {
     this.defs.set(def.name, def);
   }
 
+  /** Adds tools that change over time; a name the registry already has keeps its own definition. */
+  addSource(source: ToolSource): void {
+    this.sources.push(source);
+  }
+
   get(name: string): ToolDefinition | undefined {
-    return this.defs.get(name);
+    return this.defs.get(name) ?? this.dynamic().find((d) => d.name === name);
   }
 
   names(): string[] {
-    return [...this.defs.keys()];
+    return this.all().map((d) => d.name);
   }
 
   specs(filter?: (d: ToolDefinition) => boolean): ToolSpec[] {
-    return [...this.defs.values()].filter((d) => (filter ? filter(d) : true)).map(toolSpec);
+    return this.all()
+      .filter((d) => (filter ? filter(d) : true))
+      .map(toolSpec);
+  }
+
+  private dynamic(): ToolDefinition[] {
+    if (this.sources.length === 0) return [];
+    return this.sources.flatMap((s) => s()).filter((d) => !this.defs.has(d.name));
+  }
+
+  private all(): ToolDefinition[] {
+    return [...this.defs.values(), ...this.dynamic()];
   }
 
   /**
@@ -68,7 +89,7 @@ export class ToolRegistry {
 
   /** Validate `args` (unknown, straight from the model or an RPC) and run the tool. Never throws. */
   async call(name: string, args: unknown, ctx: ToolContext): Promise<ToolResult> {
-    const def = this.defs.get(name);
+    const def = this.get(name);
     if (!def) {
       // An unknown name is a bad call like any other: invalid_arguments, with the names that exist.
       const available = this.names();

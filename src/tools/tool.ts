@@ -47,6 +47,19 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType, R = unknown> {
   description: string;
   parameters: S;
   policy: ToolPolicy;
+  /** The JSON schema the model is sent when it is not generated from `parameters` (an MCP server's own). */
+  jsonSchema?: Record<string, unknown>;
+  /**
+   * The user's configuration lets this tool run without asking (an MCP server's `allow`): it runs in
+   * create and auto-edit mode; in plan mode only when it is also `readOnly`.
+   */
+  allowed?: { readOnly: boolean };
+  /** Not offered to the model (its MCP server is not running); a call gets a clear error, never a prompt. */
+  unavailable?: boolean;
+  /** Where an MCP tool comes from (the server and its name for the tool). */
+  mcp?: { server: string; tool: string };
+  /** With it, every call (run, failed or refused) gets an audit row holding these details. */
+  auditDetails?(args: unknown): Record<string, unknown>;
   execute(args: z.infer<S>, ctx: ToolContext): Promise<R>;
   /** What the approval float shows before the tool runs (computed without side effects). */
   preview?(args: z.infer<S>, ctx: ToolContext): Promise<ApprovalPreview>;

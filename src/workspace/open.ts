@@ -27,6 +27,7 @@ export class FileToolRegistry extends ToolRegistry {
 
   override async call(name: string, args: unknown, ctx: ToolContext): Promise<ToolResult> {
     const def = this.get(name);
+    if (def?.auditDetails) return this.auditedCall(def, name, args, ctx);
     if (def && COMMAND_TOOL_NAMES.has(name)) {
       const valid = def.parameters.safeParse(args ?? {}).success;
       return this.commands.run(name, args, valid, () => super.call(name, args, ctx), ctx.log);
@@ -44,12 +45,31 @@ export class FileToolRegistry extends ToolRegistry {
   }
 
   override refused(name: string, args: unknown, error: ToolErrorInfo): void {
-    if (!COMMAND_TOOL_NAMES.has(name)) return;
+    const def = this.get(name);
     try {
-      this.commands.refused(name, args, error);
+      if (def?.auditDetails) this.recordCall(def, name, args, 'refused', error.kind, {});
+      else if (COMMAND_TOOL_NAMES.has(name)) this.commands.refused(name, args, error);
     } catch {
       // the audit database is gone (closed workspace): the refusal itself still reaches the model
     }
+  }
+
+  /** A tool that declares `auditDetails` (MCP tools): one row per call, whatever its outcome. */
+  private async auditedCall(def: ToolDefinition, name: string, args: unknown, ctx: ToolContext): Promise<ToolResult> {
+    const t0 = Date.now();
+    const result = await super.call(name, args, ctx);
+    const refused = !result.ok && result.error.kind === 'invalid_arguments';
+    try {
+      this.recordCall(def, name, args, refused ? 'refused' : 'call', result.ok ? null : result.error.kind, refused ? {} : { durationMs: Date.now() - t0 });
+    } catch (err) {
+      ctx.log?.('error', 'could not write the audit row of a tool call', { tool: name, error: err instanceof Error ? err.message : String(err) });
+    }
+    return result;
+  }
+
+  private recordCall(def: ToolDefinition, name: string, args: unknown, operation: string, errorKind: ToolErrorInfo['kind'] | null, extra: object): void {
+    const draft = { path: null, toPath: null, beforeSha256: null, afterSha256: null, diff: null };
+    this.ws.recordAudit(name, operation, draft, errorKind === null, errorKind, { ...def.auditDetails?.(args), ...extra });
   }
 }
 

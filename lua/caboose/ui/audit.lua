@@ -35,9 +35,17 @@ H.first_line = function(s)
   return #line < #s and line .. ' …' or line
 end
 
---- What a row did, in a few words: the command for bash, the path(s) for the file tools.
+--- What a row did, in a few words: the command for bash, the server and arguments for an MCP tool, the
+--- path(s) for the file tools.
 H.what = function(e)
   local d = e.details or {}
+  if d.server then
+    local s = string.format('mcp %s/%s %s', d.server, tostring(d.tool), H.first_line(d.arguments))
+    if type(d.durationMs) == 'number' then
+      s = s .. string.format('  (%d ms)', d.durationMs)
+    end
+    return s
+  end
   if d.command then
     local s = '$ ' .. H.first_line(d.command)
     if d.cwd and d.cwd ~= '.' then

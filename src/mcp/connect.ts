@@ -1,0 +1,218 @@
+/**
+ * One connection to one MCP server through the official SDK: spawn (stdio) or connect (streamable HTTP),
+ * initialize, list the tools, call them. The only module that loads the SDK; the pool requires it when
+ * the first server starts, so a host without MCP servers never loads it.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { JsonSchemaType } from '@modelcontextprotocol/sdk/validation/types.js';
+import { isStdioServer, type McpServerConfig } from './config';
+import type { McpCallResult } from './results';
+
+export interface McpToolInfo {
+  name: string;
+  title?: string;
+  description?: string;
+  inputSchema: Record<string, unknown>;
+  annotations?: { title?: string; readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean };
+}
+
+export type ArgsValidator = (args: unknown) => { valid: true } | { valid: false; message: string };
+
+export interface McpConnection {
+  readonly tools: McpToolInfo[];
+  /** The server's name and version from its initialize answer. */
+  readonly serverInfo: { name: string; version: string } | undefined;
+  callTool(tool: string, args: Record<string, unknown>, o: { signal: AbortSignal; timeoutMs: number }): Promise<McpCallResult>;
+  /** A validator for a tool's input schema (the SDK's JSON-schema validator, Ajv). */
+  validator(schema: Record<string, unknown>): ArgsValidator;
+  /** Why a call failed: the server answered with an error, or the connection is gone. */
+  classify(err: unknown, signal: AbortSignal): CallFailure;
+  close(): Promise<void>;
+  /** Ends a stdio server's process at once (the host is exiting and cannot wait). */
+  kill(): void;
+}
+
+export interface ConnectOptions {
+  /** Where a stdio server runs when its config names no `cwd`. */
+  cwd: string;
+  timeoutMs: number;
+  clientVersion: string;
+  /** A line the server wrote to stderr (stdio). */
+  onStderr(line: string): void;
+  /** The connection ended without close() (the process exited, the transport failed). */
+  onClosed(): void;
+  onError(err: Error): void;
+  /** The server's tool list changed (it said so); the new list. */
+  onToolsChanged(tools: McpToolInfo[]): void;
+}
+
+/** Why a call failed, as the pool acts on it. */
+export type CallFailure =
+  | { kind: 'cancelled'; message: string }
+  | { kind: 'timeout'; message: string }
+  /** The server answered with an error: it is still up. */
+  | { kind: 'server_error'; message: string }
+  /** The connection is gone (process exited, HTTP unreachable, session lost). */
+  | { kind: 'connection'; message: string };
+
+const MAX_TOOL_PAGES = 20;
+
+export async function connectMcpServer(cfg: McpServerConfig, o: ConnectOptions): Promise<McpConnection> {
+  const transport = createTransport(cfg, o);
+  const client = new Client(
+    { name: 'caboose.nvim', version: o.clientVersion },
+    {
+      capabilities: {},
+      listChanged: {
+        tools: {
+          onChanged: (err, tools) => {
+            if (err) o.onError(err);
+            else if (tools) o.onToolsChanged(tools.map(toToolInfo));
+          },
+        },
+      },
+    },
+  );
+  let closing = false;
+  client.onclose = () => {
+    if (!closing) o.onClosed();
+  };
+  client.onerror = (err) => o.onError(err);
+  const close = async () => {
+    closing = true;
+    await client.close().catch(() => undefined);
+  };
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${formatMs(o.timeoutMs)}`)), o.timeoutMs);
+  });
+  const starting = (async () => {
+    await client.connect(transport, { timeout: o.timeoutMs });
+    return listAllTools(client, o.timeoutMs);
+  })();
+  starting.catch(() => undefined); // settles after a timeout too
+  try {
+    const tools = await Promise.race([starting, timeout]);
+    const ajv = new AjvJsonSchemaValidator();
+    const info = client.getServerVersion();
+    return {
+      tools,
+      serverInfo: info ? { name: info.name, version: info.version } : undefined,
+      callTool: async (tool, args, c) => {
+        const r = await client.callTool({ name: tool, arguments: args }, undefined, { signal: c.signal, timeout: c.timeoutMs });
+        return { content: Array.isArray(r.content) ? (r.content as unknown[]) : [], structuredContent: r.structuredContent, isError: r.isError === true };
+      },
+      validator: (schema) => {
+        const check = ajv.getValidator(schema as JsonSchemaType);
+        return (args) => {
+          const r = check(args);
+          return r.valid ? { valid: true } : { valid: false, message: r.errorMessage };
+        };
+      },
+      classify: classifyCallError,
+      close,
+      kill: () => killStdio(transport),
+    };
+  } catch (err) {
+    // Not waited for: a stdio server that ignores its closed stdin would hold the start for seconds.
+    killStdio(transport);
+    void close();
+    throw new Error(startFailure(err, cfg));
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function createTransport(cfg: McpServerConfig, o: ConnectOptions): Transport {
+  if (isStdioServer(cfg)) {
+    const t = new StdioClientTransport({ command: cfg.command, args: cfg.args ?? [], env: cfg.env ?? {}, cwd: cfg.cwd ?? o.cwd, stderr: 'pipe' });
+    // Never inherited: the host's stdout is the RPC channel and its stderr is Neovim's. Lines go to the log.
+    let pending = '';
+    t.stderr?.on('data', (chunk: Buffer) => {
+      pending += chunk.toString('utf8');
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const l of lines) if (l.trim() !== '') o.onStderr(l.replace(/\r$/, ''));
+      if (pending.length > 8192) {
+        o.onStderr(pending);
+        pending = '';
+      }
+    });
+    return t;
+  }
+  return new StreamableHTTPClientTransport(new URL(cfg.url), { requestInit: { headers: { ...(cfg.headers ?? {}) } } });
+}
+
+async function listAllTools(client: Client, timeoutMs: number): Promise<McpToolInfo[]> {
+  if (!client.getServerCapabilities()?.tools) return [];
+  const out: McpToolInfo[] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < MAX_TOOL_PAGES; page++) {
+    const r = await client.listTools(cursor ? { cursor } : {}, { timeout: timeoutMs });
+    out.push(...r.tools.map(toToolInfo));
+    cursor = r.nextCursor;
+    if (!cursor) break;
+  }
+  return out;
+}
+
+function toToolInfo(t: { name: string; title?: string; description?: string; inputSchema: object; annotations?: McpToolInfo['annotations'] }): McpToolInfo {
+  return {
+    name: t.name,
+    ...(t.title ? { title: t.title } : {}),
+    ...(t.description ? { description: t.description } : {}),
+    inputSchema: t.inputSchema as Record<string, unknown>,
+    ...(t.annotations ? { annotations: t.annotations } : {}),
+  };
+}
+
+function killStdio(t: Transport): void {
+  const pid = t instanceof StdioClientTransport ? t.pid : null;
+  if (pid === null) return;
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    // already gone
+  }
+}
+
+/** A start failure in words a user can act on. */
+function startFailure(err: unknown, cfg: McpServerConfig): string {
+  const e = err as NodeJS.ErrnoException;
+  if (isStdioServer(cfg) && e?.code === 'ENOENT') return `command not found: ${cfg.command}`;
+  if (isStdioServer(cfg) && e?.code === 'EACCES') return `command not executable: ${cfg.command}`;
+  if (err instanceof McpError && err.code === ErrorCode.ConnectionClosed) return isStdioServer(cfg) ? 'the process exited during start-up' : 'the connection closed during start-up';
+  return errorText(err);
+}
+
+/** Sorts a failed call: did the server answer, or is the connection gone? */
+export function classifyCallError(err: unknown, signal: AbortSignal): CallFailure {
+  if (signal.aborted) return { kind: 'cancelled', message: 'The tool call was cancelled.' };
+  if (err instanceof McpError) {
+    if (err.code === ErrorCode.RequestTimeout) return { kind: 'timeout', message: errorText(err) };
+    if (err.code === ErrorCode.ConnectionClosed) return { kind: 'connection', message: 'the connection closed' };
+    return { kind: 'server_error', message: errorText(err) };
+  }
+  if (err instanceof StreamableHTTPError) {
+    // 404: the server forgot the session (it restarted); 5xx: it is failing. Both need a new connection.
+    if (err.code === 404 || (err.code !== undefined && err.code >= 500)) return { kind: 'connection', message: errorText(err) };
+    return { kind: 'server_error', message: errorText(err) };
+  }
+  return { kind: 'connection', message: errorText(err) };
+}
+
+/** The message, with a network error's cause (`fetch failed: connect ECONNREFUSED …`). */
+export function errorText(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = err.cause instanceof Error ? `: ${err.cause.message}` : '';
+  return `${err.message}${cause}`;
+}
+
+function formatMs(ms: number): string {
+  return ms >= 1000 ? `${Math.round(ms / 100) / 10} s` : `${ms} ms`;
+}

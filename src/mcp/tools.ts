@@ -1,0 +1,156 @@
+/**
+ * The running MCP servers' tools as tool definitions: named `<server>__<tool>`, described with the server's
+ * name, the server's input schema sent as it is and checked (Ajv, from the SDK) before any approval, policy
+ * `exec` (asks in create and auto-edit mode) unless the configuration allows them, results capped like
+ * every tool's. Rebuilt whenever the pool changes.
+ */
+import { z } from 'zod';
+import { ToolError } from '../tools/errors';
+import type { ToolDefinition } from '../tools/tool';
+import type { McpPool } from './client-pool';
+import type { ArgsValidator, McpToolInfo } from './connect';
+import { describeTarget, type McpServerConfig } from './config';
+import { mcpToolNames } from './names';
+import { cappedResultText, toToolOutput } from './results';
+
+/** Longest tool description sent to the model (some servers ship whole manuals). */
+export const MAX_DESCRIPTION_CHARS = 2000;
+/** Longest argument text kept in an audit row. */
+export const AUDIT_MAX_ARGUMENT_CHARS = 4096;
+
+/** Does the configuration let this tool run without asking? `tool` is the server's name for it. */
+export function isAllowed(allow: McpServerConfig['allow'], tool: string, modelName: string): boolean {
+  return allow === true || (Array.isArray(allow) && (allow.includes(tool) || allow.includes(modelName)));
+}
+
+/** The server's input schema as the model gets it: an object schema, without `$schema`. */
+export function modelSchema(input: Record<string, unknown>): Record<string, unknown> {
+  const { $schema: _drop, ...rest } = input;
+  return { ...rest, type: 'object', properties: rest.properties && typeof rest.properties === 'object' ? rest.properties : {} };
+}
+
+/** The server's description, prefixed with its name so the model knows where the tool comes from. */
+export function modelDescription(server: string, t: McpToolInfo): string {
+  const text = (t.description ?? t.title ?? t.annotations?.title ?? '').trim();
+  const body = text.length > MAX_DESCRIPTION_CHARS ? `${text.slice(0, MAX_DESCRIPTION_CHARS - 1)}…` : text;
+  return `[MCP server "${server}"] ${body || `The ${t.name} tool.`}`;
+}
+
+/** Arguments checked against the server's JSON schema; issues read like zod's (invalid_arguments). */
+function argumentsSchema(validate: ArgsValidator | null) {
+  return z.record(z.string(), z.unknown()).superRefine((args, ctx) => {
+    if (!validate) return;
+    const r = validate(args);
+    if (!r.valid) ctx.addIssue({ code: 'custom', message: r.message });
+  });
+}
+
+function safeValidator(make: () => ArgsValidator, onError: (err: unknown) => void): ArgsValidator | null {
+  try {
+    return make();
+  } catch (err) {
+    onError(err); // a schema Ajv cannot compile: the server checks the arguments itself
+    return null;
+  }
+}
+
+function clipJson(v: unknown, max: number): string {
+  const s = JSON.stringify(v) ?? '';
+  return s.length > max ? `${s.slice(0, max)}… [cut at ${max} characters]` : s;
+}
+
+export interface McpToolSourceOptions {
+  log?: (level: 'warn' | 'info', msg: string) => void;
+}
+
+/** The current definitions of every running server's tools (cached until the pool changes). */
+export class McpToolSource {
+  private cache: { version: number; defs: ToolDefinition[] } | null = null;
+
+  constructor(
+    private readonly pool: McpPool,
+    private readonly o: McpToolSourceOptions = {},
+  ) {}
+
+  definitions(): ToolDefinition[] {
+    if (this.cache?.version === this.pool.version) return this.cache.defs;
+    const defs: ToolDefinition[] = [];
+    for (const s of this.pool.running()) {
+      const names = mcpToolNames(
+        s.server,
+        s.tools.map((t) => t.name),
+      );
+      s.tools.forEach((t, i) => defs.push(this.definition(s.server, s.config, t, names[i], s.conn.validator.bind(s.conn))));
+    }
+    // A stopped server's tools stay known (not offered): a late call says why it fails instead of "unknown tool".
+    for (const s of this.pool.stopped()) {
+      const names = mcpToolNames(
+        s.server,
+        s.tools.map((t) => t.name),
+      );
+      s.tools.forEach((t, i) => defs.push({ ...this.definition(s.server, s.config, t, names[i], null), unavailable: true }));
+    }
+    this.cache = { version: this.pool.version, defs };
+    return defs;
+  }
+
+  private definition(server: string, config: McpServerConfig, t: McpToolInfo, name: string, makeValidator: ((schema: Record<string, unknown>) => ArgsValidator) | null): ToolDefinition {
+    const schema = modelSchema(t.inputSchema);
+    const validate = makeValidator
+      ? safeValidator(
+          () => makeValidator(t.inputSchema),
+          (err) => this.o.log?.('warn', `mcp ${server}: the input schema of ${t.name} does not compile (${err instanceof Error ? err.message : String(err)}); arguments go unchecked`),
+        )
+      : null;
+    const allowed = isAllowed(config.allow, t.name, name);
+    const pool = this.pool;
+    return {
+      name,
+      description: modelDescription(server, t),
+      parameters: argumentsSchema(validate),
+      jsonSchema: schema,
+      policy: 'exec',
+      ...(allowed ? { allowed: { readOnly: t.annotations?.readOnlyHint === true } } : {}),
+      mcp: { server, tool: t.name },
+      auditDetails: (args) => ({ server, tool: t.name, arguments: clipJson(args, AUDIT_MAX_ARGUMENT_CHARS) }),
+      async preview(args) {
+        // Nobody is asked about a call that cannot run.
+        if (!pool.isRunning(server)) throw new ToolError('mcp_unavailable', pool.unavailableMessage(server), { details: { server, tool: t.name } });
+        const json = JSON.stringify(args, null, 2);
+        const lines = json.split('\n');
+        const shown = lines.length > 60 ? [...lines.slice(0, 59), `… ${lines.length - 59} more lines`] : lines;
+        const about = (t.description ?? '').split('\n')[0].trim();
+        return {
+          kind: 'text',
+          text: [`MCP server: ${server} (${describeTarget(config)})`, `tool: ${t.name}${about ? ` — ${about}` : ''}`, '', 'arguments:', ...shown].join('\n'),
+        };
+      },
+      async execute(args, ctx) {
+        const outcome = await pool.callTool(server, t.name, args as Record<string, unknown>, ctx.signal);
+        if (!outcome.ok) {
+          const f = outcome.failure;
+          const details = { server, tool: t.name };
+          switch (f.kind) {
+            case 'cancelled':
+              throw new ToolError('cancelled', f.message, { details });
+            case 'timeout':
+              throw new ToolError('timeout', `MCP server '${server}' did not answer the ${t.name} call in time: ${f.message}`, { details });
+            case 'server_error':
+              throw new ToolError('mcp_error', `MCP server '${server}' refused the ${t.name} call: ${f.message}`, { details, suggestedAction: 'Check the arguments against the tool schema; do not repeat the same call.' });
+            case 'connection':
+            case 'unavailable':
+              throw new ToolError('mcp_unavailable', f.kind === 'connection' ? `MCP server '${server}' stopped during the ${t.name} call: ${f.message}` : f.message, {
+                details,
+                suggestedAction: 'Its tools are unavailable for now: continue without them or tell the user.',
+              });
+          }
+        }
+        if (outcome.result.isError) {
+          const { text } = cappedResultText(outcome.result);
+          throw new ToolError('mcp_error', text.trim() === '' ? `The ${t.name} tool of MCP server '${server}' reported an error.` : text, { details: { server, tool: t.name, isError: true } });
+        }
+        return toToolOutput(server, t.name, outcome.result);
+      },
+    };
+  }
+}

@@ -1,0 +1,232 @@
+import { describe, it, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { forEachNvim, type TestNvim } from '../support/nvim';
+import { useE2E } from '../support/e2e';
+import { waitApprovalFloat } from '../support/approval';
+import { lastToolResults, firstToolResult } from '../support/chat-requests';
+import { startHttpMcpServer, stdioServer, type HttpMcpServer } from '../support/mcp';
+import type { FakeRequest } from '../support/fake-openai';
+
+/** setup() with MCP servers; records approval floats and User CabooseMcpChanged events. */
+const SETUP = (mode: string, servers: Record<string, unknown>, startTimeoutMs = 10_000) => `
+  require('caboose').setup({
+    mode = '${mode}',
+    provider = { max_retries = 0 },
+    approval = { style = 'float' },
+    mcp = { servers = vim.json.decode(${JSON.stringify(JSON.stringify(servers))}), start_timeout_ms = ${startTimeoutMs} },
+  })
+  _G.shown, _G.mcp_events = {}, {}
+  local approval = require('caboose.ui.approval')
+  local show = approval.show
+  approval.show = function(p) table.insert(_G.shown, p.tool) return show(p) end
+  vim.api.nvim_create_autocmd('User', { pattern = 'CabooseMcpChanged', callback = function(ev) table.insert(_G.mcp_events, ev.data) end })`;
+
+/** Lines of the buffer with filetype `ft` (null while there is none). */
+const linesOf = (t: TestNvim, ft: string) =>
+  t.lua<string[] | null>(
+    `for _, b in ipairs(vim.api.nvim_list_bufs()) do
+       if vim.api.nvim_buf_is_loaded(b) and vim.bo[b].filetype == ... then return vim.api.nvim_buf_get_lines(b, 0, -1, false) end
+     end
+     return nil`,
+    [ft],
+  );
+
+const toolNames = (r: FakeRequest) => (r.body?.tools ?? []).map((x) => (x as { function: { name: string } }).function.name);
+const toolSpec = (r: FakeRequest, name: string) => (r.body?.tools ?? []).map((x) => (x as { function: { name: string; description: string } }).function).find((f) => f.name === name);
+
+forEachNvim((bin) => {
+  describe(`MCP servers (Neovim ${bin.version})`, () => {
+    const e = useE2E(bin);
+    let http: HttpMcpServer | undefined;
+    afterEach(async () => {
+      await http?.close();
+      http = undefined;
+    });
+    const chatHas = (text: string | RegExp, timeoutMs?: number) =>
+      e.t.waitFor(async () => {
+        const chat = (await e.t.chatLines()).join('\n');
+        return typeof text === 'string' ? chat.includes(text) : text.test(chat);
+      }, String(text), timeoutMs);
+    const healthText = async () => {
+      await e.t.cmd('checkhealth caboose');
+      const text = (await e.t.lua<string[]>('return vim.api.nvim_buf_get_lines(0, 0, -1, false)')).join('\n');
+      await e.t.cmd('bwipeout');
+      return text;
+    };
+    const shown = () => e.t.lua<string[]>('return _G.shown');
+
+    it(':CabooseMcp lists a stdio and an HTTP server with their tools; the model gets them prefixed; create mode asks, allowed tools run', async () => {
+      http = await startHttpMcpServer();
+      await e.start({ initLua: SETUP('create', { local: stdioServer({ allow: ['add'] }), remote: { url: http.url } }) });
+
+      await e.t.cmd('CabooseMcp');
+      const lines = await e.t.waitFor(async () => {
+        const l = await linesOf(e.t, 'caboose_mcp');
+        return l && l.join('\n').includes('remote  running') && l.join('\n').includes('local  running') ? l : null;
+      }, 'both servers listed as running');
+      const text = lines.join('\n');
+      assert.match(lines[0], /^MCP servers \(create mode\)/);
+      assert.match(text, /^local {2}running, 8 tools {2}stdio: \S+ \S+mcp-server\.mjs$/m);
+      assert.match(text, new RegExp(`^remote {2}running, 8 tools {2}http: ${http.url.replace(/[.]/g, '\\.')}$`, 'm'));
+      assert.match(text, /^ {2}local__echo +asks +Echo the text back\.$/m, 'the description’s first line');
+      assert.match(text, /^ {2}local__add +runs \(allowed\) +Add two numbers\. {2}\[read-only\]$/m);
+      assert.match(text, /^ {2}remote__add +asks +Add two numbers\. {2}\[read-only\]$/m);
+      assert.equal(await e.t.lua('return vim.bo.filetype'), 'caboose_mcp', 'the float has the cursor');
+      await e.t.nvim.input('q');
+      await e.t.waitFor(async () => (await linesOf(e.t, 'caboose_mcp')) === null, 'q closes it');
+
+      e.fake.script({ toolCalls: [{ name: 'remote__echo', arguments: { text: 'hello' } }] }, { text: 'echoed' });
+      await e.t.cmd('Caboose echo hello');
+      const f = await waitApprovalFloat(e.t, 'remote__echo');
+      assert.match(f.text, new RegExp(`MCP server: remote \\(http: ${http.url.replace(/[.]/g, '\\.')}\\)`));
+      assert.match(f.text, /tool: echo — Echo the text back\./);
+      assert.match(f.text, /"text": "hello"/);
+      await e.t.lua("require('caboose').approval_respond('once')");
+      await chatHas('echoed');
+      const first = e.fake.chatRequests[0];
+      for (const n of ['local__echo', 'local__add', 'remote__echo', 'remote__big']) assert.ok(toolNames(first).includes(n), `${n} offered`);
+      assert.match(toolSpec(first, 'remote__add')!.description, /^\[MCP server "remote"\] Add two numbers\./);
+      assert.deepEqual(firstToolResult(e.fake.chatRequests[1]), { ok: true, data: { server: 'remote', tool: 'echo', output: 'echo: hello' } });
+
+      // Allowed in the configuration: runs without a float.
+      e.fake.script({ toolCalls: [{ name: 'local__add', arguments: { a: 1, b: 2 } }] }, { text: 'added' });
+      await e.t.cmd('Caboose add');
+      await chatHas('added');
+      assert.deepEqual(firstToolResult(e.fake.chatRequests[3]), { ok: true, data: { server: 'local', tool: 'add', output: '3' } });
+      assert.deepEqual(await shown(), ['remote__echo'], 'only the first call asked');
+
+      // Both calls are in the audit log.
+      const audit = await e.t.lua<{ entries: { tool: string; operation: string; ok: boolean; details?: Record<string, unknown> }[] }>(
+        "return require('caboose.rpc').request('audit.list', { cwd = vim.fn.getcwd() })",
+      );
+      const rows = audit.entries.map((r) => [r.tool, r.operation, r.ok, r.details?.server, r.details?.arguments]);
+      assert.deepEqual(rows, [
+        ['local__add', 'call', true, 'local', '{"a":1,"b":2}'],
+        ['remote__echo', 'call', true, 'remote', '{"text":"hello"}'],
+      ]);
+    });
+
+    it('chug mode runs MCP tools without asking; plan mode blocks them unless allowed and read-only', async () => {
+      await e.start({ initLua: SETUP('chug', { local: stdioServer({ allow: ['add', 'echo'] }), other: stdioServer() }) });
+      e.fake.script({ toolCalls: [{ name: 'other__echo', arguments: { text: 'free' } }] }, { text: 'ran free' });
+      await e.t.cmd('Caboose go');
+      await chatHas('ran free');
+      assert.deepEqual(firstToolResult(e.fake.chatRequests[1]), { ok: true, data: { server: 'other', tool: 'echo', output: 'echo: free' } });
+
+      await e.t.cmd('CabooseMode plan');
+      e.fake.script(
+        {
+          toolCalls: [
+            { id: 'c_other', name: 'other__add', arguments: { a: 1, b: 1 } },
+            { id: 'c_echo', name: 'local__echo', arguments: { text: 'x' } },
+            { id: 'c_add', name: 'local__add', arguments: { a: 2, b: 2 } },
+          ],
+        },
+        { text: 'planned' },
+      );
+      await e.t.cmd('Caboose plan it');
+      await chatHas('planned');
+      const results = lastToolResults(e.fake.chatRequests[3]);
+      assert.equal(results.get('c_other')?.error?.kind, 'blocked_by_mode', 'not allowed: blocked');
+      assert.equal(results.get('c_echo')?.error?.kind, 'blocked_by_mode', 'allowed but not read-only: blocked');
+      assert.deepEqual(results.get('c_add'), { ok: true, data: { server: 'local', tool: 'add', output: '4' } }, 'allowed and read-only: runs');
+      assert.deepEqual(await shown(), []);
+    });
+
+    it('a crashing server is reported in the chat and :checkhealth; the session and the other server keep working; it restarts at its next use', async () => {
+      http = await startHttpMcpServer();
+      await e.start({ initLua: SETUP('chug', { local: stdioServer({}, ['--stderr']), remote: { url: http.url } }) });
+      e.fake.script({ toolCalls: [{ name: 'local__crash', arguments: {} }] }, { text: 'after the crash' });
+      await e.t.cmd('Caboose crash it');
+      await chatHas("MCP server 'local' stopped: the process exited (stderr: test server says hello on stderr); its tools are unavailable");
+      await chatHas('after the crash');
+      const crashed = firstToolResult(e.fake.chatRequests[1]);
+      assert.equal(crashed.error?.kind, 'mcp_unavailable');
+      assert.match(crashed.error?.message ?? '', /MCP server 'local' stopped during the crash call/);
+      assert.equal(toolNames(e.fake.chatRequests[1]).some((n) => n.startsWith('local__')), false, 'its tools are gone from the next request');
+      assert.ok(toolNames(e.fake.chatRequests[1]).includes('remote__add'));
+      const events = await e.t.lua<{ server: string; state: string; previous: string }[]>('return _G.mcp_events');
+      assert.ok(events.some((x) => x.server === 'local' && x.state === 'failed' && x.previous === 'running'), JSON.stringify(events));
+
+      const health = await healthText();
+      assert.match(health, /ERROR.*local \(stdio: .*\): the process exited/);
+      assert.match(health, /OK.*remote \(http: .*\): running, 8 tools/);
+
+      e.fake.script({ toolCalls: [{ name: 'remote__add', arguments: { a: 2, b: 2 } }] }, { text: 'still fine' });
+      await e.t.cmd('Caboose again');
+      await chatHas('still fine');
+      await chatHas("MCP server 'local' restarted");
+      assert.deepEqual(firstToolResult(e.fake.chatRequests[3]), { ok: true, data: { server: 'remote', tool: 'add', output: '4' } });
+      assert.ok(toolNames(e.fake.chatRequests[2]).includes('local__echo'), 'restarted before the request: its tools are back');
+    });
+
+    it('a missing command and a server that never answers are reported and the session works; big output is capped; isError is a structured error', async () => {
+      const mute = { command: process.execPath, args: ['-e', 'setTimeout(() => {}, 60000)'] };
+      await e.start({ initLua: SETUP('chug', { ghost: { command: 'caboose-no-such-mcp-server' }, mute, local: stdioServer() }, 1500) });
+      e.fake.script(
+        {
+          toolCalls: [
+            { id: 'c_big', name: 'local__big', arguments: { lines: 5000 } },
+            { id: 'c_fail', name: 'local__fail', arguments: {} },
+            { id: 'c_bad', name: 'local__add', arguments: { a: 'one' } },
+          ],
+        },
+        { text: 'handled' },
+      );
+      await e.t.cmd('Caboose try');
+      await chatHas("MCP server 'ghost' failed to start: command not found: caboose-no-such-mcp-server; its tools are unavailable (:CabooseMcp restart ghost tries again)");
+      await chatHas("MCP server 'mute' failed to start: no answer within 1.5 s; its tools are unavailable");
+      await chatHas('handled');
+      assert.equal(toolNames(e.fake.chatRequests[0]).some((n) => n.startsWith('ghost__') || n.startsWith('mute__')), false);
+      assert.ok(toolNames(e.fake.chatRequests[0]).includes('local__big'));
+      const results = lastToolResults(e.fake.chatRequests[1]);
+      const big = results.get('c_big')!;
+      assert.equal(big.data?.truncated, true);
+      assert.match(String(big.data?.output), /\[output truncated: \d+ of 5000 lines/);
+      const msg = e.fake.chatRequests[1].body!.messages!.find((m) => m.role === 'tool' && m.tool_call_id === 'c_big')!;
+      assert.ok(Buffer.byteLength(String(msg.content)) <= 51 * 1024, 'within the cap');
+      assert.deepEqual(results.get('c_fail')?.error, { kind: 'mcp_error', message: 'the tool failed on purpose', details: { server: 'local', tool: 'fail', isError: true } });
+      assert.equal(results.get('c_bad')?.error?.kind, 'invalid_arguments');
+
+      assert.match(await healthText(), /ERROR.*ghost \(stdio: caboose-no-such-mcp-server\): command not found: caboose-no-such-mcp-server/);
+      await e.t.cmd('CabooseMcp');
+      const lines = await e.t.waitFor(() => linesOf(e.t, 'caboose_mcp'), 'the listing');
+      assert.match(lines.join('\n'), /^ghost {2}failed {2}stdio: caboose-no-such-mcp-server\n {2}command not found: caboose-no-such-mcp-server$/m);
+      const events = await e.t.lua<{ server: string; state: string }[]>('return _G.mcp_events');
+      assert.ok(events.some((x) => x.server === 'ghost' && x.state === 'failed'));
+
+      // :CabooseMcp restart tries again (and says how it went).
+      await e.t.cmd('CabooseMcp restart local');
+      await e.t.waitFor(async () => (await e.t.notifications()).some((n) => n.msg === "(caboose) MCP server 'local' is running (8 tools)"), 'restart notice');
+    });
+
+    it(':CabooseStop cancels a running MCP call; the server stays up', async () => {
+      await e.start({ initLua: SETUP('chug', { local: stdioServer() }) });
+      e.fake.script({ toolCalls: [{ name: 'local__slow', arguments: { ms: 30000 } }] });
+      await e.t.cmd('Caboose wait');
+      await e.t.waitFor(async () => (await e.t.lua<{ state: string }>("return require('caboose').state()")).state === 'executing_tools', 'the call runs');
+      const t0 = Date.now();
+      await e.t.cmd('CabooseStop');
+      await e.t.waitFor(async () => (await e.t.lua<{ state: string }>("return require('caboose').state()")).state === 'idle', 'stopped');
+      assert.ok(Date.now() - t0 < 5000);
+      e.fake.script({ toolCalls: [{ name: 'local__echo', arguments: { text: 'still here' } }] }, { text: 'after stop' });
+      await e.t.cmd('Caboose again');
+      await chatHas('after stop');
+      assert.deepEqual(firstToolResult(e.fake.chatRequests.at(-1)!), { ok: true, data: { server: 'local', tool: 'echo', output: 'echo: still here' } });
+    });
+
+    it('setup() validates mcp.servers and names the dotted key', async () => {
+      const t = await e.start();
+      const err = (servers: string) => t.lua<string>(`local ok, e = pcall(require('caboose').setup, { mcp = { servers = ${servers} } }) return e`);
+      assert.match(await err("{ ['a b'] = { command = 'x' } }"), /`mcp\.servers\.a b` should be named with letters, digits/);
+      assert.match(await err("{ a__b = { command = 'x' } }"), /`mcp\.servers\.a__b` should be named/);
+      assert.match(await err("{ x = { command = 'x', url = 'http://h' } }"), /`mcp\.servers\.x` should be a table with either `command`/);
+      assert.match(await err("{ x = { url = 'http://h', args = { 'a' } } }"), /`mcp\.servers\.x\.args` should be absent \(it is for stdio servers; this one is http\)/);
+      assert.match(await err("{ x = { command = 'x', args = 'a' } }"), /`mcp\.servers\.x\.args` should be a list of strings/);
+      assert.match(await err("{ x = { url = 'ftp://h' } }"), /`mcp\.servers\.x\.url` should be an http\(s\) URL/);
+      assert.match(await err("{ x = { command = 'x', allow = 'yes' } }"), /`mcp\.servers\.x\.allow` should be a boolean or a list of tool names/);
+      assert.match(await err("{ x = { command = 'x', colour = 'red' } }"), /`mcp\.servers\.x\.colour` should be one of command, args/);
+      assert.equal(await t.lua("return pcall(require('caboose').setup, { mcp = { servers = { x = { command = 'x', env = {}, allow = true } } } })"), true);
+    });
+  });
+});
