@@ -266,6 +266,7 @@ forEachNvim((bin) => {
       const lines = await e.t.chatLines();
       const text = lines.join('\n');
       assert.match(text, /^✓ read_file a\.txt 2 lines$/m);
+      assert.match(text, /^## Caboose\n\n✓ read_file a\.txt/m, 'one blank line under the heading');
       assert.match(text, /^✓ edit_file a\.txt \+2 −1$/m);
       assert.match(text, /^✓ bash echo out-text; exit 3 → exit 3$/m);
       assert.match(text, /^⊘ bash echo never .*no more/m);
@@ -309,6 +310,7 @@ forEachNvim((bin) => {
       await e.t.lua("require('caboose.ui.sessions').open(...)", [id]);
       await waitChat(/done/);
       const reopened = await e.t.chatLines();
+      assert.deepEqual(reopened, lines, 'the reopened session reads as it did live');
       assert.deepEqual(await foldsAt(await chatWin()), detailRuns(reopened), 'folds in the reopened session');
       assert.ok(detailRuns(reopened).length >= 2);
       const hl = await e.t.lua<string[]>(`

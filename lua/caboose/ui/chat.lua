@@ -691,6 +691,9 @@ end
 H.put_tool_line = function(reply, line, out)
   if reply.open and reply.last == 'tool' then
     out.append('\n' .. line)
+  elseif not reply.open then
+    H.reply_part(reply, 'tool', out)
+    out.append(line) -- the heading already ends with its blank line
   else
     H.reply_part(reply, 'tool', out)
     out.block(line)
