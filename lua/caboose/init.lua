@@ -87,7 +87,6 @@ H.handlers = {
   transcript = function(p)
     -- A reopened session: its chat replaces the current one (the unsent draft stays).
     require('caboose.ui.approval').close_all()
-    H.chat().reset()
     H.chat().load(p.items_json and vim.json.decode(p.items_json, { luanil = { object = true, array = true } }) or p.items or {})
     H.chat().set_status(nil, nil, { title = p.title or false })
     M.open_chat()

@@ -125,7 +125,8 @@ export class HostServer {
         const itemsJson = JSON.stringify(items);
         const t1 = performance.now();
         const next = await this.replaceRuntime(id, () => {
-          this.ui.emit(EVENTS.transcript, { session: id, title: stored.title ?? null, items_json: itemsJson });
+          // As bytes: msgpack copies them, where a 1 MB string is encoded character by character.
+          this.ui.emit(EVENTS.transcript, { session: id, title: stored.title ?? null, items_json: Buffer.from(itemsJson) });
           this.log.info('reopened session %s: %d chat entries (read %d ms, sent %d ms)', id, items.length, Math.round(t1 - t0), Math.round(performance.now() - t1));
         });
         this.log.info('session.open: new runtime in %d ms', Math.round(performance.now() - t0));

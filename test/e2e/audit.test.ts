@@ -1,19 +1,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { forEachNvim, type TestNvim } from '../support/nvim';
+import { filetypeLines as linesOf, forEachNvim } from '../support/nvim';
 import { useE2E } from '../support/e2e';
 import { verifyAuditLog } from '../../src/store';
 
-/** Lines of the buffer with filetype `ft` (null while there is none). */
-const linesOf = (t: TestNvim, ft: string) =>
-  t.lua<string[] | null>(
-    `for _, b in ipairs(vim.api.nvim_list_bufs()) do
-       if vim.api.nvim_buf_is_loaded(b) and vim.bo[b].filetype == ... then return vim.api.nvim_buf_get_lines(b, 0, -1, false) end
-     end
-     return nil`,
-    [ft],
-  );
 
 forEachNvim((bin) => {
   describe(`:CabooseAudit (Neovim ${bin.version})`, () => {

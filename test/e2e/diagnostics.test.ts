@@ -13,20 +13,11 @@ import { forEachNvim, REPO_ROOT, type TestNvim } from '../support/nvim';
 import { useE2E } from '../support/e2e';
 import { toolCall } from '../support/buffers';
 import { firstToolResult } from '../support/chat-requests';
+import type { Diagnostic } from '../../src/workspace/diagnostics';
 
 const sha = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
 
-interface Entry {
-  path: string;
-  severity: string;
-  line: number;
-  col: number;
-  endLine: number;
-  endCol: number;
-  message: string;
-  source?: string;
-  code?: string | number;
-}
+type Entry = Omit<Diagnostic, 'severity'> & { path: string; severity: string };
 interface FileInfo {
   path: string;
   modified: boolean;

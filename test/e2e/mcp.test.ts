@@ -1,6 +1,6 @@
 import { describe, it, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { forEachNvim, type TestNvim } from '../support/nvim';
+import { filetypeLines as linesOf, forEachNvim } from '../support/nvim';
 import { useE2E } from '../support/e2e';
 import { waitApprovalFloat } from '../support/approval';
 import { lastToolResults, firstToolResult } from '../support/chat-requests';
@@ -21,15 +21,6 @@ const SETUP = (mode: string, servers: Record<string, unknown>, startTimeoutMs = 
   approval.show = function(p) table.insert(_G.shown, p.tool) return show(p) end
   vim.api.nvim_create_autocmd('User', { pattern = 'CabooseMcpChanged', callback = function(ev) table.insert(_G.mcp_events, ev.data) end })`;
 
-/** Lines of the buffer with filetype `ft` (null while there is none). */
-const linesOf = (t: TestNvim, ft: string) =>
-  t.lua<string[] | null>(
-    `for _, b in ipairs(vim.api.nvim_list_bufs()) do
-       if vim.api.nvim_buf_is_loaded(b) and vim.bo[b].filetype == ... then return vim.api.nvim_buf_get_lines(b, 0, -1, false) end
-     end
-     return nil`,
-    [ft],
-  );
 
 const toolNames = (r: FakeRequest) => (r.body?.tools ?? []).map((x) => (x as { function: { name: string } }).function.name);
 const toolSpec = (r: FakeRequest, name: string) => (r.body?.tools ?? []).map((x) => (x as { function: { name: string; description: string } }).function).find((f) => f.name === name);

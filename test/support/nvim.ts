@@ -173,3 +173,14 @@ export function alive(pid: number): boolean {
     return false;
   }
 }
+
+/** Lines of the loaded buffer with filetype `ft` (null while there is none): a listing float, say. */
+export function filetypeLines(t: TestNvim, ft: string): Promise<string[] | null> {
+  return t.lua<string[] | null>(
+    `for _, b in ipairs(vim.api.nvim_list_bufs()) do
+       if vim.api.nvim_buf_is_loaded(b) and vim.bo[b].filetype == ... then return vim.api.nvim_buf_get_lines(b, 0, -1, false) end
+     end
+     return nil`,
+    [ft],
+  );
+}

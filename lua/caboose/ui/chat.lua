@@ -50,6 +50,8 @@ function M.buf()
   H.count = H.count + 1
   local buf = H.scratch('caboose://chat/' .. H.count, false)
   vim.b[buf].caboose_chat = true
+  -- Only the agent writes here: an undo history would copy every line written (a reopened session's too).
+  vim.bo[buf].undolevels = -1
   H.set_markdown(buf)
   H.buf = buf
   H.reply = { open = false, last = nil }
@@ -741,8 +743,12 @@ end
 H.detail_lines = function(details, out)
   out = out or {}
   for _, d in ipairs(details or {}) do
-    for _, l in ipairs(vim.split(d, '\n', { plain = true })) do
-      table.insert(out, H.DETAIL .. l)
+    if not d:find('\n', 1, true) then
+      out[#out + 1] = H.DETAIL .. d -- most are one line: no split (a reopened session has thousands)
+    else
+      for _, l in ipairs(vim.split(d, '\n', { plain = true })) do
+        out[#out + 1] = H.DETAIL .. l
+      end
     end
   end
   return out
@@ -992,7 +998,8 @@ H.text_writer = function()
 end
 
 --- Shows a stored session's transcript (host event `transcript`): the same text live rendering wrote,
---- set in one change, so a long session opens at once. Replaces what the chat showed.
+--- set in one change, so a long session opens at once. Replaces what the chat showed (the message area
+--- and its draft stay).
 ---@param items table[] { t = 'user'|'text'|'tool'|'notice'|'error', ... } (src/host/session-history.ts)
 function M.load(items)
   local w = H.text_writer()
@@ -1028,9 +1035,15 @@ function M.load(items)
     end
   end
   local lines = w.lines()
+  -- The transcript is replaced in place: deleting a long session's buffer and splitting its window
+  -- again cost more than writing the new one.
   local buf = M.buf()
-  vim.api.nvim_buf_clear_namespace(buf, H.ns_hint, 0, -1)
+  for _, ns in ipairs({ H.ns, H.ns_hint, H.ns_queue, H.ns_rules }) do
+    vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
+  end
   H.hint = false
+  H.tools, H.queue = {}, {}
+  H.status.usage, H.status.retry = nil, nil
   local wins = vim.fn.win_findbuf(buf)
   for _, win in ipairs(wins) do
     vim.api.nvim_win_call(win, function()
