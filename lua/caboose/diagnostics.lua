@@ -11,6 +11,12 @@ H.SYNC = { ['textDocument/didChange'] = true, ['textDocument/didOpen'] = true, [
 --- A watch the host stopped polling (it died, or forgot one) is dropped after this long.
 H.STALE_MS = 120000
 
+--- typescript-language-server (and vtsls) publish nothing for a file that had no diagnostics and still has
+--- none: silence is no answer. They offer tsserver's own checks as a command; for a buffer such a server
+--- saw clean, the watch asks it directly once the new text was sent: three empty lists are its answer.
+H.PROBE = 'typescript.tsserverRequest'
+H.PROBE_CHECKS = { 'syntacticDiagnosticsSync', 'semanticDiagnosticsSync', 'suggestionDiagnosticsSync' }
+
 H.watches = {} ---@type table<integer, table>
 H.next_token = 0
 H.group = nil ---@type integer|nil
@@ -132,6 +138,48 @@ H.watched = function(fn)
   end
 end
 
+--- `client:request` (0.11+) or `client.request` (0.10).
+H.request = function(c, method, params, handler, b)
+  if vim.fn.has('nvim-0.11') == 1 then
+    return c:request(method, params, handler, b)
+  end
+  return c.request(method, params, handler, b)
+end
+
+--- Whether client `c` runs tsserver's checks on request (see H.PROBE).
+H.can_probe = function(c)
+  local cmds = vim.tbl_get(c.server_capabilities or {}, 'executeCommandProvider', 'commands')
+  return type(cmds) == 'table' and vim.tbl_contains(cmds, H.PROBE)
+end
+
+--- Whether every reply of a probe is a successful tsserver response with an empty list.
+H.probe_clean = function(replies)
+  for _, r in ipairs(replies) do
+    if type(r) ~= 'table' or r.success ~= true or type(r.body) ~= 'table' or next(r.body) ~= nil then
+      return false
+    end
+  end
+  return true
+end
+
+--- Asks client `c` for its checks of buffer `b`'s current text; all clean counts as its report.
+H.probe = function(b, s, c)
+  local tick = vim.api.nvim_buf_get_changedtick(b)
+  local file = vim.uri_to_fname(s.uri)
+  local replies, pending = {}, #H.PROBE_CHECKS
+  for i, check in ipairs(H.PROBE_CHECKS) do
+    local params = { command = H.PROBE, arguments = { check, { file = file } } }
+    H.request(c, 'workspace/executeCommand', params, function(err, result)
+      replies[i] = err == nil and result or false
+      pending = pending - 1
+      if pending == 0 and H.probe_clean(replies) and vim.api.nvim_buf_is_valid(b) and vim.api.nvim_buf_get_changedtick(b) == tick then
+        s.reports = s.reports + 1
+        s.last = H.now()
+      end
+    end, b)
+  end
+end
+
 --- A server was sent a watched buffer's new text: its next report is about that text.
 H.on_notify = function(ev)
   local data = ev.data or {}
@@ -142,6 +190,16 @@ H.on_notify = function(ev)
   H.watched(function(b, s)
     if s.uri == uri and vim.api.nvim_buf_is_valid(b) and vim.api.nvim_buf_get_changedtick(b) ~= s.tick then
       s.sent = s.sent or H.now()
+      local id = data.client_id
+      if id and s.probe[id] then
+        s.probe[id] = nil
+        local c = vim.lsp.get_client_by_id(id)
+        if c then
+          vim.schedule(function()
+            pcall(H.probe, b, s, c)
+          end)
+        end
+      end
     end
   end)
 end
@@ -247,13 +305,22 @@ function M.watch(paths, limit)
   local before = {}
   for _, p in ipairs(paths) do
     local b = find(p)
-    if b and not w.bufs[b] and #H.get_clients({ bufnr = b }) > 0 then
+    local clients = b and H.get_clients({ bufnr = b }) or {}
+    if b and not w.bufs[b] and #clients > 0 then
+      -- The clients to ask after the write: those that can be asked and hold nothing for the buffer now.
+      local probe = {}
+      for _, c in ipairs(clients) do
+        if H.can_probe(c) and #vim.diagnostic.get(b, { namespace = vim.lsp.diagnostic.get_namespace(c.id, false) }) == 0 then
+          probe[c.id] = true
+        end
+      end
       w.bufs[b] = {
         path = p,
         tick = vim.api.nvim_buf_get_changedtick(b),
         uri = vim.uri_from_bufnr(b),
         lines = vim.api.nvim_buf_get_lines(b, 0, -1, false),
         reports = 0,
+        probe = probe,
       }
       before[#before + 1] = H.record(b, p, 4, limit)
     end

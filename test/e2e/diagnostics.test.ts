@@ -280,5 +280,50 @@ forEachNvim((bin) => {
       assert.equal(listed.files[0].counts.error, 0);
       process.stderr.write(`# tsls (Neovim ${bin.version}): ready ${ready} ms, first edit turn ${edit1Ms} ms (waited ${r1.waitedMs} ms), fix waited ${r2.waitedMs} ms\n`);
     });
+
+    it('an edit that leaves a clean file clean reports nothing new, without waiting out wait_ms', { timeout: 180_000 }, async () => {
+      const waitMs = 8000;
+      const t = await e.start({ initLua: `require('caboose').setup({ mode = 'chug', diagnostics = { wait_ms = ${waitMs} } })` });
+      const cwd = t.cwd;
+      // No hint either: typescript-language-server publishes nothing for a file that stays without diagnostics.
+      const spotless = 'export const a: number = 1;\n';
+      fs.writeFileSync(path.join(cwd, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, noEmit: true, target: 'es2020' }, include: ['*.ts'] }));
+      fs.writeFileSync(path.join(cwd, 'a.ts'), spotless);
+      await t.cmd('edit a.ts');
+      await t.lua(
+        `local server, tsserver, root = ...
+        _G.published = 0
+        local orig = vim.lsp.handlers['textDocument/publishDiagnostics']
+        vim.lsp.handlers['textDocument/publishDiagnostics'] = function(...) _G.published = _G.published + 1 return orig(...) end
+        vim.lsp.start({
+          name = 'tsls',
+          cmd = { server, '--stdio' },
+          root_dir = root,
+          init_options = { tsserver = { path = tsserver }, disableAutomaticTypingAcquisition = true },
+        })`,
+        [server, tsserver, fs.realpathSync(cwd)],
+      );
+      // The first check of a clean file publishes an empty list; later ones stay silent.
+      await t.waitFor(() => t.lua<boolean>('return #vim.lsp.get_clients({ bufnr = 0 }) > 0 and _G.published > 0'), 'the language server to attach and report', 90_000);
+      assert.equal(await t.lua<number>('return #vim.diagnostic.get(0)'), 0);
+
+      e.fake.script(
+        { toolCalls: [{ name: 'edit_file', arguments: { path: 'a.ts', expectedSha256: sha(spotless), edits: [{ oldText: '= 1;', newText: '= 1;\n// a note\nexport const b = a + 1;' }] } }] },
+        { text: 'noted' },
+      );
+      const n = e.fake.chatRequests.length;
+      await t.cmd('Caboose add a note');
+      await t.waitFor(async () => (await t.chatLines()).join('\n').includes('noted'), 'answer', 30_000);
+      const result = firstToolResult(e.fake.chatRequests[n + 1]);
+      assert.equal(result.ok, true, JSON.stringify(result));
+      const r = result.data?.diagnostics as Report;
+      assert.ok(r, `a report: ${JSON.stringify(result.data)}`);
+      assert.equal(r.timedOut, undefined, JSON.stringify(r));
+      assert.deepEqual(r.introduced, []);
+      assert.deepEqual(r.resolved, []);
+      assert.equal(r.unchangedCount, 0);
+      assert.ok(r.waitedMs < waitMs / 4, `answered well within wait_ms: ${JSON.stringify(r)}`);
+      process.stderr.write(`# tsls (Neovim ${bin.version}): a no-change edit waited ${r.waitedMs} ms\n`);
+    });
   });
 });
