@@ -342,8 +342,24 @@ H.non_empty_string = function(v)
   return type(v) == 'string' and v ~= ''
 end
 
+-- `type` may say the transport too (as in other MCP clients' configs); it has to agree with command/url.
+H.MCP_TYPES = { stdio = 'stdio', http = 'http', ['streamable-http'] = 'http', ['streamable_http'] = 'http', streamableHttp = 'http' }
+
 H.mcp_server_keys = {
-  command = { H.non_empty_string, 'a non-empty string', 'stdio' },
+  -- A list is the command and its first arguments, like vim.lsp's `cmd`.
+  command = {
+    function(v)
+      return H.non_empty_string(v) or (H.string_list(v) and #v > 0 and v[1] ~= '')
+    end,
+    'a non-empty string or a list of strings (the command and its arguments)',
+    'stdio',
+  },
+  type = {
+    function(v)
+      return H.MCP_TYPES[v] ~= nil
+    end,
+    "'stdio', 'http' or 'streamable-http' (SSE servers are not supported: use their streamable HTTP URL)",
+  },
   args = { H.string_list, 'a list of strings', 'stdio' },
   env = { H.is_dict_of_strings, 'a table of strings by name', 'stdio' },
   cwd = { H.non_empty_string, 'a non-empty string', 'stdio' },
@@ -393,7 +409,10 @@ H.check_mcp_servers = function(servers)
     for k, v in pairs(s) do
       local check = H.mcp_server_keys[k]
       if not check then
-        H.fail(at .. '.' .. tostring(k), 'one of command, args, env, cwd, url, headers, allow, disabled, timeout_ms', v)
+        H.fail(at .. '.' .. tostring(k), 'one of type, command, args, env, cwd, url, headers, allow, disabled, timeout_ms', v)
+      end
+      if k == 'type' and H.MCP_TYPES[v] and H.MCP_TYPES[v] ~= transport then
+        H.fail(at .. '.type', string.format("'%s' (the server has %s)", transport, transport == 'stdio' and 'a command' or 'a url'), v)
       end
       if check[3] and check[3] ~= transport then
         H.fail(at .. '.' .. k, string.format('absent (it is for %s servers; this one is %s)', check[3], transport), v)
@@ -439,6 +458,11 @@ H.mcp_part = function(mcp)
   local servers = setmetatable({}, dict_mt)
   for name, s in pairs(mcp.servers or {}) do
     local out = vim.deepcopy(s)
+    out.type = nil
+    if type(out.command) == 'table' then
+      out.args = vim.list_extend(vim.list_slice(out.command, 2), out.args or {})
+      out.command = out.command[1]
+    end
     for _, k in ipairs({ 'env', 'headers' }) do
       if out[k] then
         setmetatable(out[k], dict_mt)

@@ -216,8 +216,17 @@ forEachNvim((bin) => {
       assert.match(await err("{ x = { command = 'x', args = 'a' } }"), /`mcp\.servers\.x\.args` should be a list of strings/);
       assert.match(await err("{ x = { url = 'ftp://h' } }"), /`mcp\.servers\.x\.url` should be an http\(s\) URL/);
       assert.match(await err("{ x = { command = 'x', allow = 'yes' } }"), /`mcp\.servers\.x\.allow` should be a boolean or a list of tool names/);
-      assert.match(await err("{ x = { command = 'x', colour = 'red' } }"), /`mcp\.servers\.x\.colour` should be one of command, args/);
+      assert.match(await err("{ x = { command = 'x', colour = 'red' } }"), /`mcp\.servers\.x\.colour` should be one of type, command, args/);
       assert.equal(await t.lua("return pcall(require('caboose').setup, { mcp = { servers = { x = { command = 'x', env = {}, allow = true } } } })"), true);
+      // `type` as other MCP clients write it, checked against command/url; a command given as a list.
+      assert.match(await err("{ x = { type = 'http', command = 'x' } }"), /`mcp\.servers\.x\.type` should be 'stdio' \(the server has a command\)/);
+      assert.match(await err("{ x = { type = 'sse', url = 'http://h' } }"), /`mcp\.servers\.x\.type` should be 'stdio', 'http' or 'streamable-http' \(SSE servers are not supported/);
+      assert.match(await err("{ x = { command = {} } }"), /`mcp\.servers\.x\.command` should be a non-empty string or a list of strings/);
+      assert.equal(await t.lua("return pcall(require('caboose').setup, { mcp = { servers = { x = { type = 'stdio', command = { 'node', 'a.js' } }, y = { type = 'streamable-http', url = 'http://h/mcp' } } } })"), true);
+      const part = await t.lua<{ servers: Record<string, Record<string, unknown>> }>(
+        "return require('caboose.config').host_part(require('caboose.config').build({ mcp = { servers = { x = { type = 'stdio', command = { 'node', 'a.js' }, args = { '--v' } } } } })).mcp",
+      );
+      assert.deepEqual(part.servers.x, { command: 'node', args: ['a.js', '--v'] });
     });
   });
 });
