@@ -146,7 +146,7 @@ export function describeToolResult(name: string, args: unknown, result: ToolResu
     words.push(`→ ${clip(answer, 60)}`);
     details.push(`answer: ${answer}`);
   } else if (typeof d.totalLines === 'number') {
-    words.push(`${d.totalLines} lines${d.unsavedBuffer === true ? ' (unsaved buffer)' : ''}`);
+    words.push(`${plural(d.totalLines, 'line')}${d.unsavedBuffer === true ? ' (unsaved buffer)' : ''}`);
   } else if (Array.isArray(d.matches)) {
     words.push(`${d.matches.length} matches`);
   } else if (Array.isArray(d.entries)) {

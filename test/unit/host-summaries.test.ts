@@ -132,3 +132,10 @@ test('the diagnostics tool: totals on its line, one detail per diagnostic', () =
   assert.equal(describeToolResult('diagnostics', {}, { ok: true, data: { ...data, loaded: false, files: [], diagnostics: [] } }).summary, 'not loaded in Neovim');
   assert.equal(summarizeToolCall('diagnostics', { path: 'src/a.ts' }), 'diagnostics src/a.ts');
 });
+
+test('read_file: its line count in the chat, singular for one line', () => {
+  const one = describeToolResult('read_file', { path: 'a.ts' }, { ok: true, data: { path: 'a.ts', totalLines: 1, content: 'x' } });
+  assert.match(one.summary, /^1 line$/);
+  const many = describeToolResult('read_file', { path: 'a.ts' }, { ok: true, data: { path: 'a.ts', totalLines: 40, content: 'x' } });
+  assert.match(many.summary, /^40 lines$/);
+});
