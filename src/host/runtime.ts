@@ -135,6 +135,14 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     registry.add(def);
   }
   const sessions = ws.workspace.store.sessions;
+  // What a rewind tells the model waits with the session: a host restart or a reopen does not lose it.
+  ws.workspace.checkpoints.noteStore = {
+    add: (text) => {
+      sessions.ensure({ id: session.id, cwd: o.cwd, model: o.provider.model });
+      sessions.append(session.id, { kind: 'note', display: { text }, text: '', inContext: false });
+    },
+    take: () => sessions.takeNotes(session.id),
+  };
   const recorder = new SessionRecorder(sessions, session.id, { cwd: o.cwd, model: o.provider.model }, (e) =>
     log.error('session store: %s', e instanceof Error ? (e.stack ?? e.message) : String(e)),
   );

@@ -9,7 +9,8 @@ import type Database from 'better-sqlite3';
 /** `message`: part of the model's conversation; `summary`: a compaction summary standing in for older
  * messages; `notice` / `error`: chat lines only; `subagent`: a subagent's transcript (chat only); `rules`:
  * the project rules the conversation follows (their texts; the chat's lines naming them). */
-export type SessionRowKind = 'message' | 'summary' | 'notice' | 'error' | 'subagent' | 'rules';
+/** `note`: a note for the model waiting for the next user message (a rewind it must learn about). */
+export type SessionRowKind = 'message' | 'summary' | 'notice' | 'error' | 'subagent' | 'rules' | 'note';
 
 export interface SessionInfo {
   id: string;
@@ -279,6 +280,15 @@ export class SessionRepository {
   latest(sessionId: string, kind: SessionRowKind): SessionRow | null {
     const r = this.db.prepare('SELECT * FROM session_messages WHERE session_id = ? AND kind = ? ORDER BY id DESC LIMIT 1').get(sessionId, kind) as RawRow | undefined;
     return r ? toRow(r) : null;
+  }
+
+  /** The session's waiting notes for the model, oldest first; they are removed (each is sent once). */
+  takeNotes(sessionId: string): string[] {
+    return this.db.transaction(() => {
+      const rows = this.db.prepare("SELECT id, display_json FROM session_messages WHERE session_id = ? AND kind = 'note' ORDER BY id").all(sessionId) as { id: number; display_json: string | null }[];
+      this.db.prepare("DELETE FROM session_messages WHERE session_id = ? AND kind = 'note'").run(sessionId);
+      return rows.map((r) => (fromJson(r.display_json) as { text?: unknown } | null)?.text).filter((t): t is string => typeof t === 'string' && t !== '');
+    })();
   }
 
   rows(sessionId: string): SessionRow[] {

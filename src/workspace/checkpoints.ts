@@ -44,6 +44,8 @@ export class Checkpoints {
   private readonly notes: string[] = [];
   /** Told when a committed change could not be recorded (the write itself stands). */
   onRecordError: ((err: unknown) => void) | null = null;
+  /** Where notes wait when set (the session store: they outlive the host); else in memory. */
+  noteStore: { add(text: string): void; take(): string[] } | null = null;
 
   constructor(private readonly o: CheckpointsOptions) {}
 
@@ -151,12 +153,13 @@ export class Checkpoints {
 
   /** Queues a note for the model (a rewind it must learn about); taken with the next user message. */
   addNote(text: string): void {
-    this.notes.push(text);
+    if (this.noteStore) this.noteStore.add(text);
+    else this.notes.push(text);
   }
 
   /** The notes queued since the last call, joined ('' when none). */
   takeNotes(): string {
-    return this.notes.splice(0).join('\n');
+    return [...this.notes.splice(0), ...(this.noteStore?.take() ?? [])].join('\n');
   }
 
   rel(abs: string): string {

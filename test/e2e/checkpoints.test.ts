@@ -84,7 +84,13 @@ forEachNvim((bin) => {
       // The created file waits in the trash.
       const trash = await e.t.lua<{ originalPath: string }[]>("return require('caboose.rpc').request('trash.list', {})");
       assert.ok(trash.some((t) => t.originalPath === 'new/c.txt'));
-      // The model is told, once, with the next message.
+      // The model is told, once, with the next message, even when the session was left and reopened in
+      // between (the note waits in the session store, not in the host's memory).
+      const id = await e.t.lua<string>("return require('caboose').state().session");
+      await e.t.cmd('CabooseNew');
+      await e.t.waitFor(async () => (await e.t.lua<string>("return require('caboose').state().session")) !== id, 'a new session');
+      await e.t.lua("require('caboose.ui.sessions').open(...)", [id]);
+      await e.t.waitFor(async () => (await e.t.lua<string>("return require('caboose').state().session")) === id, 'the session reopened');
       e.fake.script({ text: 'noted' }, { text: 'again' });
       const i = e.fake.chatRequests.length;
       await e.t.cmd('Caboose what now?');
