@@ -51,6 +51,9 @@ forEachNvim((bin) => {
       await chatHas('[#1] step 1: create_file alpha.txt');
       await chatHas('[#2] step 1: create_file beta.txt');
       assert.equal(exists('alpha.txt') || exists('beta.txt'), false, 'nothing is written before the approvals');
+      // The main agent is running its agent calls, but what the user sees is that approvals wait.
+      assert.equal((await e.t.lua<{ state: string }>("return require('caboose').state()")).state, 'executing_tools');
+      assert.match((await e.t.lua<string>("return require('caboose.ui.chat').status_text()")) ?? '', /│ pending approval/);
 
       const f1 = await waitApprovalFloat(e.t, 'create_file');
       const who = (label: string | undefined) => label!.split(':')[0];

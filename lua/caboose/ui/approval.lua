@@ -341,6 +341,14 @@ function M.show(req)
   if #H.pending == 1 then
     H.render()
   end
+  H.refresh_status()
+end
+
+--- The chat's winbar says "pending approval" while any request waits (a subagent's too).
+H.refresh_status = function()
+  pcall(function()
+    require('caboose.ui.chat').set_status()
+  end)
 end
 
 --- Show the float of the pending approval (after hiding it) and move the cursor into it.
@@ -413,12 +421,19 @@ function M.close(id)
   else
     H.close_win()
   end
+  H.refresh_status()
 end
 
 function M.close_all()
   require('caboose.ui.review').close(nil)
   H.pending = {}
   H.close_win()
+  H.refresh_status()
+end
+
+--- How many requests wait for an answer.
+function M.count()
+  return #H.pending
 end
 
 --- Internal (review.lua): answers `req` with an optional hunk selection.
