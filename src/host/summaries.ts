@@ -314,6 +314,7 @@ function argumentLine(key: string, value: unknown, preview: ApprovalPreview | un
  * `2 edits`, `cwd: …`): no hashes, no raw structures. What the preview shows in full (a command) is left out.
  */
 export function summarizeApprovalArgs(args: unknown, preview?: ApprovalPreview): string[] {
+  if (preview?.kind === 'text' && preview.showsArguments) return [];
   const a = args && typeof args === 'object' && !Array.isArray(args) ? (args as Record<string, unknown>) : {};
   const keys = [...FIRST_KEYS.filter((k) => k in a), ...Object.keys(a).filter((k) => !FIRST_KEYS.includes(k))];
   const lines = keys.map((k) => argumentLine(k, a[k], preview)).filter((l): l is string => l !== null);

@@ -123,6 +123,7 @@ export class McpToolSource {
         return {
           kind: 'text',
           text: [`MCP server: ${server} (${describeTarget(config)})`, `tool: ${t.name}${about ? ` — ${about}` : ''}`, '', 'arguments:', ...shown].join('\n'),
+          showsArguments: true,
         };
       },
       async execute(args, ctx) {

@@ -68,7 +68,8 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType, R = unknown> {
 export type ApprovalPreview =
   | { kind: 'diff'; path: string; diff: string; files?: ReviewFile[] }
   | { kind: 'command'; command: string; cwd: string }
-  | { kind: 'text'; text: string };
+  /** `showsArguments`: the text holds every argument (the float lists no summary of them above it). */
+  | { kind: 'text'; text: string; showsArguments?: boolean };
 
 /** What is sent to the model for each tool (JSON schema generated from the zod schema). */
 export interface ToolSpec {

@@ -72,6 +72,7 @@ forEachNvim((bin) => {
       assert.match(f.text, new RegExp(`MCP server: remote \\(http: ${http.url.replace(/[.]/g, '\\.')}\\)`));
       assert.match(f.text, /tool: echo — Echo the text back\./);
       assert.match(f.text, /"text": "hello"/);
+      assert.match(f.text, /^MCP server: /, 'the arguments are shown once, as JSON (no summary line above)');
       await e.t.lua("require('caboose').approval_respond('once')");
       await chatHas('echoed');
       const first = e.fake.chatRequests[0];

@@ -139,3 +139,8 @@ test('read_file: its line count in the chat, singular for one line', () => {
   const many = describeToolResult('read_file', { path: 'a.ts' }, { ok: true, data: { path: 'a.ts', totalLines: 40, content: 'x' } });
   assert.match(many.summary, /^40 lines$/);
 });
+
+test('approval summary: nothing above a preview that shows every argument (an MCP call\'s JSON)', () => {
+  assert.deepEqual(summarizeApprovalArgs({ text: 'hi' }, { kind: 'text', text: 'arguments: {"text":"hi"}', showsArguments: true }), []);
+  assert.deepEqual(summarizeApprovalArgs({ text: 'hi' }, { kind: 'text', text: 'something else' }), ['text: hi']);
+});
