@@ -82,7 +82,8 @@ interface Entry {
 export class McpPool {
   private readonly entries = new Map<string, Entry>();
   private readonly listeners = new Set<(c: McpChange) => void>();
-  private readonly startTimeoutMs: number;
+  /** How long a server may take to start (config start_timeout_ms). */
+  readonly startTimeoutMs: number;
   private disposed = false;
   /** Bumped at every change: the tool definitions built from the pool are rebuilt when it moves. */
   version = 0;

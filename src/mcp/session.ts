@@ -19,6 +19,11 @@ export interface McpSessionHooks {
  * started again at the first request of the next user message: within the turn that saw it die, the model
  * was told its tools are unavailable.
  */
+const seconds = (ms: number): string => (ms % 1000 === 0 ? String(ms / 1000) : (ms / 1000).toFixed(1));
+
+/** How long the first reply may wait for servers before the chat says it is waiting for them. */
+export const SLOW_START_NOTICE_MS = 1000;
+
 export function attachMcp(pool: McpPool, registry: ToolRegistry, log: McpPoolLogger, notice: (text: string) => void): McpSessionHooks {
   const source = new McpToolSource(pool, { log: (level, msg) => log[level]('%s', msg) });
   registry.addSource(() => source.definitions());
@@ -38,9 +43,15 @@ export function attachMcp(pool: McpPool, registry: ToolRegistry, log: McpPoolLog
       onAbort = resolve;
       signal.addEventListener('abort', onAbort, { once: true });
     });
+    // A server that takes its time (npx fetching a package, say) holds the reply: the chat says why.
+    const slow = setTimeout(() => {
+      const names = pool.status().filter((st) => st.state === 'starting').map((st) => `'${st.name}'`);
+      if (names.length > 0) notice(`waiting for MCP server${names.length === 1 ? '' : 's'} ${names.join(', ')} to start (at most ${seconds(pool.startTimeoutMs)} s; :CabooseStop stops waiting)`);
+    }, SLOW_START_NOTICE_MS);
     try {
       await Promise.race([pool.ensureStarted({ restartDied: restart }), aborted]);
     } finally {
+      clearTimeout(slow);
       signal.removeEventListener('abort', onAbort);
     }
   };

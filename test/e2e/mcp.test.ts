@@ -168,6 +168,8 @@ forEachNvim((bin) => {
       await e.t.cmd('Caboose try');
       await chatHas("MCP server 'ghost' failed to start: command not found: caboose-no-such-mcp-server; its tools are unavailable (:CabooseMcp restart ghost tries again)");
       await chatHas("MCP server 'mute' failed to start: no answer within 1.5 s; its tools are unavailable");
+      // The reply waited for it, and the chat said so meanwhile (only 'mute' was still starting after 1 s).
+      assert.match((await e.t.chatLines()).join('\n'), /waiting for MCP server 'mute' to start \(at most 1\.5 s; :CabooseStop stops waiting\)/);
       await chatHas('handled');
       assert.equal(toolNames(e.fake.chatRequests[0]).some((n) => n.startsWith('ghost__') || n.startsWith('mute__')), false);
       assert.ok(toolNames(e.fake.chatRequests[0]).includes('local__big'));
