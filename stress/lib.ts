@@ -189,21 +189,7 @@ export function treeDiff(a: Map<string, Buffer>, b: Map<string, Buffer>): string
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Is a process alive (zombies count as dead)? */
-export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return state !== 'Z' && state !== 'X';
-  } catch {
-    return true;
-  }
-}
+export { processAlive } from '../test/support/processes';
 
 /** `git rev-parse --short HEAD`, or 'unknown'. */
 export function gitHead(): string {

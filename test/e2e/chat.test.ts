@@ -2,7 +2,8 @@ import { describe, it, before, after, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { startFakeOpenAI, type FakeOpenAI } from '../support/fake-openai';
-import { alive, forEachNvim, startNvim, type TestNvim } from '../support/nvim';
+import { forEachNvim, startNvim, type TestNvim } from '../support/nvim';
+import { processAlive as alive } from '../support/processes';
 
 /** Direct children of a pid (from /proc). */
 function childPids(pid: number): number[] {

@@ -3,7 +3,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { alive, forEachNvim } from '../support/nvim';
+import { forEachNvim } from '../support/nvim';
+import { processAlive as alive } from '../support/processes';
 import { useE2E } from '../support/e2e';
 
 const pidsIn = (file: string): number[] =>

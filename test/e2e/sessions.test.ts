@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { forEachNvim, startNvim, alive, type TestNvim } from '../support/nvim';
+import { forEachNvim, startNvim, type TestNvim } from '../support/nvim';
+import { processAlive as alive } from '../support/processes';
 import { useE2E } from '../support/e2e';
 import type { FakeMessage } from '../support/fake-openai';
 

@@ -163,17 +163,6 @@ export function forEachNvim(fn: (bin: NvimBinary) => void): void {
   for (const bin of nvimBinaries()) fn(bin);
 }
 
-/** Is a process alive? A zombie (exited, not yet reaped: PID 1 here does not reap) counts as dead. */
-export function alive(pid: number): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return state !== 'Z' && state !== 'X';
-  } catch {
-    return false;
-  }
-}
-
 /** Lines of the loaded buffer with filetype `ft` (null while there is none): a listing float, say. */
 export function filetypeLines(t: TestNvim, ft: string): Promise<string[] | null> {
   return t.lua<string[] | null>(

@@ -8,28 +8,12 @@ import { ToolRegistry } from '../../src/tools/registry';
 import type { ToolContext } from '../../src/tools/tool';
 import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from '../../src/tools/output';
 import { testToolContext } from '../support/tool-context';
+import { processAlive as alive } from '../support/processes';
 
 let root: string;
 
 const makeCtx = (extra: Partial<ToolContext> = {}): ToolContext => testToolContext(root, extra);
 
-/** Alive = present in /proc and not a zombie (PID 1 here may never reap orphans, so zombies count as dead). */
-function alive(pid: number): boolean {
-  if (existsSync('/proc/self/stat')) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-    } catch {
-      return false;
-    }
-  }
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Polls a condition with a deadline (process death has no event we can await from here). */
 async function waitFor(cond: () => boolean, ms = 3000): Promise<boolean> {

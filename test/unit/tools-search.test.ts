@@ -4,21 +4,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openWorkspace, type OpenedWorkspace, type ToolResult } from '../../src/index';
+import { okData as data, writeUnder } from '../support/files';
 import { grep, ripgrepAvailable } from '../../src/workspace/search';
 
 let tmp: string;
 let root: string;
 let ws: OpenedWorkspace;
 
-function write(rel: string, content: string | Buffer): void {
-  const p = path.join(root, rel);
-  fs.mkdirSync(path.dirname(p), { recursive: true });
-  fs.writeFileSync(p, content);
-}
-function data<T>(r: ToolResult): T {
-  assert.equal(r.ok, true, JSON.stringify(r));
-  return (r as { data: T }).data;
-}
+const write = (rel: string, content: string | Buffer): void => writeUnder(root, rel, content);
 
 before(() => {
   tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-search-')));

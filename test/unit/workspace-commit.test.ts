@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openWorkspace, type OpenedWorkspace } from '../../src/index';
+import { fileTree } from '../support/files';
 import { FileAccess } from '../../src/workspace/file-access';
 
 const sha = (b: string | Buffer): string => createHash('sha256').update(b).digest('hex');
@@ -18,19 +19,7 @@ function write(rel: string, content: string): void {
   fs.writeFileSync(path.join(root, rel), content);
 }
 const read = (rel: string): string => fs.readFileSync(path.join(root, rel), 'utf8');
-/** Every file under the root (temp/backup leftovers included). */
-function tree(): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (rel: string): void => {
-    for (const e of fs.readdirSync(path.join(root, rel), { withFileTypes: true })) {
-      const r = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory()) walk(r);
-      else out[r] = fs.readFileSync(path.join(root, r), 'utf8');
-    }
-  };
-  walk('');
-  return out;
-}
+const tree = (): Record<string, string> => fileTree(root);
 
 beforeEach(() => {
   tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-commit-')));

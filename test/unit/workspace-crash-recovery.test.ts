@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openWorkspace } from '../../src/index';
+import { fileTree } from '../support/files';
 import { recoverCommits } from '../../src/workspace/commit-journal';
 
 const SRC = path.resolve(__dirname, '..', '..', 'src', 'index.ts');
@@ -39,18 +40,7 @@ function crashAt(tool: string, args: unknown, phase: 'prepare' | 'commit', index
   assert.equal(r.signal, 'SIGKILL', `the child was not killed: ${r.stdout} ${r.stderr}`);
 }
 
-function tree(): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (rel: string) => {
-    for (const e of fs.readdirSync(path.join(root, rel), { withFileTypes: true })) {
-      const r = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory()) walk(r);
-      else out[r] = fs.readFileSync(path.join(root, r), 'utf8');
-    }
-  };
-  walk('');
-  return out;
-}
+const tree = (): Record<string, string> => fileTree(root);
 
 const ORIGINAL = { 'a.txt': 'alpha\n', 'd/b.txt': 'beta\n' };
 const patch = '*** Begin Patch\n*** Update File: a.txt\n@@\n-alpha\n+ALPHA\n*** Update File: d/b.txt\n@@\n-beta\n+BETA\n*** End Patch\n';

@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openWorkspace, type OpenedWorkspace, type ToolResult } from '../../src/index';
+import { okData as data, writeUnder } from '../support/files';
 import { compileGlob, compileGlobList, escapeGlob } from '../../src/workspace/glob-match';
 import { IgnoreMatcher } from '../../src/workspace/ignore';
 import { grep, ripgrepAvailable } from '../../src/workspace/search';
@@ -147,15 +148,7 @@ describe('nested .gitignore files through the tools', () => {
   let root: string;
   let ws: OpenedWorkspace;
 
-  function write(rel: string, content: string): void {
-    const p = path.join(root, rel);
-    fs.mkdirSync(path.dirname(p), { recursive: true });
-    fs.writeFileSync(p, content);
-  }
-  function data<T>(r: ToolResult): T {
-    assert.equal(r.ok, true, JSON.stringify(r));
-    return (r as { data: T }).data;
-  }
+  const write = (rel: string, content: string): void => writeUnder(root, rel, content);
 
   // Every file contains "needle"; the comment says whether the tools must see it.
   const VISIBLE = [
