@@ -54,10 +54,7 @@ function M.buf()
   vim.bo[buf].undolevels = -1
   H.set_markdown(buf)
   H.buf = buf
-  H.reply = { open = false, last = nil }
-  H.tools = {}
-  H.queue = {}
-  H.rules = nil
+  H.clear_state()
   H.set_transcript_keymaps(buf)
   H.render_hint()
   if not H.resize_autocmd then
@@ -682,6 +679,13 @@ H.reply = { open = false, last = nil } ---@type { open: boolean, last: 'text'|'t
 H.tools = {} ---@type table<string, { mark: integer, text: string, icon: integer|nil, done: boolean|nil }>
 H.queue = {} ---@type { id: integer, text: string }[]
 
+--- What the transcript's rendering keeps about its text: reset with a new buffer or a reopened session.
+H.clear_state = function()
+  H.reply = { open = false, last = nil }
+  H.tools, H.queue = {}, {}
+  H.rules = nil
+end
+
 -- Where a reply's text or tool line goes, shared by live rendering (the buffer) and the bulk load of a
 -- reopened session (a text writer): `out` has `append(text)` and `block(text)`.
 H.reply_part = function(reply, kind, out)
@@ -1047,7 +1051,7 @@ function M.load(items)
     vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
   end
   H.hint = false
-  H.tools, H.queue = {}, {}
+  H.clear_state()
   H.status.usage, H.status.retry = nil, nil
   local wins = vim.fn.win_findbuf(buf)
   for _, win in ipairs(wins) do
@@ -1062,12 +1066,10 @@ function M.load(items)
   for _, ic in ipairs(icons) do
     H.mark_icon(buf, ic.row, ic.status)
   end
-  H.rules = nil
   if rules then
     H.mark_rules(buf, rules.row, rules.count)
   end
-  H.reply = { open = false, last = nil }
-  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+  for _, win in ipairs(wins) do
     H.scroll_to_end(win)
   end
   if #lines == 1 and lines[1] == '' then
