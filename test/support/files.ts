@@ -26,6 +26,21 @@ export function fileTree(root: string): Record<string, string> {
   return out;
 }
 
+/** Every file under `dir` (none if it does not exist) by relative path, with its bytes. */
+export function byteTree(dir: string): Map<string, Buffer> {
+  const out = new Map<string, Buffer>();
+  if (!fs.existsSync(dir)) return out;
+  const walk = (rel: string): void => {
+    for (const e of fs.readdirSync(path.join(dir, rel), { withFileTypes: true })) {
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      if (e.isDirectory()) walk(r);
+      else if (e.isFile()) out.set(r, fs.readFileSync(path.join(dir, r)));
+    }
+  };
+  walk('');
+  return out;
+}
+
 /** The data of a successful tool result (fails the test with the result otherwise). */
 export function okData<T>(r: ToolResult): T {
   assert.equal(r.ok, true, JSON.stringify(r));

@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openWorkspace } from '../../src/index';
+import { byteTree } from '../support/files';
 
 /**
  * The Codex apply-patch scenarios in ../shared/conformance/codex-apply-patch, run unchanged with the rules
@@ -18,19 +19,6 @@ const OURS: Record<string, string> = {
   '015_failure_after_partial_success_leaves_changes': 'not_found',
 };
 
-function snapshot(dir: string): Map<string, Buffer> {
-  const out = new Map<string, Buffer>();
-  if (!fs.existsSync(dir)) return out;
-  const walk = (rel: string): void => {
-    for (const e of fs.readdirSync(path.join(dir, rel), { withFileTypes: true })) {
-      const r = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory()) walk(r);
-      else out.set(r, fs.readFileSync(path.join(dir, r)));
-    }
-  };
-  walk('');
-  return out;
-}
 
 function makeWritable(dir: string): void {
   for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
@@ -74,19 +62,19 @@ for (const name of scenarios) {
     if (fs.existsSync(path.join(dir, 'input'))) fs.cpSync(path.join(dir, 'input'), root, { recursive: true });
     // The shared suite is kept read-only on disk; its inputs are ordinary files (read-only ones are refused).
     makeWritable(root);
-    const input = snapshot(root);
+    const input = byteTree(root);
     const ws = openWorkspace({ root, dataDir, sessionId: 'conformance' });
     try {
       const patch = fs.readFileSync(path.join(dir, 'patch.txt'), 'utf8');
       const res = await ws.call('apply_patch', { patch });
-      const after = snapshot(root);
+      const after = byteTree(root);
       if (name in OURS) {
         assert.equal(res.ok, false, `${name} must fail`);
         if (!res.ok) assert.equal(res.error.kind, OURS[name]);
         assertSameTree(after, input, name);
         return;
       }
-      const expected = snapshot(path.join(dir, 'expected'));
+      const expected = byteTree(path.join(dir, 'expected'));
       if (/rejects_|_fails|requires_/.test(name)) {
         assert.equal(res.ok, false, `${name} must fail: ${JSON.stringify(res)}`);
         assertSameTree(after, input, name);

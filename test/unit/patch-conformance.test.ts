@@ -9,6 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ToolError } from '../../src/tools/errors';
 import { finalContents, parsePatch, planPatch, type FileState } from '../../src/workspace/patch';
+import { byteTree } from '../support/files';
 
 const repoRoot = path.resolve(__dirname, '..', '..');
 const suiteDir = path.resolve(repoRoot, '..', 'shared', 'conformance', 'codex-apply-patch');
@@ -27,19 +28,6 @@ const EXPECTED_FAILURES: Record<string, string> = {
   '015_failure_after_partial_success_leaves_changes': 'not_found', // ours: atomic
 };
 
-function readTree(dir: string): Map<string, Buffer> {
-  const out = new Map<string, Buffer>();
-  if (!fs.existsSync(dir)) return out;
-  const walk = (rel: string): void => {
-    for (const entry of fs.readdirSync(path.join(dir, rel), { withFileTypes: true })) {
-      const r = rel === '' ? entry.name : `${rel}/${entry.name}`;
-      if (entry.isDirectory()) walk(r);
-      else if (entry.isFile()) out.set(r, fs.readFileSync(path.join(dir, r)));
-    }
-  };
-  walk('');
-  return out;
-}
 
 /** Applies a patch to an in-memory tree; returns the new tree, or the ToolError and the tree unchanged. */
 function runScenario(tree: Map<string, Buffer>, patchText: string): { tree: Map<string, Buffer>; error?: ToolError } {
@@ -82,7 +70,7 @@ test('codex apply-patch conformance suite', async (t) => {
   for (const name of scenarios) {
     await t.test(name, () => {
       const dir = path.join(suiteDir, name);
-      const input = readTree(path.join(dir, 'input'));
+      const input = byteTree(path.join(dir, 'input'));
       const patchText = fs.readFileSync(path.join(dir, 'patch.txt'), 'utf8');
       const { tree, error } = runScenario(input, patchText);
 
@@ -94,11 +82,11 @@ test('codex apply-patch conformance suite', async (t) => {
         assert.deepEqual(treeSnapshot(tree), treeSnapshot(input), `${name}: the tree must be unchanged`);
         if (expectedKind === undefined || !['010', '011', '015'].includes(name.slice(0, 3))) {
           // Where Codex also fails, its expected tree is the unchanged input too.
-          assert.deepEqual(treeSnapshot(tree), treeSnapshot(readTree(path.join(dir, 'expected'))));
+          assert.deepEqual(treeSnapshot(tree), treeSnapshot(byteTree(path.join(dir, 'expected'))));
         }
       } else {
         assert.equal(error, undefined, `${name}: unexpected error ${error?.kind}: ${error?.message}`);
-        assert.deepEqual(treeSnapshot(tree), treeSnapshot(readTree(path.join(dir, 'expected'))));
+        assert.deepEqual(treeSnapshot(tree), treeSnapshot(byteTree(path.join(dir, 'expected'))));
       }
     });
   }
