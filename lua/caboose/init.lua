@@ -46,7 +46,21 @@ function M.state()
   return vim.deepcopy(H.state)
 end
 
+H.agent_state = 'idle' -- the host's state; H.state.state is the one shown to the user
+
+--- The main agent keeps executing its `agent` calls while a subagent's request waits: for the user, that
+--- is a pending approval (winbar, state(), CabooseStateChanged).
+H.shown_state = function(agent)
+  local approval = package.loaded['caboose.ui.approval']
+  if agent == 'executing_tools' and approval and approval.subagent_waiting() then
+    return 'pending_approval'
+  end
+  return agent
+end
+
 H.set_state = function(new, fields)
+  H.agent_state = new
+  new = H.shown_state(new)
   local previous = H.state.state
   H.state.state = new
   for k, v in pairs(fields or {}) do
@@ -356,7 +370,7 @@ function M.set_mode(mode)
   end
   local previous = H.state.mode or H.cfg().mode
   H.cfg().mode = mode
-  H.set_state(H.state.state, { mode = mode })
+  H.set_state(H.agent_state, { mode = mode })
   if require('caboose.rpc').is_running() then
     H.mode_changes = H.mode_changes + 1
     local sent = H.call(require('caboose.rpc').methods.set_mode, { mode = mode }, function(err)
@@ -364,7 +378,7 @@ function M.set_mode(mode)
       if err then
         -- The host kept the old mode: show the one in force.
         H.cfg().mode = previous
-        H.set_state(H.state.state, { mode = previous })
+        H.set_state(H.agent_state, { mode = previous })
       end
     end)
     if not sent then
@@ -520,6 +534,10 @@ M._request = function(method, params, on_done)
   return H.call(method, params, on_done)
 end
 M._notify = H.notify
+--- The approval float's list changed (a request came or was answered): the shown state follows it.
+M._approvals_changed = function()
+  H.set_state(H.agent_state)
+end
 M._start_host = H.start_host
 
 return M

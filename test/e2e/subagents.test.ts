@@ -45,6 +45,7 @@ forEachNvim((bin) => {
     it('two writing subagents in parallel: both ask, the float shows them one after the other, both files are written', async () => {
       await e.start({ initLua: SETUP("{ style = 'float', grace_ms = 0 }") });
       scriptTwoWriters();
+      await e.t.lua("_G.states = {}; vim.api.nvim_create_autocmd('User', { pattern = 'CabooseStateChanged', callback = function(ev) table.insert(_G.states, ev.data.state) end })");
       await e.t.cmd('Caboose make the two files');
       const [first, second] = await waitTwoPending();
       // Each child's line shows its current step while it waits.
@@ -52,7 +53,8 @@ forEachNvim((bin) => {
       await chatHas('[#2] step 1: create_file beta.txt');
       assert.equal(exists('alpha.txt') || exists('beta.txt'), false, 'nothing is written before the approvals');
       // The main agent is running its agent calls, but what the user sees is that approvals wait.
-      assert.equal((await e.t.lua<{ state: string }>("return require('caboose').state()")).state, 'executing_tools');
+      assert.equal((await e.t.lua<{ state: string }>("return require('caboose').state()")).state, 'pending_approval');
+      assert.equal((await e.t.lua<string[]>('return _G.states')).at(-1), 'pending_approval', 'CabooseStateChanged says so');
       assert.match((await e.t.lua<string>("return require('caboose.ui.chat').status_text()")) ?? '', /│ pending approval/);
 
       const f1 = await waitApprovalFloat(e.t, 'create_file');
@@ -76,6 +78,9 @@ forEachNvim((bin) => {
       assert.equal(fs.readFileSync(path.join(e.t.cwd, 'beta.txt'), 'utf8'), 'beta\n');
       assert.deepEqual(await pending(), []);
       assert.equal(await approvalFloat(e.t), null, 'the float is closed');
+      await e.t.waitFor(async () => (await e.t.lua<{ state: string }>("return require('caboose').state()")).state === 'idle', 'idle after the turn');
+      const states = await e.t.lua<string[]>('return _G.states');
+      assert.deepEqual(states.slice(states.indexOf('pending_approval')), ['pending_approval', 'executing_tools', 'streaming', 'idle'], states.join(' → '));
       // The parent model got both answers, in call order.
       const parentLast = e.fake.chatRequests.filter((r) => firstUser(r).includes('make the two files')).at(-1)!;
       const results = lastToolResults(parentLast);

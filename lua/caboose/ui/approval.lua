@@ -344,11 +344,9 @@ function M.show(req)
   H.refresh_status()
 end
 
---- The chat's winbar says "pending approval" while any request waits (a subagent's too).
+--- The state says "pending approval" while any request waits (a subagent's too).
 H.refresh_status = function()
-  pcall(function()
-    require('caboose.ui.chat').set_status()
-  end)
+  require('caboose')._approvals_changed()
 end
 
 --- Show the float of the pending approval (after hiding it) and move the cursor into it.
@@ -434,6 +432,16 @@ end
 --- How many requests wait for an answer.
 function M.count()
   return #H.pending
+end
+
+--- Whether a subagent's request waits (its parent keeps executing tools meanwhile).
+function M.subagent_waiting()
+  for _, req in ipairs(H.pending) do
+    if type(req.label) == 'string' and req.label ~= '' then
+      return true
+    end
+  end
+  return false
 end
 
 --- Internal (review.lua): answers `req` with an optional hunk selection.

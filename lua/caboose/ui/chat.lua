@@ -468,12 +468,7 @@ function M.status_line()
   if s.retry and s.state ~= 'idle' then
     table.insert(head, '%#CabooseWarn#retrying (attempt ' .. tostring(s.retry.attempt) .. ')%*')
   elseif s.state and s.state ~= 'idle' then
-    local state = s.state
-    -- The main agent runs its subagent tools while a child waits for the user.
-    if state == 'executing_tools' and package.loaded['caboose.ui.approval'] and require('caboose.ui.approval').count() > 0 then
-      state = 'pending_approval'
-    end
-    table.insert(head, (state:gsub('_', ' ')))
+    table.insert(head, (s.state:gsub('_', ' ')))
   end
   local queued = H.queue and #H.queue or 0
   if queued > 0 then
