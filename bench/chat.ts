@@ -6,7 +6,8 @@
  *    with the longest editor stall meanwhile. Baseline: `node -e 0` (median of as many runs). Also the
  *    warm figure: a second message in the same Neovim. The baseline runs are interleaved with the cold
  *    runs (one before each), so a busy moment on a shared machine weighs on both.
- * 2. Streaming: an 80,000-character reply in 10,000 chunks with no delay, (a) into a fresh chat, (b) into
+ * 2. Streaming, two shapes: a burst (an 80,000-character reply in 10,000 chunks with no delay) and a paced
+ *    reply (20,000 characters in 500 chunks 10 ms apart), each (a) into a fresh chat, (b) into
  *    a chat already holding ~400 KB of markdown (~100k tokens). Time until the last characters are in the
  *    chat buffer vs the same SSE stream consumed by a plain Node HTTP client (bench/raw-stream.ts), and
  *    the editor's responsiveness meanwhile: a second RPC client (bench/rpc-probe.ts, its own process)
@@ -232,8 +233,17 @@ export function formatColdTable(r: ColdResult): string {
  * 2. Streaming throughput and stalls
  * ---------------------------------------------------------------------------------------------- */
 
-const STREAM_CHARS = 80_000;
-const STREAM_CHUNKS = 10_000;
+/** How a reply is streamed: its size, the chunk size and the pause between chunks. */
+interface StreamShape {
+  label: string;
+  chars: number;
+  chunkChars: number;
+  delayMs: number;
+}
+/** As fast as the server can send: the worst case for the editor (and a 2-core machine's CPU). */
+const BURST: StreamShape = { label: 'burst', chars: 80_000, chunkChars: 8, delayMs: 0 };
+/** Still faster than any hosted model (≈ 1,000 tokens a second), but paced like one. */
+const PACED: StreamShape = { label: 'paced', chars: 20_000, chunkChars: 40, delayMs: 10 };
 const STREAM_FIRST = 'Zephyr';
 const STREAM_MARKER = 'END-OF-STREAM-9f3c';
 const FILL_BYTES = 400_000;
@@ -278,19 +288,19 @@ function list(n: number, seed: number): string {
   return s.slice(0, n - 2).replace(/\n$/, '.') + '\n\n';
 }
 
-/** The streamed reply: exactly 80,000 characters of markdown, starting with the first token, ending with the marker. */
-export function streamText(): string {
+/** The streamed reply: exactly `chars` characters of markdown, starting with the first token, ending with the marker. */
+export function streamText(chars = BURST.chars): string {
   const head = `${STREAM_FIRST} streaming: a long answer.\n\n`;
   const tail = `All of it arrived: ${STREAM_MARKER}`;
   let body = '';
   const kinds = [prose, code, prose, list];
-  for (let i = 0; body.length < STREAM_CHARS - head.length - tail.length; i++) {
-    const left = STREAM_CHARS - head.length - tail.length - body.length;
+  for (let i = 0; body.length < chars - head.length - tail.length; i++) {
+    const left = chars - head.length - tail.length - body.length;
     const n = left < 1600 ? left : 800;
     body += (left < 1600 ? prose : kinds[i % kinds.length])(n, i * 13);
   }
   const text = head + body + tail;
-  if (text.length !== STREAM_CHARS) throw new Error(`stream text is ${text.length} chars`);
+  if (text.length !== chars) throw new Error(`stream text is ${text.length} chars`);
   return text;
 }
 
@@ -303,11 +313,12 @@ export function fillText(): string {
   return s;
 }
 
-function streamReply(text: string): FakeTextReply {
-  const chunks = text.match(/[\s\S]{1,8}/g) ?? [];
-  if (chunks.length !== STREAM_CHUNKS) throw new Error(`${chunks.length} chunks`);
-  return { text, chunks, delayMs: 0 };
+function streamReply(text: string, shape: StreamShape): FakeTextReply {
+  const chunks = text.match(new RegExp(`[\\s\\S]{1,${shape.chunkChars}}`, 'g')) ?? [];
+  return { text, chunks, delayMs: shape.delayMs };
 }
+
+const chunkCount = (shape: StreamShape): number => Math.ceil(shape.chars / shape.chunkChars);
 
 /** One JSON line from a child process started with tsx, within timeoutMs. */
 function childJson<T>(script: string, args: string[], timeoutMs: number): Promise<T> {
@@ -370,6 +381,7 @@ function startProbe(socket: string): Promise<Probe> {
 
 export interface StreamCase {
   name: string;
+  shape: StreamShape;
   /** Chat size (characters) before the reply. */
   chatChars: number[];
   renderedMs: number[];
@@ -384,9 +396,9 @@ export interface StreamCase {
   hostCpuMs: number[];
 }
 
-async function streamCase(fake: FakeOpenAI, name: string, fill: string | null, runs: number): Promise<StreamCase> {
-  const text = streamText();
-  const c: StreamCase = { name, chatChars: [], renderedMs: [], rawMs: [], firstMs: [], rawFirstMs: [], evalMs: [], stallMs: [], nvimCpuMs: [], hostCpuMs: [] };
+async function streamCase(fake: FakeOpenAI, shape: StreamShape, name: string, fill: string | null, runs: number): Promise<StreamCase> {
+  const text = streamText(shape.chars);
+  const c: StreamCase = { name, shape, chatChars: [], renderedMs: [], rawMs: [], firstMs: [], rawFirstMs: [], evalMs: [], stallMs: [], nvimCpuMs: [], hostCpuMs: [] };
   const t = await openNvim(fake);
   try {
     const socket = path.join(t.home, 'bench.sock');
@@ -397,7 +409,7 @@ async function streamCase(fake: FakeOpenAI, name: string, fill: string | null, r
     await waitIdle(t, 'Ready.');
     for (let i = 0; i < runs; i++) {
       // Baseline first, same stream, same server.
-      fake.script(streamReply(text));
+      fake.script(streamReply(text, shape));
       const raw = await childJson<{ ms: number; firstMs: number; chars: number }>('raw-stream.ts', [fake.url], 150_000);
       if (raw.chars !== text.length) throw new Error(`raw client got ${raw.chars} chars`);
       c.rawMs.push(raw.ms);
@@ -405,7 +417,7 @@ async function streamCase(fake: FakeOpenAI, name: string, fill: string | null, r
 
       await t.cmd('CabooseNew');
       c.chatChars.push(fill ? await t.lua<number>('return caboose_bench.fill(...)', [fill]) : (await t.chatLines()).join('\n').length);
-      fake.script(streamReply(text));
+      fake.script(streamReply(text, shape));
       const probe = await startProbe(socket);
       await t.lua('caboose_bench.probe_start()');
       await sleep(500); // let the chat settle (redraw, a first parse of the filled chat) before timing
@@ -435,10 +447,12 @@ async function streamCase(fake: FakeOpenAI, name: string, fill: string | null, r
 export async function runStreamBenchmark(runs = Number(process.env.BENCH_STREAM_RUNS ?? 5)): Promise<StreamCase[]> {
   const fake = await startFakeOpenAI();
   try {
-    return [
-      await streamCase(fake, 'fresh chat', null, runs),
-      await streamCase(fake, 'chat holding ~100k tokens of markdown', fillText(), runs),
-    ];
+    const cases: StreamCase[] = [];
+    for (const shape of [BURST, PACED]) {
+      cases.push(await streamCase(fake, shape, 'fresh chat', null, runs));
+      cases.push(await streamCase(fake, shape, 'chat holding ~100k tokens of markdown', fillText(), runs));
+    }
+    return cases;
   } finally {
     await fake.close();
   }
@@ -447,7 +461,7 @@ export async function runStreamBenchmark(runs = Number(process.env.BENCH_STREAM_
 export function formatStreamTables(cases: StreamCase[]): string {
   const runs = cases[0]?.renderedMs.length ?? 0;
   const out = [
-    `${STREAM_CHARS.toLocaleString('en')} characters in ${STREAM_CHUNKS.toLocaleString('en')} chunks, no delay; Neovim ${defaultNvim().version}${UI ? ' (UI attached)' : ''}; ${runs} runs per case, host already warm. Baseline: the same SSE stream read by a plain Node HTTP client (bench/raw-stream.ts), once before each run.`,
+    `Two stream shapes: **burst**, ${BURST.chars.toLocaleString('en')} characters in ${chunkCount(BURST).toLocaleString('en')} chunks with no delay (as fast as the server can send); **paced**, ${PACED.chars.toLocaleString('en')} characters in ${chunkCount(PACED).toLocaleString('en')} chunks ${PACED.delayMs} ms apart (≈ 1,000 tokens a second, faster than hosted models). Neovim ${defaultNvim().version}${UI ? ' (UI attached)' : ''}; ${runs} runs per case, host already warm. Baseline: the same SSE stream read by a plain Node HTTP client (bench/raw-stream.ts), once before each run.`,
     '',
     '| reply streamed into | chat before (KB) | fully rendered (ms) | raw stream (ms) | ratio | target ≤ 2× raw + 100 ms | first token (ms) | raw first token (ms) |',
     '|---|---:|---:|---:|---:|---:|---:|---:|',
@@ -457,7 +471,7 @@ export function formatStreamTables(cases: StreamCase[]): string {
     const raw = median(c.rawMs);
     const limit = 2 * raw + 100;
     out.push(
-      `| ${c.name} | ${Math.round(median(c.chatChars) / 1000)} | ${f1(got)} | ${f1(raw)} | ${(got / raw).toFixed(2)}× | ${f1(limit)}${ok(got <= limit)} | ${f1(median(c.firstMs))} | ${f1(median(c.rawFirstMs))} |`,
+      `| ${c.shape.label}, ${c.name} | ${Math.round(median(c.chatChars) / 1000)} | ${f1(got)} | ${f1(raw)} | ${(got / raw).toFixed(2)}× | ${f1(limit)}${ok(got <= limit)} | ${f1(median(c.firstMs))} | ${f1(median(c.rawFirstMs))} |`,
     );
   }
   out.push(
@@ -472,7 +486,7 @@ export function formatStreamTables(cases: StreamCase[]): string {
     const max = Math.max(...c.evalMs);
     const cpu = (xs: number[]) => (xs.length ? f1(median(xs)) : '—');
     out.push(
-      `| ${c.name} | ${f1(quantile(c.evalMs, 0.5))} | ${f1(p99)} | ${f1(max)} | ${c.evalMs.length} | p99${ok(p99 <= 16)} max${ok(max <= 50)} | ${f1(Math.max(...c.stallMs))} | ${c.stallMs.map((x) => x.toFixed(0)).join(', ')} | ${cpu(c.nvimCpuMs)} | ${cpu(c.hostCpuMs)} |`,
+      `| ${c.shape.label}, ${c.name} | ${f1(quantile(c.evalMs, 0.5))} | ${f1(p99)} | ${f1(max)} | ${c.evalMs.length} | p99${ok(p99 <= 16)} max${ok(max <= 50)} | ${f1(Math.max(...c.stallMs))} | ${c.stallMs.map((x) => x.toFixed(0)).join(', ')} | ${cpu(c.nvimCpuMs)} | ${cpu(c.hostCpuMs)} |`,
     );
   }
   return out.join('\n');
