@@ -436,9 +436,25 @@ end
 
 --- Start a new conversation.
 function M.new_session()
-  H.chat().reset()
+  local undo = M._leave_session()
   M.open_chat()
-  return H.call(require('caboose.rpc').methods.reset, { cwd = vim.fn.getcwd() })
+  return H.call(require('caboose.rpc').methods.reset, { cwd = vim.fn.getcwd() }, function(err)
+    if err then
+      undo()
+    end
+  end)
+end
+
+--- The chat leaves the current session (:CabooseNew, deleting it): nothing it still sends is shown, its
+--- approval requests close, and the chat starts empty (the unsent draft stays). Returns what takes the
+--- first part back when the host refuses.
+M._leave_session = function()
+  local undo = require('caboose.rpc').leave_scope()
+  if package.loaded['caboose.ui.approval'] then
+    require('caboose.ui.approval').close_all()
+  end
+  H.chat().reset()
+  return undo
 end
 
 --- Pick a stored session and reopen it (vim.ui.select); `query` searches their text. With `delete`, the

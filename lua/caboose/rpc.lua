@@ -54,10 +54,33 @@ function M.set_handlers(handlers)
   H.handlers = handlers
 end
 
+--- A session's events carry its runtime's `_scope` (src/host/lua-ui.ts): the latest seen, and the
+--- latest left (its events still on their way when the user moved to another session are dropped).
+H.scope_seen = 0
+H.scope_left = 0
+
+--- The chat leaves the current session (:CabooseNew, reopening or deleting it): what that session
+--- still sends is not shown. Returns a function that takes it back (the host refused to leave it).
+function M.leave_scope()
+  local before = H.scope_left
+  H.scope_left = H.scope_seen
+  return function()
+    H.scope_left = before
+  end
+end
+
 --- Called by the host through nvim_exec_lua for every event it emits.
 function M.on_event(name, payload)
   if name == 'reply' then
     return H.on_reply(payload or {})
+  end
+  local scope = payload and payload._scope
+  if scope then
+    payload._scope = nil
+    if scope <= H.scope_left then
+      return
+    end
+    H.scope_seen = math.max(H.scope_seen, scope)
   end
   local fn = H.handlers[name]
   if not fn then
@@ -115,6 +138,7 @@ H.on_exit = function(job, code)
   end
   local expected = H.stopping
   H.chan, H.job, H.stopping = nil, nil, false
+  H.scope_seen, H.scope_left = 0, 0 -- a new host counts its sessions from 1 again
   H.fail_pending('the host exited' .. (H.last_stderr and H.last_stderr ~= '' and (': ' .. H.last_stderr) or ''))
   local fn = H.handlers['host_exit']
   if fn then

@@ -26,6 +26,15 @@ const DISPATCH = "return require('caboose.rpc').on_event(...)";
 export const FRAME_MS = 16;
 const DELTA_EVENT = 'assistant_delta';
 
+/** Text waiting for its frame, shared by a UI and its scopes so one frame carries it all, in order. */
+interface Frames {
+  text: string;
+  /** The scope whose text it is (its close() drops it). */
+  owner: LuaUi | null;
+  timer: NodeJS.Timeout | null;
+  last: number;
+}
+
 /**
  * Host → Lua events. Notifications (not requests) keep streaming cheap and ordered: Neovim runs them in
  * arrival order on its main loop. Text deltas are coalesced into frames: the first goes at once, the ones
@@ -33,22 +42,46 @@ const DELTA_EVENT = 'assistant_delta';
  * so the order Lua sees is the order the agent emitted.
  */
 export class LuaUi {
-  private pendingText = '';
-  private timer: NodeJS.Timeout | null = null;
-  private lastFrame = 0;
+  private closed = false;
 
   constructor(
     private readonly nvim: NvimNotifier,
     private readonly log: Logger,
     private readonly frameMs = FRAME_MS,
+    private readonly frames: Frames = { text: '', owner: null, timer: null, last: 0 },
+    /** Sent with each of a scope's events as `_scope`: Lua drops a left session's events still in flight. */
+    private readonly tag?: number,
   ) {}
 
+  /**
+   * A view of this UI for one session: after its close(), what that session still emits (a replaced
+   * session winding down its stopped turn) is dropped instead of reaching the chat that replaced it.
+   * Lua calls still go through (a stopping tool may still need the buffers). `tag` goes with each event,
+   * so Lua can also drop the ones sent before the session was left and still on their way.
+   */
+  scope(tag: number): LuaUi {
+    return new LuaUi(this.nvim, this.log, this.frameMs, this.frames, tag);
+  }
+
+  /** Drops this scope's events from now on, and its text still waiting for a frame. */
+  close(): void {
+    this.closed = true;
+    if (this.frames.owner === this) {
+      this.frames.text = '';
+      this.frames.owner = null;
+    }
+  }
+
   emit(name: string, payload: Record<string, unknown> = {}): void {
+    if (this.closed) return;
     if (name === DELTA_EVENT && typeof payload.text === 'string') {
-      this.pendingText += payload.text;
-      const wait = this.lastFrame + this.frameMs - Date.now();
+      const f = this.frames;
+      if (f.owner !== this) this.flush();
+      f.text += payload.text;
+      f.owner = this;
+      const wait = f.last + this.frameMs - Date.now();
       if (wait <= 0) this.flush();
-      else this.timer ??= setTimeout(() => this.flush(), wait);
+      else f.timer ??= setTimeout(() => this.flush(), wait);
       return;
     }
     this.flush();
@@ -57,20 +90,24 @@ export class LuaUi {
 
   /** Sends the text waiting for its frame (if any). */
   flush(): void {
-    if (this.timer) {
-      clearTimeout(this.timer);
-      this.timer = null;
+    const f = this.frames;
+    if (f.timer) {
+      clearTimeout(f.timer);
+      f.timer = null;
     }
-    if (this.pendingText === '') return;
-    const text = this.pendingText;
-    this.pendingText = '';
-    this.lastFrame = Date.now();
-    this.send(DELTA_EVENT, { text });
+    if (f.text === '') return;
+    const text = f.text;
+    const owner = f.owner ?? this;
+    f.text = '';
+    f.owner = null;
+    f.last = Date.now();
+    owner.send(DELTA_EVENT, { text });
   }
 
   private send(name: string, payload: Record<string, unknown>): void {
     try {
-      this.nvim.notify('nvim_exec_lua', [DISPATCH, [name, stripNulls(payload)]]);
+      const body = this.tag === undefined ? payload : { ...payload, _scope: this.tag };
+      this.nvim.notify('nvim_exec_lua', [DISPATCH, [name, stripNulls(body)]]);
     } catch (err) {
       this.log.error('emit %s failed: %s', name, err instanceof Error ? err.message : String(err));
     }

@@ -378,6 +378,8 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     callTool: (name, args) => ws.call(name, args),
     checkpoints: checkpointApi(ws.workspace, () => session.id, () => agent.state !== 'idle'),
     dispose() {
+      // Nothing this session emits while it winds down reaches the chat that replaces it.
+      ui.close();
       for (const ac of selectionEdits.values()) ac.abort();
       titleAbort.abort();
       mcp?.detach();

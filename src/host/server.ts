@@ -38,6 +38,8 @@ export class HostServer {
   private init: InitState | null = null;
   private runtime: SessionRuntime | null = null;
   private starting: Promise<SessionRuntime> | null = null;
+  /** How many session runtimes were started: each one's UI scope tag. */
+  private runtimes = 0;
   /** The MCP servers, shared by the sessions; created on first need when any is configured. */
   private mcp: McpPool | null | undefined;
 
@@ -349,8 +351,10 @@ export class HostServer {
         const { ChatSession } = require('./session') as typeof import('./session');
         const { createSessionRuntime } = require('./runtime') as typeof import('./runtime');
         const provider = await resolveProvider(init.config);
-        const session = new ChatSession(this.ui, this.log, resumeId);
-        const rt = await createSessionRuntime({ ...init, provider, session, ui: this.ui, log: this.log, resume: resumeId !== undefined, mcp: this.mcpPool() });
+        // The session's own view of the UI: closed when it is replaced (see LuaUi.scope).
+        const ui = this.ui.scope(++this.runtimes);
+        const session = new ChatSession(ui, this.log, resumeId);
+        const rt = await createSessionRuntime({ ...init, provider, session, ui, log: this.log, resume: resumeId !== undefined, mcp: this.mcpPool() });
         this.runtime = rt;
         return rt;
       })();

@@ -101,6 +101,40 @@ forEachNvim((bin) => {
       }
     });
 
+    it(':CabooseNew while a reply streams: the new chat shows nothing of the old turn; the old session keeps it; deleting the open session empties the chat', async () => {
+      const t = await e2e.start({ env: { CABOOSE_MODEL: 'fake-model' }, initLua: UI_STUB });
+      const words = Array.from({ length: 300 }, (_, i) => `word${i} `);
+      e2e.fake.script({ text: words.join(''), chunks: words, delayMs: 10 }, { text: 'Fresh start.' });
+      await t.cmd('Caboose write a lot');
+      await t.waitFor(async () => (await chatText(t)).includes('word20 '), 'the reply streaming');
+      const first = await sessionId(t);
+      await t.cmd('CabooseNew');
+      await t.waitFor(async () => (await sessionId(t)) !== first, 'a new session');
+      await idle(t);
+      // Longer than a few frames: whatever the old turn still sends while it winds down.
+      await new Promise((r) => setTimeout(r, 400));
+      const fresh = await chatText(t);
+      assert.ok(!/word\d|interrupted|stopped|## Caboose/.test(fresh), `the new chat shows nothing of the old turn:\n${fresh}`);
+      await t.cmd('Caboose begin again');
+      await t.waitFor(async () => (await chatText(t)).includes('Fresh start.'), 'the new reply');
+      await idle(t);
+      assert.match(await chatText(t), /^## You\n\nbegin again\n\n## Caboose\n\nFresh start\.$/m);
+      assert.ok(!/word\d|interrupted/.test(await chatText(t)));
+
+      // The old session kept what was said, and its interruption.
+      await pickSession(t, 'write a lot');
+      await t.waitFor(async () => (await sessionId(t)) === first, 'the first session reopened');
+      await t.waitFor(async () => /word20 [\s\S]*_\[response interrupted\]_/.test(await chatText(t)), 'the old transcript');
+      assert.ok(!(await chatText(t)).includes('Fresh start.'));
+
+      // Deleting the session the chat shows: the chat starts a new, empty one.
+      await t.lua("for _, p in ipairs({ 'write a lot', 'Delete' }) do table.insert(_G.ui.pick, p) end");
+      await t.cmd('CabooseSessions!');
+      await t.waitFor(async () => (await t.notifications()).some((m) => /deleted session/.test(m.msg)), 'deleted');
+      await t.waitFor(async () => ![first, null, undefined].includes(await sessionId(t)), 'a new session after deleting the open one');
+      assert.ok(!/word\d|## You/.test(await chatText(t)), 'the chat no longer shows the deleted session');
+    });
+
     it(':CabooseNew keeps the old session; full-text search finds it, reopening restores it; titles, :CabooseRename, delete asks', async () => {
       const t = await e2e.start({ env: { CABOOSE_MODEL: 'fake-model' }, initLua: UI_STUB });
       e2e.fake.setTitle('Pelican facts overview');

@@ -45,6 +45,44 @@ test('any other event first sends the text waiting for its frame (order is kept)
   );
 });
 
+test("a session's scope: its events carry its tag; once closed, nothing it emits goes out, not even text waiting for its frame", () => {
+  const r = recorder();
+  const ui = new LuaUi(r.nvim, silent, 1000);
+  const old = ui.scope(1);
+  old.emit('assistant_delta', { text: 'a' });
+  old.emit('assistant_delta', { text: 'b' }); // waits for its frame
+  old.close();
+  old.emit('assistant_end', { interrupted: true });
+  old.emit('notice', { text: 'stopped' });
+  const next = ui.scope(2);
+  next.emit('state', { state: 'idle' });
+  ui.emit('transcript', { session: 's' });
+  assert.deepEqual(r.events, [
+    ['assistant_delta', { text: 'a', _scope: 1 }],
+    ['state', { state: 'idle', _scope: 2 }],
+    ['transcript', { session: 's' }],
+  ]);
+});
+
+test('scopes share the frames: text waiting from one goes out, with its tag, before the next event of another', () => {
+  const r = recorder();
+  const ui = new LuaUi(r.nvim, silent, 1000);
+  const a = ui.scope(1);
+  a.emit('assistant_delta', { text: 'x' });
+  a.emit('assistant_delta', { text: 'y' });
+  ui.emit('notice', { text: 'mcp' });
+  a.emit('assistant_delta', { text: 'z' });
+  ui.scope(2).emit('assistant_delta', { text: 'w' });
+  ui.flush();
+  assert.deepEqual(r.events, [
+    ['assistant_delta', { text: 'x', _scope: 1 }],
+    ['assistant_delta', { text: 'y', _scope: 1 }],
+    ['notice', { text: 'mcp' }],
+    ['assistant_delta', { text: 'z', _scope: 1 }],
+    ['assistant_delta', { text: 'w', _scope: 2 }],
+  ]);
+});
+
 test('tool results: status, a few words for the line, details without sha256 proofs', () => {
   const edit = describeToolResult(
     'edit_file',

@@ -94,8 +94,12 @@ end
 
 --- Reopens a stored session in the chat (its transcript replaces what the chat shows).
 function M.open(id)
+  -- Its transcript replaces the chat; what the session being left still sends is not shown.
+  local undo = require('caboose.rpc').leave_scope()
   return H.call('session_open', { id = id }, function(err, res)
-    if not err then
+    if err then
+      undo()
+    else
       H.notify('reopened: ' .. (res.title or id))
     end
   end)
@@ -108,7 +112,16 @@ function M.delete(s)
     if choice ~= 'Delete' then
       return
     end
+    local undo = function() end
+    if s.current then
+      -- The host starts a new session in its place.
+      undo = require('caboose')._leave_session()
+      require('caboose').open_chat()
+    end
     H.call('session_delete', { id = s.id }, function(err, res)
+      if err then
+        undo()
+      end
       if not err and res.deleted then
         H.notify('deleted session ' .. what)
       end
