@@ -158,7 +158,7 @@ function M.check()
     h.warn('no API key', { 'set provider.api_key / provider.api_key_cmd, or OPENAI_API_KEY (local servers may not need one)' })
   end
   if ep.reachable and ep.status and ep.status < 400 then
-    h.ok(string.format('endpoint reachable (GET /models → %d%s)', ep.status, ep.models and (', ' .. ep.models .. ' models') or ''))
+    h.ok(string.format('endpoint reachable (GET /models → %d%s)', ep.status, ep.models and (', ' .. ep.models .. (ep.models == 1 and ' model' or ' models')) or ''))
   elseif ep.reachable then
     h.warn(string.format('endpoint answered GET /models with HTTP %s', tostring(ep.status)), { 'check the key and base_url' })
   else

@@ -42,9 +42,11 @@ function block(header: string, filetype: string | undefined, text: string): stri
   return `${header}\n${fence}${filetype ?? ''}\n${body}${fence}`;
 }
 
+const lines = (n: number) => `${n} line${n === 1 ? '' : 's'}`;
 const lineCount = (text: string) => (text === '' ? 0 : text.replace(/\n$/, '').split('\n').length);
 
-async function one(item: ContextItem, read: ReadFile): Promise<{ text: string; label: string }> {
+/** One attached item; `file` is the workspace path it was read from (the same file is attached once). */
+async function one(item: ContextItem, read: ReadFile): Promise<{ text: string; label: string; file?: string }> {
   const name = item.path || '[No Name]';
   if (item.kind === 'selection') {
     const text = item.text ?? '';
@@ -61,11 +63,12 @@ async function one(item: ContextItem, read: ReadFile): Promise<{ text: string; l
     const r = await read(item.path);
     if (r.ok) {
       const d = r.data as { path: string; content: string; sha256: string; totalLines: number; truncated: boolean; notice?: string; unsavedBuffer?: boolean };
-      const notes = [`${d.totalLines} lines`, item.filetype, d.unsavedBuffer ? 'unsaved changes in the buffer' : undefined, `sha256 ${d.sha256}`].filter(Boolean);
+      const notes = [lines(d.totalLines), item.filetype, d.unsavedBuffer ? 'unsaved changes in the buffer' : undefined, `sha256 ${d.sha256}`].filter(Boolean);
       const body = d.truncated && d.notice ? `${d.content}\n${d.notice}` : d.content;
       return {
         text: block(`File ${d.path} (${notes.join(', ')}):`, item.filetype, body),
-        label: `${tag} ${d.path} (${d.totalLines} lines${d.unsavedBuffer ? ', unsaved' : ''})`,
+        label: `${tag} ${d.path} (${lines(d.totalLines)}${d.unsavedBuffer ? ', unsaved' : ''})`,
+        file: d.path,
       };
     }
     if (item.kind === 'file' || item.text === undefined) {
@@ -79,15 +82,21 @@ async function one(item: ContextItem, read: ReadFile): Promise<{ text: string; l
   const text = item.text ?? '';
   const n = lineCount(text);
   return {
-    text: block(`Buffer ${name} (${n} lines${item.filetype ? `, ${item.filetype}` : ''}${item.modified ? ', unsaved' : ''}; not a workspace file):`, item.filetype, text),
-    label: `${tag} ${name} (${n} lines${item.modified ? ', unsaved' : ''})`,
+    text: block(`Buffer ${name} (${lines(n)}${item.filetype ? `, ${item.filetype}` : ''}${item.modified ? ', unsaved' : ''}; not a workspace file):`, item.filetype, text),
+    label: `${tag} ${name} (${lines(n)}${item.modified ? ', unsaved' : ''})`,
   };
 }
 
-/** The message text followed by each attached item, in order. */
+/** The message text followed by each attached item, in order; a file named twice (`#buffer` and `@path`) once. */
 export async function composeMessage(text: string, items: ContextItem[], read: ReadFile): Promise<ComposedMessage> {
   if (items.length === 0) return { text, labels: [] };
-  const parts = await Promise.all(items.map((i) => one(i, read)));
+  const seen = new Set<string>();
+  const parts = (await Promise.all(items.map((i) => one(i, read)))).filter((p) => {
+    if (p.file === undefined) return true;
+    if (seen.has(p.file)) return false;
+    seen.add(p.file);
+    return true;
+  });
   return {
     text: [text, ...parts.map((p) => p.text)].join('\n\n'),
     labels: parts.map((p) => p.label),

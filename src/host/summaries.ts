@@ -65,7 +65,7 @@ function argumentLines(args: unknown): string[] {
     if (/sha256/i.test(k) || v === undefined || v === null) continue;
     if (typeof v === 'string') {
       const n = v.split('\n').length;
-      out.push(n > 1 || v.length > 120 ? `${k}: (${n} lines, ${v.length} chars)` : `${k}: ${v}`);
+      out.push(n > 1 || v.length > 120 ? `${k}: (${plural(n, 'line')}, ${plural(v.length, 'char')})` : `${k}: ${v}`);
     } else if (Array.isArray(v)) {
       out.push(`${k}: ${v.length} item${v.length === 1 ? '' : 's'}`);
     } else if (typeof v === 'object') {
@@ -105,7 +105,11 @@ export function describeToolResult(name: string, args: unknown, result: ToolResu
     if (answer.length > SUBAGENT_ANSWER_LINES) details.push(`  … ${answer.length - SUBAGENT_ANSWER_LINES} more lines`);
     return { status: 'ok', summary: words.join(' '), details: capLines(details) };
   }
-  if (typeof d.diff === 'string' && d.diff !== '') {
+  if (name === 'delete_file' && typeof d.trashId === 'string') {
+    const lines = typeof d.lines === 'number' ? ` (${plural(d.lines, 'line')})` : '';
+    words.push(`deleted${lines} · :CabooseRestore brings it back`);
+    details.push(`in the trash as ${d.trashId}`);
+  } else if (typeof d.diff === 'string' && d.diff !== '') {
     const { added, removed } = diffStat(d.diff);
     words.push(`+${added} −${removed}`);
     details.push(...capLines(textLines(d.diff)));

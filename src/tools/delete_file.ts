@@ -14,6 +14,8 @@ export interface DeleteFileData {
   path: string;
   trashId: string;
   sha256: string;
+  /** How many lines the deleted file had (what the chat line says instead of a diff count). */
+  lines: number;
   diff: string;
 }
 
@@ -38,7 +40,7 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof deleteFileParameters
   return {
     changes: [{ type: 'delete', abs: r.abs }],
     diff,
-    result: { path: r.rel, trashId, sha256: sha, diff },
+    result: { path: r.rel, trashId, sha256: sha, lines: lineCount(bytes), diff },
     audit: [{ ...d, operation: 'delete' }],
     beforeCommit: () => ws.trash.stash(trashId, bytes),
     onFailure: () => ws.trash.discard(trashId),
@@ -56,6 +58,13 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof deleteFileParameters
     },
   };
 }
+
+const lineCount = (bytes: Buffer): number => {
+  if (bytes.length === 0) return 0;
+  let n = 0;
+  for (const b of bytes) if (b === 0x0a) n++;
+  return bytes[bytes.length - 1] === 0x0a ? n : n + 1;
+};
 
 const empty = (): AuditDraft => ({ path: null, toPath: null, beforeSha256: null, afterSha256: null, diff: null });
 

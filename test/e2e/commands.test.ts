@@ -94,12 +94,16 @@ forEachNvim((bin) => {
       await e.t.cmd('Caboose delete gone.txt');
       await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('deleted it'), 'answer');
       assert.equal(fs.existsSync(path.join(e.t.cwd, 'gone.txt')), false);
+      // The chat line says what happened (not a diff count of +0 −0) and how to undo it.
+      assert.match((await e.t.chatLines()).join('\n'), /✓ delete_file gone\.txt deleted \(1 line\) · :CabooseRestore brings it back/);
       await e.t.cmd('CabooseRestore');
       const restored = path.join(e.t.cwd, 'gone.txt');
       await e.t.waitFor(async () => fs.existsSync(restored), 'the restored file');
       assert.equal(fs.readFileSync(restored, 'utf8'), 'precious\n');
       const calls = await e.t.lua<{ prompt: string; items: string[] }[]>('return _G.ui_calls');
-      assert.match(calls.at(-1)!.items[0], /gone\.txt/);
+      // When, in local time like :CabooseCheckpoints (not the stored UTC ISO string).
+      const local = await e.t.lua<string>("return os.date('%Y-%m-%d %H:')");
+      assert.match(calls.at(-1)!.items[0], new RegExp(`^gone\\.txt {2}\\(deleted ${local}\\d\\d\\)$`));
       await e.t.waitFor(async () => (await e.t.notifications()).some((n) => /restored gone\.txt/.test(n.msg)), 'restored notice');
     });
 

@@ -144,12 +144,28 @@ test('composeMessage: files read through the workspace (with sha256), selections
     read,
   );
   assert.deepEqual(reads, ['a.py', 'b.py', 'missing.txt']);
-  assert.match(m.text, /^look\n\nFile a\.py \(1 lines, python, sha256 a{64}\):\n```python\nx = 1\n```/);
-  assert.match(m.text, /File b\.py \(1 lines, python, unsaved changes in the buffer/);
+  assert.match(m.text, /^look\n\nFile a\.py \(1 line, python, sha256 a{64}\):\n```python\nx = 1\n```/);
+  assert.match(m.text, /File b\.py \(1 line, python, unsaved changes in the buffer/);
   assert.match(m.text, /Selection from c\.lua \(lines 3-3, lua\):\n```lua\nprint\(1\)\n```/);
-  assert.match(m.text, /Buffer \[No Name\] \(1 lines, text, unsaved; not a workspace file\):\n````text\nscratch ```code``` here\n````/, 'a longer fence than the text holds');
+  assert.match(m.text, /Buffer \[No Name\] \(1 line, text, unsaved; not a workspace file\):\n````text\nscratch ```code``` here\n````/, 'a longer fence than the text holds');
   assert.match(m.text, /could not be read: not_found/);
-  assert.deepEqual(m.labels, ['@a.py a.py (1 lines)', '#buffer b.py (1 lines, unsaved)', 'selection c.lua:3-3', '#buffer [No Name] (1 lines, unsaved)', '@missing.txt — not attached: not_found']);
+  assert.deepEqual(m.labels, ['@a.py a.py (1 line)', '#buffer b.py (1 line, unsaved)', 'selection c.lua:3-3', '#buffer [No Name] (1 line, unsaved)', '@missing.txt — not attached: not_found']);
+});
+
+test('composeMessage: a file attached twice (#buffer and @path) goes once, where it came first', async () => {
+  const read = async (p: string) => ({ ok: true as const, data: { path: p.replace(/^\.\//, ''), content: 'a\nb\n', sha256: 'b'.repeat(64), totalLines: 2, truncated: false } });
+  const m = await composeMessage(
+    'explain',
+    [
+      { kind: 'buffer', path: 'src/main.py', text: 'a\nb\n' },
+      { kind: 'file', path: './src/main.py' },
+      { kind: 'file', path: 'other.py' },
+      { kind: 'selection', path: 'src/main.py', text: 'b', startLine: 2, endLine: 2 },
+    ],
+    read,
+  );
+  assert.deepEqual(m.labels, ['#buffer src/main.py (2 lines)', '@other.py other.py (2 lines)', 'selection src/main.py:2-2']);
+  assert.equal(m.text.match(/File src\/main\.py/g)?.length, 1);
 });
 
 test('composeMessage without context is the text itself', async () => {

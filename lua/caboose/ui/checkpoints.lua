@@ -23,17 +23,7 @@ H.plural = function(n, word)
   return string.format('%d %s%s', n, word, n == 1 and '' or 's')
 end
 
---- An ISO time (UTC) in the local time zone, 'YYYY-MM-DD HH:MM'.
-H.time = function(iso)
-  local y, mo, d, h, mi, s = tostring(iso or ''):match('^(%d+)-(%d+)-(%d+)T(%d+):(%d+):(%d+)')
-  if not y then
-    return tostring(iso or '')
-  end
-  local utc = os.time({ year = tonumber(y), month = tonumber(mo), day = tonumber(d), hour = tonumber(h), min = tonumber(mi), sec = tonumber(s) })
-  local now = os.time()
-  local offset = os.difftime(now, os.time(os.date('!*t', now)))
-  return os.date('%Y-%m-%d %H:%M', utc + offset)
-end
+H.time = require('caboose.ui.format').local_time
 
 H.confirm = function(prompt, on_yes)
   vim.ui.select({ 'Rewind', 'Cancel' }, { prompt = prompt }, function(choice)

@@ -15,7 +15,7 @@ function M.pick()
     vim.ui.select(entries, {
       prompt = 'Restore which file?',
       format_item = function(e)
-        return string.format('%s  (%s)', e.path or e.originalPath or '?', e.deletedAt or e.time or '')
+        return string.format('%s  (deleted %s)', e.path or e.originalPath or '?', require('caboose.ui.format').local_time(e.deletedAt or e.time))
       end,
     }, function(choice)
       if not choice then
