@@ -137,6 +137,8 @@ export class Agent {
   private readonly opts: AgentOptions;
   private readonly history: ChatMessage[] = [];
   private readonly queue: QueuedMessage[] = [];
+  /** Queued messages a stop() dropped while a turn ran: reported once that turn has ended. */
+  private readonly discardedOnStop: QueuedMessage[] = [];
   private readonly alwaysAllowed: Set<string>;
   private readonly idleWaiters: (() => void)[] = [];
   private currentMode: PermissionMode;
@@ -244,7 +246,9 @@ export class Agent {
    */
   stop(): QueuedMessage[] {
     const discarded = this.queue.splice(0);
-    if (discarded.length > 0) this.emit('queueDiscarded', discarded);
+    // Reported after the stopped turn has ended (the chat reads in order: the cut reply, then the drop).
+    if (this.running) this.discardedOnStop.push(...discarded);
+    else if (discarded.length > 0) this.emit('queueDiscarded', discarded);
     this.abort?.abort();
     return discarded;
   }
@@ -274,6 +278,8 @@ export class Agent {
       this.abort = null;
       this.setState('idle');
       this.emit('turnEnd');
+      const dropped = this.discardedOnStop.splice(0);
+      if (dropped.length > 0) this.emit('queueDiscarded', dropped);
       next = this.queue.shift();
     }
     this.running = false;

@@ -88,14 +88,16 @@ forEachNvim((bin) => {
 
     it(':CabooseStop says which queued messages it discarded', async () => {
       await e.start({ initLua: SETUP() });
-      e.fake.script({ hang: true });
+      e.fake.script({ text: 'partial answer, never finished', chunks: ['partial answer', ', never finished'], gate: new Promise(() => undefined) });
       await e.t.cmd('Caboose m1');
-      await waitState('streaming');
+      await waitChat(/partial answer/);
       await e.t.cmd('Caboose m2');
       await e.t.cmd('Caboose m3');
       await e.t.waitFor(async () => (await e.t.lua<unknown[]>("return require('caboose.ui.chat').queue()")).length === 2, 'two queued');
       await e.t.cmd('CabooseStop');
       await waitChat(/discarded 2 queued messages: “m2”, “m3”/);
+      // In the order it happened: the cut reply, then the dropped messages.
+      assert.match(await chat(), /partial answer\n\n_\[response interrupted\]_[\s\S]*discarded 2 queued messages/);
       await waitState('idle');
       assert.equal((await e.t.lua<unknown[]>("return require('caboose.ui.chat').queue()")).length, 0);
       assert.doesNotMatch(await winbar(), /queued/);

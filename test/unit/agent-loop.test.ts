@@ -573,6 +573,7 @@ test('turnStart hands back each message with its meta when its turn starts; stop
   t.after(() => fake.close());
   const starts: string[] = [];
   const discarded: unknown[] = [];
+  const order: string[] = [];
   const agent = new Agent({
     provider: { baseURL: fake.url, apiKey: 'k', model: 'm' },
     registry: new ToolRegistry(),
@@ -580,7 +581,12 @@ test('turnStart hands back each message with its meta when its turn starts; stop
     requestApproval: async () => ({ decision: 'once' }),
     events: {
       turnStart: (m) => starts.push(`${m.text}:${JSON.stringify(m.meta)}`),
-      queueDiscarded: (ms) => discarded.push(...ms.map((m) => m.meta)),
+      queueDiscarded: (ms) => {
+        discarded.push(...ms.map((m) => m.meta));
+        order.push('queueDiscarded');
+      },
+      assistantEnd: (info) => order.push(`assistantEnd${info.interrupted ? ' (interrupted)' : ''}`),
+      turnEnd: () => order.push('turnEnd'),
     },
   });
   let release!: () => void;
@@ -598,10 +604,12 @@ test('turnStart hands back each message with its meta when its turn starts; stop
   agent.send('four', { id: 4 });
   agent.send('five', { id: 5 });
   await fake.waitForRequest(3);
+  order.length = 0;
   const dropped = agent.stop();
   assert.deepEqual(dropped.map((m) => m.text), ['four', 'five']);
-  assert.deepEqual(discarded, [{ id: 4 }, { id: 5 }]);
   await agent.idle();
+  assert.deepEqual(discarded, [{ id: 4 }, { id: 5 }]);
+  assert.deepEqual(order, ['assistantEnd', 'turnEnd', 'queueDiscarded'], 'the drop is reported after the stopped turn');
   assert.deepEqual(starts.at(-1), 'three:{"id":3}');
 });
 
