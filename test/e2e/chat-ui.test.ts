@@ -386,6 +386,61 @@ forEachNvim((bin) => {
 });
 
 forEachNvim((bin) => {
+  describe(`chat windows (Neovim ${bin.version})`, () => {
+    const e = useE2E(bin);
+    const SETUP_CREATE = `require('caboose').setup({ mode = 'create', provider = { max_retries = 0 } })`;
+    const layout = () => e.t.lua<unknown>('return vim.fn.winlayout()');
+    /** The current tab's split windows by role: transcript, input (message area) and the user's. */
+    const wins = () =>
+      e.t.lua<{ transcript: number[]; input: number[]; other: number[] }>(`
+        local chat = require('caboose.ui.chat')
+        local out = { transcript = {}, input = {}, other = {} }
+        for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+          if vim.api.nvim_win_get_config(w).relative == '' then
+            local b = vim.api.nvim_win_get_buf(w)
+            table.insert(out[b == chat.buf() and 'transcript' or b == chat.input_buf() and 'input' or 'other'], w)
+          end
+        end
+        return out`);
+    const exited = () => new Promise<number | null>((resolve) => (e.t.proc.exitCode !== null ? resolve(e.t.proc.exitCode) : e.t.proc.once('exit', (code) => resolve(code))));
+    const withTimeout = <T>(p: Promise<T>, ms: number, what: string) =>
+      Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`timed out: ${what}`)), ms))]);
+    const openFileAndChat = async (file = 'a.txt') => {
+      fs.writeFileSync(path.join(e.t.cwd, file), 'alpha\n');
+      await e.t.cmd(`edit ${file}`);
+      const fileWin = await e.t.lua<number>('return vim.api.nvim_get_current_win()');
+      await e.t.cmd('CabooseChat');
+      await e.t.lua('vim.cmd.stopinsert() vim.api.nvim_set_current_win(...)', [fileWin]);
+      return fileWin;
+    };
+
+    it('za, zo, zc on a tool call line open and close its details', async () => {
+      await e.start({ initLua: SETUP() });
+      e.fake.script({ toolCalls: [{ name: 'bash', arguments: { command: 'for f in 1 2 3 4 5; do echo line $f; done' } }] }, { text: 'done' });
+      await e.t.cmd('Caboose go');
+      await e.t.waitFor(async () => (await e.t.chatLines()).includes('done'), 'reply');
+      const lines = await e.t.chatLines();
+      const row = lines.findIndex((l) => l.startsWith('✓ bash')) + 1;
+      assert.ok(lines[row].startsWith('  ┆ '), 'details under the tool line');
+      const win = await e.t.lua<number>("return vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1]");
+      await e.t.lua("local w, r = ... vim.api.nvim_set_current_win(w) vim.api.nvim_win_set_cursor(w, { r, 0 }) vim.v.errmsg = ''", [win, row]);
+      const closed = () => e.t.lua<boolean>(`return vim.fn.foldclosed(${row + 1}) ~= -1`);
+      assert.equal(await closed(), true, 'folded at first');
+      const press = async (keys: string, want: boolean) => {
+        await e.t.nvim.input(keys);
+        await e.t.waitFor(async () => (await closed()) === want, `${keys}: ${want ? 'closed' : 'open'}`);
+        assert.deepEqual(await e.t.lua('return vim.api.nvim_win_get_cursor(0)'), [row, 0], `${keys} keeps the cursor on the tool line`);
+      };
+      await press('za', false);
+      await press('za', true);
+      await press('zo', false);
+      await press('zc', true);
+      assert.equal(await e.t.lua('return vim.v.errmsg'), '', 'no E490');
+    });
+  });
+});
+
+forEachNvim((bin) => {
   describe(`host prestart (Neovim ${bin.version})`, () => {
     const e = useE2E(bin);
     it('typing a :Caboose command starts the host before <CR>; nothing starts before that', async () => {

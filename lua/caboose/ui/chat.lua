@@ -185,7 +185,7 @@ H.keys = {
   { 'n', 'i a o <CR>', 'transcript: go to the message area' },
   { 'n', '<C-c>', 'stop the running turn (:CabooseStop)' },
   { 'n', 'gy', 'yank the code block under the cursor' },
-  { 'n', 'za', 'open/close a tool call\'s details' },
+  { 'n', 'za zo zc', 'open/close a tool call\'s details (on its line)' },
   { 'n', 'ga', 'go to the pending approval (:CabooseApproval)' },
   { 'n', 'q', 'transcript: close the chat' },
   { 'n', '?', 'this list' },
@@ -193,8 +193,20 @@ H.keys = {
   { 'i', '#buffer', 'attach the buffer you came from' },
 }
 
-H.map = function(buf, modes, lhs, fn, desc)
-  vim.keymap.set(modes, lhs, fn, { buffer = buf, desc = 'Caboose: ' .. desc, nowait = true })
+H.map = function(buf, modes, lhs, fn, desc, expr)
+  vim.keymap.set(modes, lhs, fn, { buffer = buf, desc = 'Caboose: ' .. desc, nowait = true, expr = expr })
+end
+
+--- za, zo, zc on a tool call's line act on its details (the fold on the lines below it).
+H.fold_key = function(key)
+  local row = vim.api.nvim_win_get_cursor(0)[1]
+  local lines = vim.api.nvim_buf_get_lines(0, row - 1, row + 1, false)
+  local n = #H.DETAIL
+  if not (lines[2] and lines[1]:sub(1, n) ~= H.DETAIL and lines[2]:sub(1, n) == H.DETAIL) then
+    return key
+  end
+  local open = key == 'zo' or (key == 'za' and vim.fn.foldclosed(row + 1) ~= -1)
+  return string.format('<Cmd>%dfold%s<CR>', row + 1, open and 'open' or 'close')
 end
 
 H.set_transcript_keymaps = function(buf)
@@ -211,6 +223,11 @@ H.set_transcript_keymaps = function(buf)
     M.focus_input(false)
   end, 'go to the message area')
   H.map(buf, 'n', 'gy', M.yank_code_block, 'yank the code block under the cursor')
+  for _, key in ipairs({ 'za', 'zo', 'zc' }) do
+    H.map(buf, 'n', key, function()
+      return H.fold_key(key)
+    end, 'open/close a tool call\'s details', true)
+  end
   H.map(buf, 'n', 'ga', function()
     if not require('caboose.ui.approval').focus() then
       vim.notify('(caboose) no approval is pending', vim.log.levels.INFO)
