@@ -437,6 +437,52 @@ forEachNvim((bin) => {
       await press('zc', true);
       assert.equal(await e.t.lua('return vim.v.errmsg'), '', 'no E490');
     });
+
+    it('the winbar leaves out whole fields when narrow (mode and state first, then title, tokens, model, grants)', async () => {
+      await e.start({ initLua: `vim.o.columns = 160 vim.o.lines = 45 ${SETUP_CREATE}` });
+      await e.t.cmd('CabooseChat');
+      await e.t.lua(`require('caboose.ui.chat').set_status(nil, nil, {
+        grants = { 'bash' }, model = 'fake-model-x', title = 'Trial session title',
+        usage = { prompt = 10, completion = 5, session_prompt = 60, session_completion = 30 } })`);
+      const shown = async () => {
+        const raw = await e.t.lua<string>("return require('caboose.ui.chat').status_text()");
+        assert.doesNotMatch(raw, /%</, 'no truncation point');
+        return raw.replace(/%#[^#]*#|%\*/g, '').replace(/%%/g, '%');
+      };
+      const width = () => e.t.lua<number>("return vim.api.nvim_win_get_width(vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1])");
+      assert.equal(await width(), 64);
+      assert.equal(await shown(), '  create  │ fake-model-x │ ↑10 ↓5 Σ90 │ Trial session title');
+      await e.t.lua('vim.o.columns = 80');
+      await e.t.waitFor(async () => (await width()) === 40, 'narrower chat');
+      await e.t.waitFor(async () => (await shown()) === '  create  │ Trial session title', 'only mode and title at 40 columns').catch(async (err) => {
+        throw new Error(`${err}: ${await shown()}`);
+      });
+      await e.t.lua("require('caboose.ui.chat').set_status('pending_approval', nil, {})");
+      assert.equal(await shown(), '  create  │ pending approval', 'the title goes too at 40 columns');
+      for (const w of [20, 30, 45, 55, 70, 90]) {
+        const line = (await e.t.lua<string>(`return require('caboose.ui.chat').status_line(${w})`)).replace(/%#[^#]*#|%\*/g, '');
+        assert.ok((await e.t.lua<number>('return vim.api.nvim_strwidth(...)', [line])) <= Math.max(w, 30), `${w}: ${line}`);
+        assert.match(line, /^ {2}create {2}│ pending approval/, line);
+      }
+      const wide = (await e.t.lua<string>('return require(\'caboose.ui.chat\').status_line(200)')).replace(/%#[^#]*#|%\*/g, '');
+      assert.equal(wide, '  create  │ pending approval │ always: bash │ fake-model-x │ ↑10 ↓5 Σ90 │ Trial session title');
+    });
+
+    it('the new-chat hint fits the window (a shorter form when narrow) and keeps "? lists the keys"', async () => {
+      await e.start({ initLua: SETUP_CREATE });
+      await e.t.cmd('CabooseChat');
+      const hint = () =>
+        e.t.lua<string>(`
+          local buf = require('caboose.ui.chat').buf()
+          local marks = vim.api.nvim_buf_get_extmarks(buf, vim.api.nvim_get_namespaces().caboose_chat_hint, 0, -1, { details = true })
+          return marks[1] and marks[1][4].virt_text[1][1] or ''`);
+      const width = () => e.t.lua<number>("return vim.api.nvim_win_get_width(vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1])");
+      const narrow = await hint();
+      assert.ok(narrow.length > 0 && narrow.length <= (await width()), `${narrow} fits ${await width()} columns`);
+      assert.match(narrow, /\? lists the keys$/);
+      await e.t.lua('vim.o.columns = 220');
+      await e.t.waitFor(async () => (await hint()).includes('(or <C-s> in Insert mode)'), 'the long hint when wide');
+    });
   });
 });
 

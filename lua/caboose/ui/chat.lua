@@ -57,6 +57,21 @@ function M.buf()
   H.clear_state()
   H.set_transcript_keymaps(buf)
   H.render_hint()
+  if not H.winresized_autocmd then
+    H.winresized_autocmd = vim.api.nvim_create_autocmd('WinResized', {
+      group = vim.api.nvim_create_augroup('CabooseChatWinResized', { clear = true }),
+      callback = function()
+        for _, win in ipairs(vim.v.event.windows or {}) do
+          if vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_buf(win) == H.buf then
+            H.apply_status(win)
+            if H.hint then
+              H.render_hint()
+            end
+          end
+        end
+      end,
+    })
+  end
   if not H.resize_autocmd then
     H.resize_autocmd = vim.api.nvim_create_autocmd('VimResized', {
       group = vim.api.nvim_create_augroup('CabooseChat', { clear = true }),
@@ -384,6 +399,9 @@ function M.open(cfg)
     vim.wo[win].winfixheight = not H.vertical(pos)
     H.apply_status(win)
     H.scroll_to_end(win)
+    if H.hint then
+      H.render_hint() -- for this window's width
+    end
   end
   if not H.tab_win(input) then
     vim.api.nvim_set_current_win(win)
@@ -451,6 +469,7 @@ function M.resize()
       if H.vertical(cfg.chat.position) then
         pcall(vim.api.nvim_win_set_width, win, M.size(cfg.chat))
       end
+      H.apply_status(win)
     end
   end
 end
@@ -478,45 +497,70 @@ H.esc = function(s)
   return (tostring(s):gsub('%%', '%%%%'))
 end
 
---- The transcript window's winbar: mode, state, model, token usage, queued messages, standing grants.
-function M.status_line()
+--- The transcript window's winbar: mode, state, queued messages, standing grants, model, token usage,
+--- title. Fields that do not fit in `width` columns are left out whole, the least useful first: grants,
+--- then the model, the usage, the title, queued messages (never the mode or state).
+---@param width integer|nil
+function M.status_line(width)
   local s = H.status
-  local head = { '%#CabooseMode# ' .. H.esc(s.mode or '?') .. ' %*' }
+  local fields = {} ---@type { text: string, plain: string, keep: integer }[]
+  local function add(keep, plain, hl)
+    local text = H.esc(plain)
+    table.insert(fields, { text = hl and ('%#' .. hl .. '#' .. text .. '%*') or text, plain = plain, keep = keep })
+  end
+  add(9, ' ' .. (s.mode or '?') .. ' ', 'CabooseMode')
   if s.retry and s.state ~= 'idle' then
-    table.insert(head, '%#CabooseWarn#retrying (attempt ' .. tostring(s.retry.attempt) .. ')%*')
+    add(9, 'retrying (attempt ' .. tostring(s.retry.attempt) .. ')', 'CabooseWarn')
   elseif s.state and s.state ~= 'idle' then
-    table.insert(head, (s.state:gsub('_', ' ')))
+    add(9, (s.state:gsub('_', ' ')))
   end
   local queued = H.queue and #H.queue or 0
   if queued > 0 then
-    table.insert(head, string.format('%%#CabooseQueued#%d queued%%*', queued))
+    add(5, string.format('%d queued', queued), 'CabooseQueued')
   end
   if s.grants and #s.grants > 0 then
-    table.insert(head, '%#CabooseWarn#always: ' .. H.esc(table.concat(s.grants, ', ')) .. '%*')
+    add(1, 'always: ' .. table.concat(s.grants, ', '), 'CabooseWarn')
   end
-  local tail = {}
   if s.model then
-    table.insert(tail, H.esc(s.model))
+    add(2, s.model)
   end
   if s.usage then
     local u = s.usage
-    table.insert(tail, string.format('↑%s ↓%s Σ%s', H.tokens(u.prompt), H.tokens(u.completion), H.tokens((u.session_prompt or 0) + (u.session_completion or 0))))
+    add(3, string.format('↑%s ↓%s Σ%s', H.tokens(u.prompt), H.tokens(u.completion), H.tokens((u.session_prompt or 0) + (u.session_completion or 0))))
   end
-  -- Last, so a narrow window cuts the model and usage before it.
   if s.title then
-    table.insert(tail, '%#CabooseTitle#' .. H.esc(s.title) .. '%*')
+    add(4, s.title, 'CabooseTitle')
   end
-  -- A narrow window cuts the model and usage (after %<), never the mode, state, queue or grants.
-  local bar = ' ' .. table.concat(head, ' │ ')
-  if #tail > 0 then
-    bar = bar .. ' │ %<' .. table.concat(tail, ' │ ')
+  local SEP = ' │ '
+  local function fits()
+    local w = 1
+    for i, f in ipairs(fields) do
+      w = w + vim.api.nvim_strwidth(f.plain) + (i > 1 and vim.api.nvim_strwidth(SEP) or 0)
+    end
+    return w <= (width or math.huge)
   end
-  return bar
+  while not fits() do
+    local drop
+    for i, f in ipairs(fields) do
+      if f.keep < 9 and (not drop or f.keep < fields[drop].keep) then
+        drop = i
+      end
+    end
+    if not drop then
+      break
+    end
+    table.remove(fields, drop)
+  end
+  local parts = {}
+  for _, f in ipairs(fields) do
+    table.insert(parts, f.text)
+  end
+  return ' ' .. table.concat(parts, SEP)
 end
 
 H.apply_status = function(win)
   pcall(function()
-    vim.wo[win].winbar = M.status_line()
+    vim.wo[win].winbar = M.status_line(vim.api.nvim_win_get_width(win))
   end)
 end
 
@@ -623,16 +667,38 @@ function M.lines()
   return vim.api.nvim_buf_get_lines(H.buf, 0, -1, false)
 end
 
-H.HINT = 'Write below and press <CR> (or <C-s> in Insert mode) to send · ? lists the keys'
+-- Longest first: the hint is the first that fits the narrowest transcript window.
+H.HINTS = {
+  'Write below and press <CR> (or <C-s> in Insert mode) to send · ? lists the keys',
+  'Write below, <CR> (<C-s> in Insert mode) sends · ? lists the keys',
+  'Write below, <CR> sends · ? lists the keys',
+  '<CR> sends · ? lists the keys',
+  '? lists the keys',
+}
+
+H.hint_text = function()
+  local width
+  for _, win in ipairs(H.wins()) do
+    width = math.min(width or math.huge, vim.api.nvim_win_get_width(win))
+  end
+  width = width or (H.vertical(H.cfg().chat.position) and M.size() or vim.o.columns)
+  for _, h in ipairs(H.HINTS) do
+    if vim.api.nvim_strwidth(h) <= width then
+      return h
+    end
+  end
+  return H.HINTS[#H.HINTS]
+end
 
 --- The one-line hint an empty chat shows (under the rules lines when the chat starts with them).
 H.render_hint = function()
   vim.api.nvim_buf_clear_namespace(H.buf, H.ns_hint, 0, -1)
+  local hint = H.hint_text()
   if H.is_empty(H.buf) then
-    vim.api.nvim_buf_set_extmark(H.buf, H.ns_hint, 0, 0, { virt_text = { { H.HINT, 'CabooseNotice' } }, virt_text_pos = 'overlay' })
+    vim.api.nvim_buf_set_extmark(H.buf, H.ns_hint, 0, 0, { virt_text = { { hint, 'CabooseNotice' } }, virt_text_pos = 'overlay' })
   else
     local last = vim.api.nvim_buf_line_count(H.buf) - 1
-    vim.api.nvim_buf_set_extmark(H.buf, H.ns_hint, last, 0, { virt_lines = { { { '' } }, { { H.HINT, 'CabooseNotice' } } } })
+    vim.api.nvim_buf_set_extmark(H.buf, H.ns_hint, last, 0, { virt_lines = { { { '' } }, { { hint, 'CabooseNotice' } } } })
   end
   H.hint = true
 end
