@@ -414,6 +414,113 @@ forEachNvim((bin) => {
       return fileWin;
     };
 
+    it(':q in the only file window quits Neovim (the chat closes with it)', async () => {
+      await e.start({ initLua: SETUP_CREATE });
+      await openFileAndChat();
+      await e.t.nvim.input(':q<CR>');
+      assert.equal(await withTimeout(exited(), 5000, 'Neovim quits'), 0);
+    });
+
+    it(':wq writes and quits; :q with unsaved changes is refused (E37) and the chat comes back', async () => {
+      await e.start({ initLua: SETUP_CREATE });
+      const fileWin = await openFileAndChat();
+      await e.t.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'unsaved' })");
+      await assert.rejects(e.t.cmd('quit'), /E37/);
+      await e.t.waitFor(async () => (await wins()).input.length === 1, 'the chat back');
+      const w = await wins();
+      assert.deepEqual(w.other, [fileWin], 'the file window stays, with its changes');
+      assert.equal(w.transcript.length, 1);
+      assert.equal(await e.t.lua('return vim.api.nvim_get_current_win()'), fileWin, 'the cursor stays in the file window');
+      assert.equal(await e.t.lua('return vim.bo.modified'), true);
+      await assert.rejects(e.t.cmd('qall'), /E37|E162/);
+      await e.t.waitFor(async () => (await wins()).transcript.length === 1, 'the chat back after :qa');
+      await e.t.nvim.input(':wq<CR>');
+      assert.equal(await withTimeout(exited(), 5000, 'Neovim quits'), 0);
+      assert.equal(fs.readFileSync(path.join(e.t.cwd, 'a.txt'), 'utf8'), 'unsaved\n');
+    });
+
+    it('with several tabs, :q in the last file window of a tab closes that tab and its chat', async () => {
+      await e.start({ initLua: SETUP_CREATE });
+      await openFileAndChat('a.txt');
+      await e.t.cmd('tabnew');
+      await openFileAndChat('b.txt');
+      await e.t.cmd('quit');
+      await e.t.waitFor(async () => (await e.t.lua<number>("return #vim.api.nvim_list_tabpages()")) === 1, 'one tab left');
+      const w = await wins();
+      assert.equal(w.transcript.length + w.input.length, 2, 'the first tab keeps its chat');
+      assert.equal(await e.t.lua('return vim.fn.bufname()'), 'a.txt');
+    });
+
+    it('closing the transcript window closes the message area too; :close of the last file window leaves an empty one', async () => {
+      await e.start({ initLua: SETUP_CREATE });
+      const fileWin = await openFileAndChat();
+      const [transcript] = (await wins()).transcript;
+      await e.t.lua('vim.api.nvim_set_current_win(...)', [transcript]);
+      await e.t.cmd('quit');
+      await e.t.waitFor(async () => (await wins()).input.length === 0, 'message area closed');
+      assert.deepEqual(await wins(), { transcript: [], input: [], other: [fileWin] });
+      await e.t.cmd('CabooseChat');
+      await e.t.lua('vim.cmd.stopinsert() vim.api.nvim_set_current_win(...)', [fileWin]);
+      await e.t.cmd('close');
+      await e.t.waitFor(async () => (await wins()).other.length === 1, 'an empty window beside the chat');
+      const w = await wins();
+      assert.equal(w.transcript.length + w.input.length, 2, 'the chat stays (closing the last window is not quitting)');
+      assert.equal(await e.t.lua('return vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(...))', [w.other[0]]), '');
+    });
+
+    it('the chat windows keep their buffers (:e there gives E1513); :CabooseChat rebuilds a broken layout', async () => {
+      await e.start({ initLua: SETUP_CREATE });
+      const fileWin = await openFileAndChat();
+      fs.writeFileSync(path.join(e.t.cwd, 'other.txt'), 'other\n');
+      const before = await layout();
+      const w = await wins();
+      for (const win of [w.transcript[0], w.input[0]]) {
+        await e.t.lua('vim.api.nvim_set_current_win(...)', [win]);
+        await assert.rejects(e.t.cmd('edit other.txt'), /E1513/);
+      }
+      assert.deepEqual(await layout(), before, 'the layout stays');
+      // Forced with !: the transcript's window now shows the file; :CabooseChat puts the chat back together.
+      await e.t.lua('vim.api.nvim_set_current_win(...)', [w.transcript[0]]);
+      await e.t.cmd('edit! other.txt');
+      await e.t.cmd('CabooseChat');
+      const after = await wins();
+      assert.equal(after.transcript.length, 1);
+      assert.equal(after.input.length, 1);
+      assert.equal(after.other.length, 2);
+      const stacked = await e.t.lua<boolean>(`
+        local t, i = ...
+        local function walk(n)
+          if n[1] == 'leaf' then return false end
+          for k, c in ipairs(n[2]) do
+            local nx = n[2][k + 1]
+            if n[1] == 'col' and c[2] == t and nx and nx[2] == i then return true end
+            if walk(c) then return true end
+          end
+          return false
+        end
+        return walk(vim.fn.winlayout())`, [after.transcript[0], after.input[0]]);
+      assert.equal(stacked, true, 'the message area is right under the transcript');
+      assert.equal(await e.t.lua('return vim.wo[...].winbar', [w.transcript[0]]), '', 'the window that took the file lost the chat winbar');
+      assert.ok(after.other.includes(fileWin));
+    });
+
+    it('the message area gets its height back after :CabooseAudit closes, and from :CabooseChat', async () => {
+      await e.start({ initLua: SETUP_CREATE });
+      await openFileAndChat();
+      const height = async () => e.t.lua<number>('return vim.api.nvim_win_get_height(...)', [(await wins()).input[0]]);
+      assert.equal(await height(), 5);
+      await e.t.cmd('CabooseAudit');
+      await e.t.waitFor(async () => (await e.t.lua<string>('return vim.bo.filetype')) === 'caboose_audit', 'the audit split');
+      await e.t.nvim.input('q');
+      await e.t.waitFor(async () => (await e.t.lua<string>('return vim.bo.filetype')) !== 'caboose_audit', 'the audit split closed');
+      await e.t.waitFor(async () => (await height()) === 5, 'input_height again').catch(async (err) => {
+        throw new Error(`${err}: ${await height()}`);
+      });
+      await e.t.lua('vim.api.nvim_win_set_height(..., 11)', [(await wins()).input[0]]);
+      await e.t.cmd('CabooseChat');
+      assert.equal(await height(), 5, ':CabooseChat restores the layout');
+    });
+
     it('za, zo, zc on a tool call line open and close its details', async () => {
       await e.start({ initLua: SETUP() });
       e.fake.script({ toolCalls: [{ name: 'bash', arguments: { command: 'for f in 1 2 3 4 5; do echo line $f; done' } }] }, { text: 'done' });

@@ -57,21 +57,6 @@ function M.buf()
   H.clear_state()
   H.set_transcript_keymaps(buf)
   H.render_hint()
-  if not H.winresized_autocmd then
-    H.winresized_autocmd = vim.api.nvim_create_autocmd('WinResized', {
-      group = vim.api.nvim_create_augroup('CabooseChatWinResized', { clear = true }),
-      callback = function()
-        for _, win in ipairs(vim.v.event.windows or {}) do
-          if vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_buf(win) == H.buf then
-            H.apply_status(win)
-            if H.hint then
-              H.render_hint()
-            end
-          end
-        end
-      end,
-    })
-  end
   if not H.resize_autocmd then
     H.resize_autocmd = vim.api.nvim_create_autocmd('VimResized', {
       group = vim.api.nvim_create_augroup('CabooseChat', { clear = true }),
@@ -374,11 +359,100 @@ H.win_options = function(win, transcript)
   end
 end
 
---- Opens the chat in a split in the current tab (reuses one already there). Keeps focus where it was.
+H.floating = function(win)
+  return vim.api.nvim_win_get_config(win).relative ~= ''
+end
+
+--- 'transcript', 'input' or nil: what a window shows of the chat.
+H.role = function(win)
+  local b = vim.api.nvim_win_get_buf(win)
+  if b == H.buf then
+    return 'transcript'
+  elseif b == H.input then
+    return 'input'
+  end
+end
+
+--- The split windows of `tab`: { transcript = {...}, input = {...}, other = {...} } (floats left out).
+H.tab_layout = function(tab)
+  local out = { transcript = {}, input = {}, other = {} }
+  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(tab)) do
+    if not H.floating(win) then
+      table.insert(out[H.role(win) or 'other'], win)
+    end
+  end
+  return out
+end
+
+--- Whether `input` sits right under `win` in one column (the chat's own layout).
+H.stacked = function(win, input)
+  local function walk(node)
+    if node[1] == 'leaf' then
+      return false
+    end
+    for k, child in ipairs(node[2]) do
+      local nxt = node[2][k + 1]
+      if node[1] == 'col' and child[1] == 'leaf' and child[2] == win and nxt and nxt[1] == 'leaf' and nxt[2] == input then
+        return true
+      end
+      if walk(child) then
+        return true
+      end
+    end
+    return false
+  end
+  return walk(vim.fn.winlayout())
+end
+
+H.chat_options = function(win, role)
+  vim.w[win].caboose_chat = role
+  if vim.fn.exists('+winfixbuf') == 1 then
+    -- :e and the like would take the chat's window (E1513 instead); its buffers stay where they are.
+    vim.wo[win].winfixbuf = true
+  end
+end
+
+--- A window that showed the chat and now shows something else (`:e!` there) loses the chat's options.
+H.forget_window = function(win)
+  vim.w[win].caboose_chat = nil
+  if vim.fn.exists('+winfixbuf') == 1 then
+    vim.wo[win].winfixbuf = false
+  end
+  vim.wo[win].winbar = ''
+  vim.wo[win].winfixwidth = false
+  vim.wo[win].winfixheight = false
+end
+
+--- Gives the message areas their configured height again (and the transcript its width), e.g. after a
+--- split above them closed and left its lines to them.
+H.restore_sizes = function(tab)
+  local cfg = H.cfg().chat
+  local l = H.tab_layout(tab)
+  for _, win in ipairs(l.input) do
+    if vim.api.nvim_win_get_height(win) ~= cfg.input_height then
+      pcall(vim.api.nvim_win_set_height, win, cfg.input_height)
+    end
+  end
+  if H.vertical(cfg.position) then
+    for _, win in ipairs(l.transcript) do
+      pcall(vim.api.nvim_win_set_width, win, M.size(cfg))
+    end
+  end
+end
+
+--- Opens the chat in a split in the current tab (reuses one already there, rebuilding a broken layout).
+--- Keeps focus where it was.
 function M.open(cfg)
   local buf = M.buf()
   local input = M.input_buf()
   cfg = cfg or H.cfg()
+  H.layout_autocmds()
+  local tab = vim.api.nvim_get_current_tabpage()
+  for _, w in ipairs(vim.api.nvim_tabpage_list_wins(tab)) do
+    if vim.w[w].caboose_chat and not H.role(w) then
+      H.forget_window(w)
+    end
+  end
   local win = H.tab_win(buf)
   local prev = vim.api.nvim_get_current_win()
   if not win then
@@ -394,6 +468,7 @@ function M.open(cfg)
     win = vim.api.nvim_get_current_win()
     vim.api.nvim_win_set_buf(win, buf)
     H.win_options(win, true)
+    H.chat_options(win, 'transcript')
     H.refold(buf, win)
     vim.wo[win].winfixwidth = H.vertical(pos)
     vim.wo[win].winfixheight = not H.vertical(pos)
@@ -403,15 +478,24 @@ function M.open(cfg)
       H.render_hint() -- for this window's width
     end
   end
-  if not H.tab_win(input) then
+  local iwin = H.tab_win(input)
+  if iwin and not H.stacked(win, iwin) then
+    -- The message area belongs under the transcript (it was left elsewhere, e.g. after :e! there).
+    if pcall(vim.api.nvim_win_close, iwin, false) then
+      iwin = nil
+    end
+  end
+  if not iwin then
     vim.api.nvim_set_current_win(win)
     vim.cmd('belowright ' .. cfg.chat.input_height .. 'split')
-    local iwin = vim.api.nvim_get_current_win()
+    iwin = vim.api.nvim_get_current_win()
     vim.api.nvim_win_set_buf(iwin, input)
     H.win_options(iwin, false)
+    H.chat_options(iwin, 'input')
     vim.wo[iwin].winfixheight = true
     vim.wo[iwin].winbar = '%#CabooseInputTitle#Message%* %#CabooseNotice#<CR>/<C-s> send · @file #buffer · ? keys%*'
   end
+  H.restore_sizes(tab)
   if vim.api.nvim_win_is_valid(prev) then
     vim.api.nvim_set_current_win(prev)
   end
@@ -442,6 +526,121 @@ function M.close()
       end
     end
   end
+end
+
+-- The chat lives and dies with the windows beside it ---------------------------------------------------
+
+--- An empty window beside the chat in the current tab, where the user's windows go.
+H.empty_window = function(tab)
+  local l = H.tab_layout(tab)
+  local anchor = l.transcript[1] or l.input[1]
+  vim.api.nvim_win_call(anchor, function()
+    vim.cmd(({ right = 'topleft vnew', left = 'botright vnew', bottom = 'topleft new', top = 'botright new' })[H.cfg().chat.position])
+  end)
+end
+
+--- After windows closed: a message area without its transcript closes; in a tab where the last window
+--- of the user's was closed from inside it (`emptied`), the chat closes too (in the last tab, where
+--- that would mean quitting, which only :quit decides, an empty window takes the user's place); the
+--- message areas get their height back when one of our splits closed (`sizes`).
+H.tidy = function(emptied, sizes)
+  local last_tab = #vim.api.nvim_list_tabpages() == 1
+  for _, tab in ipairs(vim.api.nvim_list_tabpages()) do
+    local l = H.tab_layout(tab)
+    local lone_input = #l.input > 0 and #l.transcript == 0
+    if #l.other == 0 and (emptied[tab] or lone_input) and last_tab then
+      H.empty_window(tab)
+      l = H.tab_layout(tab)
+    end
+    if emptied[tab] and #l.other == 0 then
+      for _, win in ipairs(vim.list_extend(vim.list_extend({}, l.transcript), l.input)) do
+        pcall(vim.api.nvim_win_close, win, false)
+      end
+    elseif lone_input then
+      for _, win in ipairs(l.input) do
+        pcall(vim.api.nvim_win_close, win, false)
+      end
+    end
+    if vim.api.nvim_tabpage_is_valid(tab) and (sizes or emptied[tab]) then
+      H.restore_sizes(tab)
+    end
+  end
+end
+
+--- :quit (:wq, :x, :qa) in the last window of a tab besides the chat: the chat windows close first, so
+--- the tab closes, or Neovim quits, as if the chat were not there. Neovim's own checks for unsaved
+--- buffers (E37, E162) still apply; when they refuse, the chat comes back.
+H.quit_pre = function()
+  local cur = vim.api.nvim_get_current_win()
+  if H.floating(cur) then
+    return
+  end
+  local tab = vim.api.nvim_get_current_tabpage()
+  local l = H.tab_layout(tab)
+  local chat = {}
+  for _, win in ipairs(vim.list_extend(vim.list_extend({}, l.transcript), l.input)) do
+    if win ~= cur then
+      table.insert(chat, win)
+    end
+  end
+  if #chat == 0 or #l.other > (H.role(cur) and 0 or 1) then
+    return
+  end
+  for _, win in ipairs(chat) do
+    pcall(vim.api.nvim_win_close, win, false)
+  end
+  vim.schedule(function()
+    if not vim.api.nvim_win_is_valid(cur) then
+      return
+    elseif vim.api.nvim_get_current_tabpage() == tab then
+      M.open()
+    else -- typed ahead: another tab is current by now
+      vim.api.nvim_win_call(cur, function()
+        M.open()
+      end)
+      pcall(vim.api.nvim_tabpage_set_win, tab, cur)
+    end
+  end)
+end
+
+H.on_win_closed = function(ev)
+  local win = tonumber(ev.match)
+  if not (win and vim.api.nvim_win_is_valid(win)) or H.floating(win) then
+    return
+  end
+  local tab = vim.api.nvim_win_get_tabpage(win)
+  local emptied = {}
+  if not H.role(win) and win == vim.api.nvim_get_current_win() then
+    local l = H.tab_layout(tab)
+    if #l.other == 1 and #l.transcript + #l.input > 0 then
+      emptied[tab] = true
+    end
+  end
+  local sizes = vim.api.nvim_buf_get_name(ev.buf):match('^caboose://') ~= nil
+  vim.schedule(function()
+    H.tidy(emptied, sizes)
+  end)
+end
+
+H.on_win_resized = function()
+  for _, win in ipairs(vim.v.event.windows or {}) do
+    if vim.api.nvim_win_is_valid(win) and H.role(win) == 'transcript' then
+      H.apply_status(win)
+      if H.hint then
+        H.render_hint()
+      end
+    end
+  end
+end
+
+H.layout_autocmds = function()
+  if H.layout_group then
+    return
+  end
+  H.layout_group = vim.api.nvim_create_augroup('CabooseChatLayout', { clear = true })
+  vim.api.nvim_create_autocmd('QuitPre', { group = H.layout_group, callback = H.quit_pre })
+  vim.api.nvim_create_autocmd('WinClosed', { group = H.layout_group, callback = H.on_win_closed })
+  vim.api.nvim_create_autocmd('WinResized', { group = H.layout_group, callback = H.on_win_resized })
 end
 
 --- Forget the current buffers so the next message starts a fresh chat (new session). The message area's
