@@ -388,6 +388,214 @@ forEachNvim((bin) => {
 });
 
 forEachNvim((bin) => {
+  describe(`chat windows (Neovim ${bin.version})`, () => {
+    const e = useE2E(bin);
+    const SETUP_CREATE = `require('caboose').setup({ mode = 'create', provider = { max_retries = 0 } })`;
+    const layout = () => e.t.lua<unknown>('return vim.fn.winlayout()');
+    /** The current tab's split windows by role: transcript, input (message area) and the user's. */
+    const wins = () =>
+      e.t.lua<{ transcript: number[]; input: number[]; other: number[] }>(`
+        local chat = require('caboose.ui.chat')
+        local out = { transcript = {}, input = {}, other = {} }
+        for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+          if vim.api.nvim_win_get_config(w).relative == '' then
+            local b = vim.api.nvim_win_get_buf(w)
+            table.insert(out[b == chat.buf() and 'transcript' or b == chat.input_buf() and 'input' or 'other'], w)
+          end
+        end
+        return out`);
+    const exited = () => new Promise<number | null>((resolve) => (e.t.proc.exitCode !== null ? resolve(e.t.proc.exitCode) : e.t.proc.once('exit', (code) => resolve(code))));
+    const withTimeout = <T>(p: Promise<T>, ms: number, what: string) =>
+      Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`timed out: ${what}`)), ms))]);
+    const openFileAndChat = async (file = 'a.txt') => {
+      fs.writeFileSync(path.join(e.t.cwd, file), 'alpha\n');
+      await e.t.cmd(`edit ${file}`);
+      const fileWin = await e.t.lua<number>('return vim.api.nvim_get_current_win()');
+      await e.t.cmd('CabooseChat');
+      await e.t.lua('vim.cmd.stopinsert() vim.api.nvim_set_current_win(...)', [fileWin]);
+      return fileWin;
+    };
+
+    it(':q in the only file window quits Neovim (the chat closes with it)', async () => {
+      await e.start({ initLua: SETUP_CREATE });
+      await openFileAndChat();
+      await e.t.nvim.input(':q<CR>');
+      assert.equal(await withTimeout(exited(), 5000, 'Neovim quits'), 0);
+    });
+
+    it(':wq writes and quits; :q with unsaved changes is refused (E37) and the chat comes back', async () => {
+      await e.start({ initLua: SETUP_CREATE });
+      const fileWin = await openFileAndChat();
+      await e.t.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'unsaved' })");
+      await assert.rejects(e.t.cmd('quit'), /E37/);
+      await e.t.waitFor(async () => (await wins()).input.length === 1, 'the chat back');
+      const w = await wins();
+      assert.deepEqual(w.other, [fileWin], 'the file window stays, with its changes');
+      assert.equal(w.transcript.length, 1);
+      assert.equal(await e.t.lua('return vim.api.nvim_get_current_win()'), fileWin, 'the cursor stays in the file window');
+      assert.equal(await e.t.lua('return vim.bo.modified'), true);
+      await assert.rejects(e.t.cmd('qall'), /E37|E162/);
+      await e.t.waitFor(async () => (await wins()).transcript.length === 1, 'the chat back after :qa');
+      await e.t.nvim.input(':wq<CR>');
+      assert.equal(await withTimeout(exited(), 5000, 'Neovim quits'), 0);
+      assert.equal(fs.readFileSync(path.join(e.t.cwd, 'a.txt'), 'utf8'), 'unsaved\n');
+    });
+
+    it('with several tabs, :q in the last file window of a tab closes that tab and its chat', async () => {
+      await e.start({ initLua: SETUP_CREATE });
+      await openFileAndChat('a.txt');
+      await e.t.cmd('tabnew');
+      await openFileAndChat('b.txt');
+      await e.t.cmd('quit');
+      await e.t.waitFor(async () => (await e.t.lua<number>("return #vim.api.nvim_list_tabpages()")) === 1, 'one tab left');
+      const w = await wins();
+      assert.equal(w.transcript.length + w.input.length, 2, 'the first tab keeps its chat');
+      assert.equal(await e.t.lua('return vim.fn.bufname()'), 'a.txt');
+    });
+
+    it('closing the transcript window closes the message area too; :close of the last file window leaves an empty one', async () => {
+      await e.start({ initLua: SETUP_CREATE });
+      const fileWin = await openFileAndChat();
+      const [transcript] = (await wins()).transcript;
+      await e.t.lua('vim.api.nvim_set_current_win(...)', [transcript]);
+      await e.t.cmd('quit');
+      await e.t.waitFor(async () => (await wins()).input.length === 0, 'message area closed');
+      assert.deepEqual(await wins(), { transcript: [], input: [], other: [fileWin] });
+      await e.t.cmd('CabooseChat');
+      await e.t.lua('vim.cmd.stopinsert() vim.api.nvim_set_current_win(...)', [fileWin]);
+      await e.t.cmd('close');
+      await e.t.waitFor(async () => (await wins()).other.length === 1, 'an empty window beside the chat');
+      const w = await wins();
+      assert.equal(w.transcript.length + w.input.length, 2, 'the chat stays (closing the last window is not quitting)');
+      assert.equal(await e.t.lua('return vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(...))', [w.other[0]]), '');
+    });
+
+    it('the chat windows keep their buffers (:e there gives E1513); :CabooseChat rebuilds a broken layout', async () => {
+      await e.start({ initLua: SETUP_CREATE });
+      const fileWin = await openFileAndChat();
+      fs.writeFileSync(path.join(e.t.cwd, 'other.txt'), 'other\n');
+      const before = await layout();
+      const w = await wins();
+      for (const win of [w.transcript[0], w.input[0]]) {
+        await e.t.lua('vim.api.nvim_set_current_win(...)', [win]);
+        await assert.rejects(e.t.cmd('edit other.txt'), /E1513/);
+      }
+      assert.deepEqual(await layout(), before, 'the layout stays');
+      // Forced with !: the transcript's window now shows the file; :CabooseChat puts the chat back together.
+      await e.t.lua('vim.api.nvim_set_current_win(...)', [w.transcript[0]]);
+      await e.t.cmd('edit! other.txt');
+      await e.t.cmd('CabooseChat');
+      const after = await wins();
+      assert.equal(after.transcript.length, 1);
+      assert.equal(after.input.length, 1);
+      assert.equal(after.other.length, 2);
+      const stacked = await e.t.lua<boolean>(`
+        local t, i = ...
+        local function walk(n)
+          if n[1] == 'leaf' then return false end
+          for k, c in ipairs(n[2]) do
+            local nx = n[2][k + 1]
+            if n[1] == 'col' and c[2] == t and nx and nx[2] == i then return true end
+            if walk(c) then return true end
+          end
+          return false
+        end
+        return walk(vim.fn.winlayout())`, [after.transcript[0], after.input[0]]);
+      assert.equal(stacked, true, 'the message area is right under the transcript');
+      assert.equal(await e.t.lua('return vim.wo[...].winbar', [w.transcript[0]]), '', 'the window that took the file lost the chat winbar');
+      assert.ok(after.other.includes(fileWin));
+    });
+
+    it('the message area gets its height back after :CabooseAudit closes, and from :CabooseChat', async () => {
+      await e.start({ initLua: SETUP_CREATE });
+      await openFileAndChat();
+      const height = async () => e.t.lua<number>('return vim.api.nvim_win_get_height(...)', [(await wins()).input[0]]);
+      assert.equal(await height(), 5);
+      await e.t.cmd('CabooseAudit');
+      await e.t.waitFor(async () => (await e.t.lua<string>('return vim.bo.filetype')) === 'caboose_audit', 'the audit split');
+      await e.t.nvim.input('q');
+      await e.t.waitFor(async () => (await e.t.lua<string>('return vim.bo.filetype')) !== 'caboose_audit', 'the audit split closed');
+      await e.t.waitFor(async () => (await height()) === 5, 'input_height again').catch(async (err) => {
+        throw new Error(`${err}: ${await height()}`);
+      });
+      await e.t.lua('vim.api.nvim_win_set_height(..., 11)', [(await wins()).input[0]]);
+      await e.t.cmd('CabooseChat');
+      assert.equal(await height(), 5, ':CabooseChat restores the layout');
+    });
+
+    it('za, zo, zc on a tool call line open and close its details', async () => {
+      await e.start({ initLua: SETUP() });
+      e.fake.script({ toolCalls: [{ name: 'bash', arguments: { command: 'for f in 1 2 3 4 5; do echo line $f; done' } }] }, { text: 'done' });
+      await e.t.cmd('Caboose go');
+      await e.t.waitFor(async () => (await e.t.chatLines()).includes('done'), 'reply');
+      const lines = await e.t.chatLines();
+      const row = lines.findIndex((l) => l.startsWith('✓ bash')) + 1;
+      assert.ok(lines[row].startsWith('  ┆ '), 'details under the tool line');
+      const win = await e.t.lua<number>("return vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1]");
+      await e.t.lua("local w, r = ... vim.api.nvim_set_current_win(w) vim.api.nvim_win_set_cursor(w, { r, 0 }) vim.v.errmsg = ''", [win, row]);
+      const closed = () => e.t.lua<boolean>(`return vim.fn.foldclosed(${row + 1}) ~= -1`);
+      assert.equal(await closed(), true, 'folded at first');
+      const press = async (keys: string, want: boolean) => {
+        await e.t.nvim.input(keys);
+        await e.t.waitFor(async () => (await closed()) === want, `${keys}: ${want ? 'closed' : 'open'}`);
+        assert.deepEqual(await e.t.lua('return vim.api.nvim_win_get_cursor(0)'), [row, 0], `${keys} keeps the cursor on the tool line`);
+      };
+      await press('za', false);
+      await press('za', true);
+      await press('zo', false);
+      await press('zc', true);
+      assert.equal(await e.t.lua('return vim.v.errmsg'), '', 'no E490');
+    });
+
+    it('the winbar leaves out whole fields when narrow (mode and state first, then title, tokens, model, grants)', async () => {
+      await e.start({ initLua: `vim.o.columns = 160 vim.o.lines = 45 ${SETUP_CREATE}` });
+      await e.t.cmd('CabooseChat');
+      await e.t.lua(`require('caboose.ui.chat').set_status(nil, nil, {
+        grants = { 'bash' }, model = 'fake-model-x', title = 'Trial session title',
+        usage = { prompt = 10, completion = 5, session_prompt = 60, session_completion = 30 } })`);
+      const shown = async () => {
+        const raw = await e.t.lua<string>("return require('caboose.ui.chat').status_text()");
+        assert.doesNotMatch(raw, /%</, 'no truncation point');
+        return raw.replace(/%#[^#]*#|%\*/g, '').replace(/%%/g, '%');
+      };
+      const width = () => e.t.lua<number>("return vim.api.nvim_win_get_width(vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1])");
+      assert.equal(await width(), 64);
+      assert.equal(await shown(), '  create  │ fake-model-x │ ↑10 ↓5 Σ90 │ Trial session title');
+      await e.t.lua('vim.o.columns = 80');
+      await e.t.waitFor(async () => (await width()) === 40, 'narrower chat');
+      await e.t.waitFor(async () => (await shown()) === '  create  │ Trial session title', 'only mode and title at 40 columns').catch(async (err) => {
+        throw new Error(`${err}: ${await shown()}`);
+      });
+      await e.t.lua("require('caboose.ui.chat').set_status('pending_approval', nil, {})");
+      assert.equal(await shown(), '  create  │ pending approval', 'the title goes too at 40 columns');
+      for (const w of [20, 30, 45, 55, 70, 90]) {
+        const line = (await e.t.lua<string>(`return require('caboose.ui.chat').status_line(${w})`)).replace(/%#[^#]*#|%\*/g, '');
+        assert.ok((await e.t.lua<number>('return vim.api.nvim_strwidth(...)', [line])) <= Math.max(w, 30), `${w}: ${line}`);
+        assert.match(line, /^ {2}create {2}│ pending approval/, line);
+      }
+      const wide = (await e.t.lua<string>('return require(\'caboose.ui.chat\').status_line(200)')).replace(/%#[^#]*#|%\*/g, '');
+      assert.equal(wide, '  create  │ pending approval │ always: bash │ fake-model-x │ ↑10 ↓5 Σ90 │ Trial session title');
+    });
+
+    it('the new-chat hint fits the window (a shorter form when narrow) and keeps "? lists the keys"', async () => {
+      await e.start({ initLua: SETUP_CREATE });
+      await e.t.cmd('CabooseChat');
+      const hint = () =>
+        e.t.lua<string>(`
+          local buf = require('caboose.ui.chat').buf()
+          local marks = vim.api.nvim_buf_get_extmarks(buf, vim.api.nvim_get_namespaces().caboose_chat_hint, 0, -1, { details = true })
+          return marks[1] and marks[1][4].virt_text[1][1] or ''`);
+      const width = () => e.t.lua<number>("return vim.api.nvim_win_get_width(vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1])");
+      const narrow = await hint();
+      assert.ok(narrow.length > 0 && narrow.length <= (await width()), `${narrow} fits ${await width()} columns`);
+      assert.match(narrow, /\? lists the keys$/);
+      await e.t.lua('vim.o.columns = 220');
+      await e.t.waitFor(async () => (await hint()).includes('(or <C-s> in Insert mode)'), 'the long hint when wide');
+    });
+  });
+});
+
+forEachNvim((bin) => {
   describe(`host prestart (Neovim ${bin.version})`, () => {
     const e = useE2E(bin);
     it('typing a :Caboose command starts the host before <CR>; nothing starts before that', async () => {

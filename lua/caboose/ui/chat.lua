@@ -195,7 +195,7 @@ H.keys = {
   { 'n', 'i a o <CR>', 'transcript: go to the message area' },
   { 'n', '<C-c>', 'stop the running turn (:CabooseStop)' },
   { 'n', 'gy', 'yank the code block under the cursor' },
-  { 'n', 'za', 'open/close a tool call\'s details' },
+  { 'n', 'za zo zc', 'open/close a tool call\'s details (on its line)' },
   { 'n', 'ga', 'go to the pending approval (:CabooseApproval)' },
   { 'n', 'q', 'transcript: close the chat' },
   { 'n', '?', 'this list' },
@@ -203,8 +203,20 @@ H.keys = {
   { 'i', '#buffer', 'attach the buffer you came from' },
 }
 
-H.map = function(buf, modes, lhs, fn, desc)
-  vim.keymap.set(modes, lhs, fn, { buffer = buf, desc = 'Caboose: ' .. desc, nowait = true })
+H.map = function(buf, modes, lhs, fn, desc, expr)
+  vim.keymap.set(modes, lhs, fn, { buffer = buf, desc = 'Caboose: ' .. desc, nowait = true, expr = expr })
+end
+
+--- za, zo, zc on a tool call's line act on its details (the fold on the lines below it).
+H.fold_key = function(key)
+  local row = vim.api.nvim_win_get_cursor(0)[1]
+  local lines = vim.api.nvim_buf_get_lines(0, row - 1, row + 1, false)
+  local n = #H.DETAIL
+  if not (lines[2] and lines[1]:sub(1, n) ~= H.DETAIL and lines[2]:sub(1, n) == H.DETAIL) then
+    return key
+  end
+  local open = key == 'zo' or (key == 'za' and vim.fn.foldclosed(row + 1) ~= -1)
+  return string.format('<Cmd>%dfold%s<CR>', row + 1, open and 'open' or 'close')
 end
 
 H.set_transcript_keymaps = function(buf)
@@ -221,6 +233,11 @@ H.set_transcript_keymaps = function(buf)
     M.focus_input(false)
   end, 'go to the message area')
   H.map(buf, 'n', 'gy', M.yank_code_block, 'yank the code block under the cursor')
+  for _, key in ipairs({ 'za', 'zo', 'zc' }) do
+    H.map(buf, 'n', key, function()
+      return H.fold_key(key)
+    end, 'open/close a tool call\'s details', true)
+  end
   H.map(buf, 'n', 'ga', function()
     if not require('caboose.ui.approval').focus() then
       vim.notify('(caboose) no approval is pending', vim.log.levels.INFO)
@@ -352,11 +369,100 @@ H.win_options = function(win, transcript)
   end
 end
 
---- Opens the chat in a split in the current tab (reuses one already there). Keeps focus where it was.
+H.floating = function(win)
+  return vim.api.nvim_win_get_config(win).relative ~= ''
+end
+
+--- 'transcript', 'input' or nil: what a window shows of the chat.
+H.role = function(win)
+  local b = vim.api.nvim_win_get_buf(win)
+  if b == H.buf then
+    return 'transcript'
+  elseif b == H.input then
+    return 'input'
+  end
+end
+
+--- The split windows of `tab`: { transcript = {...}, input = {...}, other = {...} } (floats left out).
+H.tab_layout = function(tab)
+  local out = { transcript = {}, input = {}, other = {} }
+  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(tab)) do
+    if not H.floating(win) then
+      table.insert(out[H.role(win) or 'other'], win)
+    end
+  end
+  return out
+end
+
+--- Whether `input` sits right under `win` in one column (the chat's own layout).
+H.stacked = function(win, input)
+  local function walk(node)
+    if node[1] == 'leaf' then
+      return false
+    end
+    for k, child in ipairs(node[2]) do
+      local nxt = node[2][k + 1]
+      if node[1] == 'col' and child[1] == 'leaf' and child[2] == win and nxt and nxt[1] == 'leaf' and nxt[2] == input then
+        return true
+      end
+      if walk(child) then
+        return true
+      end
+    end
+    return false
+  end
+  return walk(vim.fn.winlayout())
+end
+
+H.chat_options = function(win, role)
+  vim.w[win].caboose_chat = role
+  if vim.fn.exists('+winfixbuf') == 1 then
+    -- :e and the like would take the chat's window (E1513 instead); its buffers stay where they are.
+    vim.wo[win].winfixbuf = true
+  end
+end
+
+--- A window that showed the chat and now shows something else (`:e!` there) loses the chat's options.
+H.forget_window = function(win)
+  vim.w[win].caboose_chat = nil
+  if vim.fn.exists('+winfixbuf') == 1 then
+    vim.wo[win].winfixbuf = false
+  end
+  vim.wo[win].winbar = ''
+  vim.wo[win].winfixwidth = false
+  vim.wo[win].winfixheight = false
+end
+
+--- Gives the message areas their configured height again (and the transcript its width), e.g. after a
+--- split above them closed and left its lines to them.
+H.restore_sizes = function(tab)
+  local cfg = H.cfg().chat
+  local l = H.tab_layout(tab)
+  for _, win in ipairs(l.input) do
+    if vim.api.nvim_win_get_height(win) ~= cfg.input_height then
+      pcall(vim.api.nvim_win_set_height, win, cfg.input_height)
+    end
+  end
+  if H.vertical(cfg.position) then
+    for _, win in ipairs(l.transcript) do
+      pcall(vim.api.nvim_win_set_width, win, M.size(cfg))
+    end
+  end
+end
+
+--- Opens the chat in a split in the current tab (reuses one already there, rebuilding a broken layout).
+--- Keeps focus where it was.
 function M.open(cfg)
   local buf = M.buf()
   local input = M.input_buf()
   cfg = cfg or H.cfg()
+  H.layout_autocmds()
+  local tab = vim.api.nvim_get_current_tabpage()
+  for _, w in ipairs(vim.api.nvim_tabpage_list_wins(tab)) do
+    if vim.w[w].caboose_chat and not H.role(w) then
+      H.forget_window(w)
+    end
+  end
   local win = H.tab_win(buf)
   local prev = vim.api.nvim_get_current_win()
   if not win then
@@ -372,21 +478,34 @@ function M.open(cfg)
     win = vim.api.nvim_get_current_win()
     vim.api.nvim_win_set_buf(win, buf)
     H.win_options(win, true)
+    H.chat_options(win, 'transcript')
     H.refold(buf, win)
     vim.wo[win].winfixwidth = H.vertical(pos)
     vim.wo[win].winfixheight = not H.vertical(pos)
     H.apply_status(win)
     H.scroll_to_end(win)
+    if H.hint then
+      H.render_hint() -- for this window's width
+    end
   end
-  if not H.tab_win(input) then
+  local iwin = H.tab_win(input)
+  if iwin and not H.stacked(win, iwin) then
+    -- The message area belongs under the transcript (it was left elsewhere, e.g. after :e! there).
+    if pcall(vim.api.nvim_win_close, iwin, false) then
+      iwin = nil
+    end
+  end
+  if not iwin then
     vim.api.nvim_set_current_win(win)
     vim.cmd('belowright ' .. cfg.chat.input_height .. 'split')
-    local iwin = vim.api.nvim_get_current_win()
+    iwin = vim.api.nvim_get_current_win()
     vim.api.nvim_win_set_buf(iwin, input)
     H.win_options(iwin, false)
+    H.chat_options(iwin, 'input')
     vim.wo[iwin].winfixheight = true
     vim.wo[iwin].winbar = '%#CabooseInputTitle#Message%* %#CabooseNotice#<CR>/<C-s> send · @file #buffer · ? keys%*'
   end
+  H.restore_sizes(tab)
   if vim.api.nvim_win_is_valid(prev) then
     vim.api.nvim_set_current_win(prev)
   end
@@ -419,6 +538,121 @@ function M.close()
   end
 end
 
+-- The chat lives and dies with the windows beside it ---------------------------------------------------
+
+--- An empty window beside the chat in the current tab, where the user's windows go.
+H.empty_window = function(tab)
+  local l = H.tab_layout(tab)
+  local anchor = l.transcript[1] or l.input[1]
+  vim.api.nvim_win_call(anchor, function()
+    vim.cmd(({ right = 'topleft vnew', left = 'botright vnew', bottom = 'topleft new', top = 'botright new' })[H.cfg().chat.position])
+  end)
+end
+
+--- After windows closed: a message area without its transcript closes; in a tab where the last window
+--- of the user's was closed from inside it (`emptied`), the chat closes too (in the last tab, where
+--- that would mean quitting, which only :quit decides, an empty window takes the user's place); the
+--- message areas get their height back when one of our splits closed (`sizes`).
+H.tidy = function(emptied, sizes)
+  local last_tab = #vim.api.nvim_list_tabpages() == 1
+  for _, tab in ipairs(vim.api.nvim_list_tabpages()) do
+    local l = H.tab_layout(tab)
+    local lone_input = #l.input > 0 and #l.transcript == 0
+    if #l.other == 0 and (emptied[tab] or lone_input) and last_tab then
+      H.empty_window(tab)
+      l = H.tab_layout(tab)
+    end
+    if emptied[tab] and #l.other == 0 then
+      for _, win in ipairs(vim.list_extend(vim.list_extend({}, l.transcript), l.input)) do
+        pcall(vim.api.nvim_win_close, win, false)
+      end
+    elseif lone_input then
+      for _, win in ipairs(l.input) do
+        pcall(vim.api.nvim_win_close, win, false)
+      end
+    end
+    if vim.api.nvim_tabpage_is_valid(tab) and (sizes or emptied[tab]) then
+      H.restore_sizes(tab)
+    end
+  end
+end
+
+--- :quit (:wq, :x, :qa) in the last window of a tab besides the chat: the chat windows close first, so
+--- the tab closes, or Neovim quits, as if the chat were not there. Neovim's own checks for unsaved
+--- buffers (E37, E162) still apply; when they refuse, the chat comes back.
+H.quit_pre = function()
+  local cur = vim.api.nvim_get_current_win()
+  if H.floating(cur) then
+    return
+  end
+  local tab = vim.api.nvim_get_current_tabpage()
+  local l = H.tab_layout(tab)
+  local chat = {}
+  for _, win in ipairs(vim.list_extend(vim.list_extend({}, l.transcript), l.input)) do
+    if win ~= cur then
+      table.insert(chat, win)
+    end
+  end
+  if #chat == 0 or #l.other > (H.role(cur) and 0 or 1) then
+    return
+  end
+  for _, win in ipairs(chat) do
+    pcall(vim.api.nvim_win_close, win, false)
+  end
+  vim.schedule(function()
+    if not vim.api.nvim_win_is_valid(cur) then
+      return
+    elseif vim.api.nvim_get_current_tabpage() == tab then
+      M.open()
+    else -- typed ahead: another tab is current by now
+      vim.api.nvim_win_call(cur, function()
+        M.open()
+      end)
+      pcall(vim.api.nvim_tabpage_set_win, tab, cur)
+    end
+  end)
+end
+
+H.on_win_closed = function(ev)
+  local win = tonumber(ev.match)
+  if not (win and vim.api.nvim_win_is_valid(win)) or H.floating(win) then
+    return
+  end
+  local tab = vim.api.nvim_win_get_tabpage(win)
+  local emptied = {}
+  if not H.role(win) and win == vim.api.nvim_get_current_win() then
+    local l = H.tab_layout(tab)
+    if #l.other == 1 and #l.transcript + #l.input > 0 then
+      emptied[tab] = true
+    end
+  end
+  local sizes = vim.api.nvim_buf_get_name(ev.buf):match('^caboose://') ~= nil
+  vim.schedule(function()
+    H.tidy(emptied, sizes)
+  end)
+end
+
+H.on_win_resized = function()
+  for _, win in ipairs(vim.v.event.windows or {}) do
+    if vim.api.nvim_win_is_valid(win) and H.role(win) == 'transcript' then
+      H.apply_status(win)
+      if H.hint then
+        H.render_hint()
+      end
+    end
+  end
+end
+
+H.layout_autocmds = function()
+  if H.layout_group then
+    return
+  end
+  H.layout_group = vim.api.nvim_create_augroup('CabooseChatLayout', { clear = true })
+  vim.api.nvim_create_autocmd('QuitPre', { group = H.layout_group, callback = H.quit_pre })
+  vim.api.nvim_create_autocmd('WinClosed', { group = H.layout_group, callback = H.on_win_closed })
+  vim.api.nvim_create_autocmd('WinResized', { group = H.layout_group, callback = H.on_win_resized })
+end
+
 --- Forget the current buffers so the next message starts a fresh chat (new session). The message area's
 --- unsent text moves to the new chat.
 function M.reset()
@@ -444,6 +678,7 @@ function M.resize()
       if H.vertical(cfg.chat.position) then
         pcall(vim.api.nvim_win_set_width, win, M.size(cfg.chat))
       end
+      H.apply_status(win)
     end
   end
 end
@@ -471,45 +706,70 @@ H.esc = function(s)
   return (tostring(s):gsub('%%', '%%%%'))
 end
 
---- The transcript window's winbar: mode, state, model, token usage, queued messages, standing grants.
-function M.status_line()
+--- The transcript window's winbar: mode, state, queued messages, standing grants, model, token usage,
+--- title. Fields that do not fit in `width` columns are left out whole, the least useful first: grants,
+--- then the model, the usage, the title, queued messages (never the mode or state).
+---@param width integer|nil
+function M.status_line(width)
   local s = H.status
-  local head = { '%#CabooseMode# ' .. H.esc(s.mode or '?') .. ' %*' }
+  local fields = {} ---@type { text: string, plain: string, keep: integer }[]
+  local function add(keep, plain, hl)
+    local text = H.esc(plain)
+    table.insert(fields, { text = hl and ('%#' .. hl .. '#' .. text .. '%*') or text, plain = plain, keep = keep })
+  end
+  add(9, ' ' .. (s.mode or '?') .. ' ', 'CabooseMode')
   if s.retry and s.state ~= 'idle' then
-    table.insert(head, '%#CabooseWarn#retrying (attempt ' .. tostring(s.retry.attempt) .. ')%*')
+    add(9, 'retrying (attempt ' .. tostring(s.retry.attempt) .. ')', 'CabooseWarn')
   elseif s.state and s.state ~= 'idle' then
-    table.insert(head, (s.state:gsub('_', ' ')))
+    add(9, (s.state:gsub('_', ' ')))
   end
   local queued = H.queue and #H.queue or 0
   if queued > 0 then
-    table.insert(head, string.format('%%#CabooseQueued#%d queued%%*', queued))
+    add(5, string.format('%d queued', queued), 'CabooseQueued')
   end
   if s.grants and #s.grants > 0 then
-    table.insert(head, '%#CabooseWarn#always: ' .. H.esc(table.concat(s.grants, ', ')) .. '%*')
+    add(1, 'always: ' .. table.concat(s.grants, ', '), 'CabooseWarn')
   end
-  local tail = {}
   if s.model then
-    table.insert(tail, H.esc(s.model))
+    add(2, s.model)
   end
   if s.usage then
     local u = s.usage
-    table.insert(tail, string.format('↑%s ↓%s Σ%s', H.tokens(u.prompt), H.tokens(u.completion), H.tokens((u.session_prompt or 0) + (u.session_completion or 0))))
+    add(3, string.format('↑%s ↓%s Σ%s', H.tokens(u.prompt), H.tokens(u.completion), H.tokens((u.session_prompt or 0) + (u.session_completion or 0))))
   end
-  -- Last, so a narrow window cuts the model and usage before it.
   if s.title then
-    table.insert(tail, '%#CabooseTitle#' .. H.esc(s.title) .. '%*')
+    add(4, s.title, 'CabooseTitle')
   end
-  -- A narrow window cuts the model and usage (after %<), never the mode, state, queue or grants.
-  local bar = ' ' .. table.concat(head, ' │ ')
-  if #tail > 0 then
-    bar = bar .. ' │ %<' .. table.concat(tail, ' │ ')
+  local SEP = ' │ '
+  local function fits()
+    local w = 1
+    for i, f in ipairs(fields) do
+      w = w + vim.api.nvim_strwidth(f.plain) + (i > 1 and vim.api.nvim_strwidth(SEP) or 0)
+    end
+    return w <= (width or math.huge)
   end
-  return bar
+  while not fits() do
+    local drop
+    for i, f in ipairs(fields) do
+      if f.keep < 9 and (not drop or f.keep < fields[drop].keep) then
+        drop = i
+      end
+    end
+    if not drop then
+      break
+    end
+    table.remove(fields, drop)
+  end
+  local parts = {}
+  for _, f in ipairs(fields) do
+    table.insert(parts, f.text)
+  end
+  return ' ' .. table.concat(parts, SEP)
 end
 
 H.apply_status = function(win)
   pcall(function()
-    vim.wo[win].winbar = M.status_line()
+    vim.wo[win].winbar = M.status_line(vim.api.nvim_win_get_width(win))
   end)
 end
 
@@ -616,16 +876,38 @@ function M.lines()
   return vim.api.nvim_buf_get_lines(H.buf, 0, -1, false)
 end
 
-H.HINT = 'Write below and press <CR> (or <C-s> in Insert mode) to send · ? lists the keys'
+-- Longest first: the hint is the first that fits the narrowest transcript window.
+H.HINTS = {
+  'Write below and press <CR> (or <C-s> in Insert mode) to send · ? lists the keys',
+  'Write below, <CR> (<C-s> in Insert mode) sends · ? lists the keys',
+  'Write below, <CR> sends · ? lists the keys',
+  '<CR> sends · ? lists the keys',
+  '? lists the keys',
+}
+
+H.hint_text = function()
+  local width
+  for _, win in ipairs(H.wins()) do
+    width = math.min(width or math.huge, vim.api.nvim_win_get_width(win))
+  end
+  width = width or (H.vertical(H.cfg().chat.position) and M.size() or vim.o.columns)
+  for _, h in ipairs(H.HINTS) do
+    if vim.api.nvim_strwidth(h) <= width then
+      return h
+    end
+  end
+  return H.HINTS[#H.HINTS]
+end
 
 --- The one-line hint an empty chat shows (under the rules lines when the chat starts with them).
 H.render_hint = function()
   vim.api.nvim_buf_clear_namespace(H.buf, H.ns_hint, 0, -1)
+  local hint = H.hint_text()
   if H.is_empty(H.buf) then
-    vim.api.nvim_buf_set_extmark(H.buf, H.ns_hint, 0, 0, { virt_text = { { H.HINT, 'CabooseNotice' } }, virt_text_pos = 'overlay' })
+    vim.api.nvim_buf_set_extmark(H.buf, H.ns_hint, 0, 0, { virt_text = { { hint, 'CabooseNotice' } }, virt_text_pos = 'overlay' })
   else
     local last = vim.api.nvim_buf_line_count(H.buf) - 1
-    vim.api.nvim_buf_set_extmark(H.buf, H.ns_hint, last, 0, { virt_lines = { { { '' } }, { { H.HINT, 'CabooseNotice' } } } })
+    vim.api.nvim_buf_set_extmark(H.buf, H.ns_hint, last, 0, { virt_lines = { { { '' } }, { { hint, 'CabooseNotice' } } } })
   end
   H.hint = true
 end
