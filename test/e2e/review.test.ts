@@ -62,7 +62,7 @@ forEachNvim((bin) => {
       assert.equal(m.filter((x) => x[3].hl_group === 'CabooseReviewText').length, 0, 'a whole-line change has no word marks');
       assert.equal(m.filter((x) => x[3].virt_text?.[0][0].includes('hunk')).length, 3);
       // The file's window is narrow (the chat is open): the keys come first, in their short form.
-      assert.match(await e.t.lua<string>('return vim.wo[...].winbar', [fileWin]), /^ %#CabooseNotice#ga accept · gr reject · \? keys%\* │ .*Review edit_file/);
+      assert.match(await e.t.lua<string>('return vim.wo[...].winbar', [fileWin]), /^ %#CabooseNotice#ga accept · gr reject · \? keys%\* │ Rev/);
 
       await e.t.lua('vim.api.nvim_set_current_win(...)', [fileWin]);
       const row = () => e.t.lua<number>("return vim.fn.line('.')");

@@ -240,7 +240,10 @@ H.winbar = function()
     bar = string.format(' %s%%#CabooseTitle#%s%%* %s │ %s │ %s', asker, H.esc(title), H.esc(what), counts, H.esc(keys))
   else
     -- Short of space: the keys first; the path is what gets cut (its end kept), then the counts, then the
-    -- long list of keys gives way to the short one (`?` lists them all).
+    -- long list of keys gives way to the short one (`?` lists them all). A subagent goes by its name.
+    who = who and who:match('^[^:]+') or nil
+    asker = who and ('%#CabooseNotice#' .. H.esc(who) .. '%* │ ') or ''
+    who_w = who and w(who .. ' │ ') or 0
     local short = string.format('%s accept · %s reject · ? keys', k.accept, k.reject)
     local MIN_PATH = 8
     local fixed_full = 1 + w(keys) + 3 + who_w + w(title) + 1
@@ -251,12 +254,20 @@ H.winbar = function()
       what = H.cut_start(what, width - fixed_full - 3 - w(counts))
     elseif fixed_full + math.min(w(what), MIN_PATH) <= width then
       what = H.cut_start(what, width - fixed_full)
-    else
+    elseif fixed_short + math.min(w(what), MIN_PATH) + 3 + w(counts) <= width then
       keys, tail = short, ' │ ' .. counts
-      what = H.cut_start(what, math.max(MIN_PATH, width - fixed_short - 3 - w(counts)))
+      what = H.cut_start(what, width - fixed_short - 3 - w(counts))
+    else
+      -- A very narrow window: which subagent asks, the short keys, then as much of the title as fits.
+      local room = width - 1 - who_w - w(short) - 3
+      local rest = title .. ' ' .. H.cut_start(what, MIN_PATH)
+      if w(rest) > room then
+        rest = room > 1 and (vim.fn.strcharpart(rest, 0, room - 1) .. '…') or ''
+      end
+      vim.wo[a.win].winbar = string.format(' %s%%#CabooseNotice#%s%%* │ %s', asker, H.esc(short), H.esc(rest))
+      return
     end
-    -- Still too long (a very narrow window): the statusline cuts from the title on.
-    bar = string.format(' %%#CabooseNotice#%s%%* │ %%<%s%%#CabooseTitle#%s%%* %s%s', H.esc(keys), asker, H.esc(title), H.esc(what), tail)
+    bar = string.format(' %%#CabooseNotice#%s%%* │ %s%%#CabooseTitle#%s%%* %s%s', H.esc(keys), asker, H.esc(title), H.esc(what), tail)
   end
   vim.wo[a.win].winbar = bar
 end
@@ -269,10 +280,10 @@ H.show_keys = function()
     { k.next_hunk, 'next hunk' },
     { k.prev_hunk, 'previous hunk' },
     { k.accept, 'accept the hunk under the cursor' },
-    { k.reject, 'reject the hunk under the cursor (asks a reason)' },
+    { k.reject, 'reject it (asks an optional reason)' },
     { k.accept_all, 'accept every remaining hunk' },
     { k.reject_all, 'reject every remaining hunk (asks a reason)' },
-    { k.quit, 'later: leave it pending (:CabooseApproval, ga in the chat)' },
+    { k.quit, 'later: it stays pending (:CabooseApproval)' },
     { '?', 'this list' },
   }) do
     if x[1] and x[1] ~= '' then
