@@ -5,6 +5,7 @@ import path from 'node:path';
 import { forEachNvim } from '../support/nvim';
 import { useE2E } from '../support/e2e';
 import { approvalFloat, waitApprovalFloat } from '../support/approval';
+import { firstToolResult } from '../support/chat-requests';
 
 const SETUP = (extra = '') => `require('caboose').setup({ mode = 'create', provider = { max_retries = 0 }, approval = { style = 'float' } ${extra} })`;
 
@@ -152,6 +153,65 @@ forEachNvim((bin) => {
         await e.t.nvim.input('o');
         return (await resolves()).some((r) => r.id === 'second');
       }, 'answered after the grace period', 5000);
+    });
+
+    it('<Esc> at the reject reason prompt cancels (back in the float, still pending); an empty <CR> rejects without a reason', async () => {
+      await start();
+      await e.t.lua(SPY);
+      const release = await heldBash('echo maybe', 'rejected it');
+      release();
+      await waitApprovalFloat(e.t, 'bash');
+      await e.t.cmd('CabooseApproval');
+      await e.t.nvim.input('r');
+      await e.t.waitFor(async () => (await mode()) === 'c', 'the reason prompt');
+      await e.t.nvim.input('<Esc>');
+      await e.t.waitFor(async () => (await mode()) === 'n', 'the prompt is gone');
+      await new Promise((r) => setTimeout(r, 200));
+      assert.deepEqual(await resolves(), [], '<Esc> answers nothing');
+      assert.equal(await pendingCount(), 1);
+      assert.ok((await approvalFloat(e.t))?.focused, 'back in the float');
+      await e.t.nvim.input('r');
+      await e.t.waitFor(async () => (await mode()) === 'c', 'the reason prompt again');
+      await e.t.nvim.input('<CR>');
+      await chatHas('rejected it');
+      assert.deepEqual((await resolves()).map((r) => r.decision), ['reject']);
+      const result = firstToolResult(e.fake.chatRequests[e.fake.chatRequests.length - 1]);
+      assert.equal(result.error!.kind, 'rejected_by_user');
+    });
+
+    it('at 80x24 the float never covers the message area (nor the last transcript lines), also after a resize', async () => {
+      await start();
+      await e.t.nvim.uiAttach(80, 24, { ext_linegrid: true });
+      const content = Array.from({ length: 60 }, (_, i) => `line ${i + 1}`).join('\n') + '\n';
+      e.fake.script({ toolCalls: [{ name: 'create_file', arguments: { path: 'big.txt', content } }] }, { text: 'made' });
+      await e.t.cmd('Caboose make big');
+      await waitApprovalFloat(e.t, 'create_file');
+      type Rect = { row: number; col: number; height: number; width: number };
+      const input = () =>
+        e.t.lua<Rect>(`local w = vim.fn.bufwinid(require('caboose.ui.chat').input_buf())
+          local p = vim.api.nvim_win_get_position(w)
+          return { row = p[1], col = p[2], height = vim.api.nvim_win_get_height(w) + 1, width = vim.api.nvim_win_get_width(w) }`);
+      const check = async (lines: number, cols: number) => {
+        const f = (await approvalFloat(e.t))!;
+        const i = await input();
+        const overlaps = (a: Rect, b: Rect) => a.row < b.row + b.height && b.row < a.row + a.height && a.col < b.col + b.width && b.col < a.col + a.width;
+        // The message area with its winbar (one row above the text) and two transcript lines above it.
+        const area = { row: i.row - 2, col: i.col, height: i.height + 2, width: i.width };
+        assert.ok(!overlaps(f, area), `float ${JSON.stringify(f)} over the message area ${JSON.stringify(i)} at ${cols}x${lines}`);
+        assert.ok(f.row >= 0 && f.row + f.height <= lines - 1 && f.col >= 0 && f.col + f.width <= cols, `fits ${cols}x${lines}: ${JSON.stringify(f)}`);
+        assert.ok(f.height >= 5, 'still shows some text');
+      };
+      await check(24, 80);
+      await e.t.lua("require('caboose.ui.chat').focus_input(true)");
+      await check(24, 80);
+      await e.t.nvim.uiTryResize(100, 30);
+      await e.t.waitFor(async () => (await e.t.lua<number>('return vim.o.lines')) === 30, 'resized');
+      await new Promise((r) => setTimeout(r, 100));
+      await check(30, 100);
+      await e.t.nvim.uiTryResize(80, 24);
+      await e.t.waitFor(async () => (await e.t.lua<number>('return vim.o.lines')) === 24, 'resized back');
+      await new Promise((r) => setTimeout(r, 100));
+      await check(24, 80);
     });
 
     it('fits an 80x24 screen: keys in the footer, long lines wrapped, the body scrolls with <C-d>/<C-u>', async () => {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { forEachNvim } from '../support/nvim';
+import { filetypeLines, forEachNvim } from '../support/nvim';
 import { useE2E } from '../support/e2e';
 import { firstToolResult } from '../support/chat-requests';
 
@@ -61,7 +61,8 @@ forEachNvim((bin) => {
       assert.deepEqual(virt, [[1, 'two', 'CabooseReviewDelete'], [4, 'five', 'CabooseReviewDelete'], [8, 'nine', 'CabooseReviewDelete']]);
       assert.equal(m.filter((x) => x[3].hl_group === 'CabooseReviewText').length, 0, 'a whole-line change has no word marks');
       assert.equal(m.filter((x) => x[3].virt_text?.[0][0].includes('hunk')).length, 3);
-      assert.match(await e.t.lua<string>('return vim.wo[...].winbar', [fileWin]), /Review edit_file.*a\.txt.*\]c\/\[c hunks · ga accept · gr reject · gA\/gR all · q later/);
+      // The file's window is narrow (the chat is open): the keys come first, in their short form.
+      assert.match(await e.t.lua<string>('return vim.wo[...].winbar', [fileWin]), /^ %#CabooseNotice#ga accept · gr reject · \? keys%\* │ Rev/);
 
       await e.t.lua('vim.api.nvim_set_current_win(...)', [fileWin]);
       const row = () => e.t.lua<number>("return vim.fn.line('.')");
@@ -172,6 +173,95 @@ forEachNvim((bin) => {
       assert.equal(result.error!.kind, 'rejected_by_user');
       assert.match(result.error!.message, /not now/);
     });
+    it(':q, :close and :bwipe on the review window leave it pending like q; :CabooseApproval brings it back with its decisions', async () => {
+      await e.start({ initLua: SETUP });
+      fs.writeFileSync(file(), ORIG);
+      scriptEdit('after the :q');
+      await e.t.lua("require('caboose').open_chat()");
+      const wins = () => e.t.lua<number>('return #vim.api.nvim_tabpage_list_wins(0)');
+      const before = await wins();
+      await e.t.cmd('Caboose change three lines');
+      const r = await waitReview();
+      await e.t.cmd('CabooseApproval');
+      await e.t.nvim.input('ga'); // hunk 1 accepted before leaving
+      await e.t.waitFor(async () => Object.keys((await review())!.decisions).length === 1, 'hunk 1 decided');
+      for (const close of ['q', 'close', 'bwipe!']) {
+        await e.t.cmd(close);
+        await e.t.waitFor(async () => (await wins()) === before, `:${close} closes the split`);
+        const left = (await review())!;
+        assert.equal(left.id, r.id, `still pending after :${close}`);
+        assert.ok(left.buf == null, 'no dead buffer kept');
+        assert.equal(await e.t.lua("return require('caboose').state().state"), 'pending_approval');
+        await e.t.cmd('CabooseApproval');
+        const again = await e.t.waitFor(async () => ((await review())?.buf ? review() : null), `shown again after :${close}`);
+        assert.equal(await e.t.lua('return vim.api.nvim_get_current_win()'), again!.win);
+        assert.equal(await e.t.lua('return vim.api.nvim_buf_get_name(0)'), 'caboose://review/a.txt');
+        assert.deepEqual(Object.values(again!.decisions), [{ state: 'accepted' }], 'with the decisions taken');
+        assert.ok((await marks(again!.buf)).some((x) => x[3].virt_text?.[0][0].includes('✓ accepted')), 'and its hunks');
+      }
+      await e.t.nvim.input('gA');
+      await chatHas('after the :q');
+      assert.equal(fs.readFileSync(file(), 'utf8'), ORIG.replace('two', 'TWO').replace('five', 'FIVE').replace('nine', 'NINE'));
+    });
+
+    it('accepting a review jumped to with ga from the transcript puts the cursor back in the transcript', async () => {
+      await e.start({ initLua: SETUP });
+      fs.writeFileSync(file(), ORIG);
+      fs.writeFileSync(path.join(e.t.cwd, 'other.txt'), 'other\n');
+      await e.t.cmd('edit other.txt');
+      scriptEdit('back in the chat');
+      await e.t.cmd('Caboose change three lines');
+      const r = await waitReview();
+      const transcript = await e.t.lua<number>("return vim.fn.bufwinid(require('caboose.ui.chat').buf())");
+      await e.t.lua('vim.api.nvim_set_current_win(...)', [transcript]);
+      await e.t.nvim.input('ga');
+      await e.t.waitFor(async () => (await e.t.lua('return vim.api.nvim_get_current_win()')) === r.win, 'in the review');
+      await e.t.nvim.input('gA');
+      await chatHas('back in the chat');
+      assert.equal(await e.t.lua('return vim.api.nvim_get_current_win()'), transcript, 'the cursor is back in the transcript');
+    });
+
+    it('the winbar shows the keys first when the window is narrow; ? lists the review keys', async () => {
+      await e.start({ initLua: SETUP });
+      fs.writeFileSync(path.join(e.t.cwd, 'README-with-a-long-name.md'), ORIG);
+      const bar = () =>
+        e.t.lua<string>(`local s = require('caboose.ui.review').state()
+          return vim.api.nvim_eval_statusline(vim.wo[s.win].winbar, { winid = s.win, use_winbar = true, maxwidth = vim.api.nvim_win_get_width(s.win) }).str`);
+      e.fake.script(
+        { toolCalls: [{ name: 'edit_file', arguments: { path: 'README-with-a-long-name.md', expectedSha256: sha(ORIG), edits: [THREE[0]] } }] },
+        { text: 'narrow done' },
+      );
+      await e.t.cmd('set columns=80 lines=24');
+      await e.t.cmd('Caboose change');
+      await waitReview();
+      const narrow = await bar();
+      for (const key of ['ga accept', 'gr reject', '? keys']) assert.ok(narrow.includes(key), `${key} in ${JSON.stringify(narrow)}`);
+      await e.t.cmd('set columns=160 | doautocmd VimResized');
+      await e.t.waitFor(async () => /\]c\/\[c hunks · ga accept · gr reject · gA\/gR all · q later · \? keys/.test(await bar()), 'every key at 160 columns');
+      assert.match(await bar(), /│ Review edit_file …[-a-z]*name\.md$/, 'the path is what gets cut');
+
+      await e.t.cmd('CabooseApproval');
+      await e.t.nvim.input('?');
+      const keys = await e.t.waitFor(() => filetypeLines(e.t, 'caboose_keys'), 'the keys float');
+      const text = keys.join('\n');
+      for (const k of [']c', '[c', 'ga', 'gr', 'gA', 'gR', 'q', '?']) assert.match(text, new RegExp(`^ ${k.replace(/[[\]?]/g, '\\$&')} `, 'm'), `${k} listed`);
+      assert.match(text, /accept the hunk/);
+      await e.t.nvim.input('q');
+      await e.t.waitFor(async () => (await filetypeLines(e.t, 'caboose_keys')) === null || (await e.t.lua('return vim.bo.filetype')) !== 'caboose_keys', 'keys float closed');
+      assert.equal(await e.t.lua('return vim.api.nvim_buf_get_name(0)'), 'caboose://review/README-with-a-long-name.md', 'back in the review');
+    });
+
+    it('a created file reads "Review create_file docs/new.md" (the operation is not said twice)', async () => {
+      await e.start({ initLua: SETUP });
+      e.fake.script({ toolCalls: [{ name: 'create_file', arguments: { path: 'docs/new.md', content: 'new\n' } }] }, { text: 'created' });
+      await e.t.cmd('set columns=200');
+      await e.t.cmd('Caboose create');
+      const r = await waitReview();
+      const bar = await e.t.lua<string>('return vim.wo[...].winbar', [r.win]);
+      assert.match(bar, /Review create_file%\* docs\/new\.md │ 1 hunk/);
+      assert.doesNotMatch(bar, /create_file.*create docs/);
+    });
+
     it("approval.style = 'float': the float lists the hunks and t turns one off before approving", async () => {
       await e.start({ initLua: `require('caboose').setup({ mode = 'create', provider = { max_retries = 0 }, approval = { style = 'float' } })` });
       fs.writeFileSync(file(), ORIG);

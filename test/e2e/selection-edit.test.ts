@@ -8,7 +8,7 @@ import { useE2E } from '../support/e2e';
 const SETUP = `require('caboose').setup({ mode = 'create', provider = { max_retries = 0 }, edit = { keymap = '<F3>' } })`;
 const TEXT = ['local a = 1', 'local b = 2', 'local c = 3', 'return a + b + c'];
 
-type ReviewState = { id: string; buf: number; win: number } | null;
+type ReviewState = { id: string; buf?: number; win?: number } | null;
 
 forEachNvim((bin) => {
   describe(`:CabooseEdit (Neovim ${bin.version})`, () => {
@@ -59,6 +59,24 @@ forEachNvim((bin) => {
       assert.equal(await e.t.lua('return vim.api.nvim_get_current_buf() == vim.g.src'), true, 'the window shows the file again');
       await e.t.nvim.input('u');
       await waitLines(TEXT);
+    });
+
+    it(':q on the review window leaves the edit pending; :CabooseApproval brings it back and it can be accepted', async () => {
+      await setup('named');
+      await e.t.cmd('vsplit');
+      replace('local b = 20');
+      await e.t.cmd('2CabooseEdit twenty');
+      const r = await waitReview();
+      assert.equal(r.win, await e.t.lua('return vim.api.nvim_get_current_win()'));
+      await e.t.cmd('q');
+      await e.t.waitFor(async () => (await review())?.buf == null, 'the review is hidden');
+      assert.ok(await review(), 'still pending');
+      await e.t.cmd('CabooseApproval');
+      const again = await e.t.waitFor(async () => ((await review())?.buf ? review() : null), 'shown again');
+      assert.equal(await e.t.lua('return vim.api.nvim_get_current_win()'), again!.win);
+      await e.t.nvim.input('ga');
+      await waitLines(['local a = 1', 'local b = 20', 'local c = 3', 'return a + b + c']);
+      assert.equal(await review(), null);
     });
 
     it('unsaved buffer: accepted → the buffer only; unnamed buffer: reject leaves it, accept edits it', async () => {

@@ -153,19 +153,45 @@ H.title = function(req)
   return who and (' ' .. vim.fn.strcharpart(who, 0, 24) .. ' ·' .. title) or title
 end
 
---- Size and place the float: as wide as readable, as high as its (wrapped) text, within the screen.
+--- Screen rows of the chat's message area (with the line above it), if it is shown in this tab.
+H.message_area = function()
+  local chat = package.loaded['caboose.ui.chat']
+  local win = chat and chat.input_win()
+  if not win then
+    return nil
+  end
+  local pos = vim.api.nvim_win_get_position(win)
+  local winbar = vim.wo[win].winbar ~= '' and 1 or 0
+  return { top = pos[1] - 1, bottom = pos[1] + winbar + vim.api.nvim_win_get_height(win) + 1, col = pos[2], width = vim.api.nvim_win_get_width(win) }
+end
+
+--- Size and place the float: as wide as readable, as high as its (wrapped) text, within the screen and
+--- never over the chat's message area (the user may be typing there).
 H.layout = function(req, height)
   local width = math.min(math.max(60, math.floor(vim.o.columns * 0.7)), vim.o.columns - 4)
+  local col = math.floor((vim.o.columns - width - 2) / 2)
   local rows = vim.o.lines - vim.o.cmdheight -- editor rows a float may cover
-  -- Text rows: at most 80% of the screen, and always two borders and a margin short of it.
-  local max_height = math.max(1, math.min(rows - 3, math.max(5, math.floor(rows * 0.8))))
+  local lo, hi = 0, rows -- the rows the float, borders included, may take: lo .. hi - 1
+  local m = H.message_area()
+  if m and col < m.col + m.width and m.col < col + width + 2 then
+    local above, below = math.max(0, m.top), math.max(0, rows - m.bottom)
+    if above >= below then
+      -- The transcript's last lines stay visible too when the float keeps 5 text rows.
+      hi = above - 2 >= 7 and above - 2 or above
+    else
+      lo = m.bottom
+    end
+  end
+  local band = hi - lo
+  -- Text rows: at most 80% of the screen, and always two borders (and a margin on a full screen) short of it.
+  local max_height = math.max(1, math.min(band - (band == rows and 3 or 2), math.max(5, math.floor(rows * 0.8))))
   height = math.max(1, math.min(height, max_height))
   return {
     relative = 'editor',
     width = width,
     height = height,
-    row = math.max(0, math.floor((rows - height - 2) / 2)),
-    col = math.floor((vim.o.columns - width - 2) / 2),
+    row = lo + math.max(0, math.floor((band - height - 2) / 2)),
+    col = col,
     style = 'minimal',
     border = 'rounded',
     title = H.title(req),
@@ -251,11 +277,12 @@ H.relayout = function()
   end
 end
 
-vim.api.nvim_create_autocmd('VimResized', {
+-- WinResized: the chat opened, closed or changed size (its message area must stay uncovered).
+vim.api.nvim_create_autocmd({ 'VimResized', 'WinResized' }, {
   group = vim.api.nvim_create_augroup('CabooseApprovalLayout', { clear = true }),
-  callback = function()
+  callback = vim.schedule_wrap(function() -- after the chat took its new size
     H.relayout()
-  end,
+  end),
 })
 
 H.ns = vim.api.nvim_create_namespace('caboose_approval')
@@ -326,6 +353,13 @@ H.keymaps = function(buf)
     'r',
     H.decision_key(function(req)
       vim.ui.input({ prompt = 'Reason (optional): ' }, function(reason)
+        if reason == nil then
+          -- Cancelled (<Esc>): nothing is answered; back to the float if the request is still shown.
+          if H.current() == req and H.win and vim.api.nvim_win_is_valid(H.win) then
+            vim.api.nvim_set_current_win(H.win)
+          end
+          return
+        end
         H.answer(req, 'reject', reason)
       end)
     end),
@@ -352,7 +386,8 @@ end
 --- Show the float of the pending approval (after hiding it) and move the cursor into it.
 function M.focus()
   if not H.current() then
-    return false
+    -- A :CabooseEdit review is not an approval request, but it waits for an answer too.
+    return require('caboose.ui.review').focus()
   end
   if H.inline(H.current()) then
     H.render()

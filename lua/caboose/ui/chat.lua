@@ -255,10 +255,11 @@ H.set_input_keymaps = function(buf)
   H.map(buf, 'n', '?', M.show_keys, 'list the chat keys')
 end
 
---- A float listing the chat's keys (q, <Esc> or ? closes it).
-function M.show_keys()
+--- A float listing the chat's keys (q, <Esc> or ? closes it). `opts` (the review's keys): { title, keys }.
+function M.show_keys(opts)
+  opts = type(opts) == 'table' and opts or {}
   local lines = {}
-  for _, k in ipairs(H.keys) do
+  for _, k in ipairs(opts.keys or H.keys) do
     table.insert(lines, string.format(' %-12s %s', k[2], k[3]))
   end
   local buf = vim.api.nvim_create_buf(false, true)
@@ -274,7 +275,7 @@ function M.show_keys()
     col = math.floor((vim.o.columns - width) / 2),
     style = 'minimal',
     border = 'rounded',
-    title = ' Caboose chat keys ',
+    title = opts.title or ' Caboose chat keys ',
     title_pos = 'center',
   })
   for _, lhs in ipairs({ 'q', '<Esc>', '?' }) do
@@ -510,6 +511,11 @@ function M.open(cfg)
     vim.api.nvim_set_current_win(prev)
   end
   return win
+end
+
+--- The message area's window in the current tab, if shown.
+function M.input_win()
+  return H.tab_win(H.input)
 end
 
 --- Puts the cursor in the message area (opening the chat if needed); `insert` starts Insert mode.

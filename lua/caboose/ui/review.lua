@@ -185,6 +185,37 @@ H.counts = function()
   return acc, rej
 end
 
+--- What the review is about: the path, with the operation unless the tool's name already says it
+--- (`create_file docs/new.md`, `apply_patch create docs/new.md`, `move a → b`).
+H.what = function(req, f)
+  local path = f.path .. (f.toPath and (' → ' .. f.toPath) or '')
+  local tool = req.tool or ''
+  if f.operation == 'edit' or tool:find(f.operation, 1, true) == 1 then
+    return path
+  end
+  return f.operation .. ' ' .. path
+end
+
+--- `s` in at most `width` cells, its end kept (a path's file name): `…long-name.md`.
+H.cut_start = function(s, width)
+  if vim.api.nvim_strwidth(s) <= width then
+    return s
+  end
+  if width < 2 then
+    return '…'
+  end
+  local n = vim.fn.strchars(s)
+  local i = 0
+  while vim.api.nvim_strwidth(vim.fn.strcharpart(s, i)) > width - 1 and i < n do
+    i = i + 1
+  end
+  return '…' .. vim.fn.strcharpart(s, i)
+end
+
+H.esc = function(s)
+  return (s:gsub('%%', '%%%%'))
+end
+
 H.winbar = function()
   local a = H.active
   if not (a.win and vim.api.nvim_win_is_valid(a.win)) then
@@ -194,27 +225,72 @@ H.winbar = function()
   local k = H.cfg().review.keys
   local acc, rej = H.counts()
   local units = H.units(f)
-  local what = f.operation == 'edit' and f.path or (f.operation .. ' ' .. f.path .. (f.toPath and (' → ' .. f.toPath) or ''))
-  local bar = string.format(
-    ' %s%%#CabooseTitle#Review %s%%* %s%s │ %d hunk%s: ✓%d ✗%d │ %%<%s/%s hunks · %s accept · %s reject · %s/%s all · %s later',
-    -- A subagent's request says which one asks.
-    type(a.req.label) == 'string' and a.req.label ~= '' and ('%#CabooseNotice#' .. a.req.label:gsub('%%', '%%%%') .. '%* │ ') or '',
-    (a.req.tool or ''):gsub('%%', '%%%%'),
-    what:gsub('%%', '%%%%'),
-    #a.files > 1 and string.format(' (file %d/%d)', a.fi, #a.files) or '',
-    #units,
-    #units == 1 and '' or 's',
-    acc,
-    rej,
-    k.next_hunk,
-    k.prev_hunk,
-    k.accept,
-    k.reject,
-    k.accept_all,
-    k.reject_all,
-    k.quit
-  )
+  -- A subagent's request says which one asks.
+  local who = type(a.req.label) == 'string' and a.req.label ~= '' and a.req.label or nil
+  local title = 'Review ' .. (a.req.tool or '')
+  local what = H.what(a.req, f) .. (#a.files > 1 and string.format(' (file %d/%d)', a.fi, #a.files) or '')
+  local counts = string.format('%d hunk%s: ✓%d ✗%d', #units, #units == 1 and '' or 's', acc, rej)
+  local keys = string.format('%s/%s hunks · %s accept · %s reject · %s/%s all · %s later · ? keys', k.next_hunk, k.prev_hunk, k.accept, k.reject, k.accept_all, k.reject_all, k.quit)
+  local width = vim.api.nvim_win_get_width(a.win)
+  local w = vim.api.nvim_strwidth
+  local asker = who and ('%#CabooseNotice#' .. H.esc(who) .. '%* │ ') or ''
+  local who_w = who and w(who .. ' │ ') or 0
+  local bar
+  if 1 + who_w + w(title) + 1 + w(what) + 3 + w(counts) + 3 + w(keys) <= width then
+    bar = string.format(' %s%%#CabooseTitle#%s%%* %s │ %s │ %s', asker, H.esc(title), H.esc(what), counts, H.esc(keys))
+  else
+    -- Short of space: the keys first; the path is what gets cut (its end kept), then the counts, then the
+    -- long list of keys gives way to the short one (`?` lists them all). A subagent goes by its name.
+    who = who and who:match('^[^:]+') or nil
+    asker = who and ('%#CabooseNotice#' .. H.esc(who) .. '%* │ ') or ''
+    who_w = who and w(who .. ' │ ') or 0
+    local short = string.format('%s accept · %s reject · ? keys', k.accept, k.reject)
+    local MIN_PATH = 8
+    local fixed_full = 1 + w(keys) + 3 + who_w + w(title) + 1
+    local fixed_short = 1 + w(short) + 3 + who_w + w(title) + 1
+    local tail = ''
+    if fixed_full + math.min(w(what), MIN_PATH) + 3 + w(counts) <= width then
+      tail = ' │ ' .. counts
+      what = H.cut_start(what, width - fixed_full - 3 - w(counts))
+    elseif fixed_full + math.min(w(what), MIN_PATH) <= width then
+      what = H.cut_start(what, width - fixed_full)
+    elseif fixed_short + math.min(w(what), MIN_PATH) + 3 + w(counts) <= width then
+      keys, tail = short, ' │ ' .. counts
+      what = H.cut_start(what, width - fixed_short - 3 - w(counts))
+    else
+      -- A very narrow window: which subagent asks, the short keys, then as much of the title as fits.
+      local room = width - 1 - who_w - w(short) - 3
+      local rest = title .. ' ' .. H.cut_start(what, MIN_PATH)
+      if w(rest) > room then
+        rest = room > 1 and (vim.fn.strcharpart(rest, 0, room - 1) .. '…') or ''
+      end
+      vim.wo[a.win].winbar = string.format(' %s%%#CabooseNotice#%s%%* │ %s', asker, H.esc(short), H.esc(rest))
+      return
+    end
+    bar = string.format(' %%#CabooseNotice#%s%%* │ %s%%#CabooseTitle#%s%%* %s%s', H.esc(keys), asker, H.esc(title), H.esc(what), tail)
+  end
   vim.wo[a.win].winbar = bar
+end
+
+--- The review keys (`?` in the review buffer).
+H.show_keys = function()
+  local k = H.cfg().review.keys
+  local list = {}
+  for _, x in ipairs({
+    { k.next_hunk, 'next hunk' },
+    { k.prev_hunk, 'previous hunk' },
+    { k.accept, 'accept the hunk under the cursor' },
+    { k.reject, 'reject it (asks an optional reason)' },
+    { k.accept_all, 'accept every remaining hunk' },
+    { k.reject_all, 'reject every remaining hunk (asks a reason)' },
+    { k.quit, 'later: it stays pending (:CabooseApproval)' },
+    { '?', 'this list' },
+  }) do
+    if x[1] and x[1] ~= '' then
+      table.insert(list, { 'n', x[1], x[2] })
+    end
+  end
+  return require('caboose.ui.chat').show_keys({ title = ' Caboose review keys ', keys = list })
 end
 
 --- The hunk under the cursor, else the next one below it, else the last one above.
@@ -285,6 +361,9 @@ H.finish_file = function()
     a.fi = a.fi + 1
     H.show(focused)
     return
+  end
+  if focused then
+    H.go_back(a)
   end
   H.submit()
 end
@@ -411,8 +490,41 @@ H.keymaps = function(buf)
     end
   end, 'reject every remaining hunk')
   map(k.quit, function()
+    local a = H.active
     H.restore()
+    H.go_back(a)
   end, 'leave the review pending (:CabooseApproval comes back)')
+  map('?', H.show_keys, 'list the review keys')
+  -- :q, :close, :bwipe… on the review window: like `q`, the request stays pending and can be shown again.
+  vim.api.nvim_create_autocmd('BufWipeout', {
+    buffer = buf,
+    once = true,
+    callback = function()
+      local a = H.active
+      if not (a and a.rbuf == buf) then
+        return -- H.restore did it
+      end
+      local win, r = a.win, a.restore
+      a.rbuf, a.win, a.rows = nil, nil, {}
+      vim.schedule(function()
+        -- The file's own window kept (:bwipe in the last window): its winbar as it was.
+        if not r.created and win and vim.api.nvim_win_is_valid(win) and not (H.active and H.active.win == win) then
+          vim.wo[win].winbar = r.winbar or ''
+        end
+      end)
+    end,
+  })
+end
+
+--- After the review in focus is left: back to the window the user came from (the transcript, say).
+H.go_back = function(a)
+  local back = a and a.came_from
+  if a then
+    a.came_from = nil
+  end
+  if back and vim.api.nvim_win_is_valid(back) and vim.api.nvim_win_get_tabpage(back) == vim.api.nvim_get_current_tabpage() then
+    vim.api.nvim_set_current_win(back)
+  end
 end
 
 --- Puts the window back as it was (the file's buffer and view, or closes the split we opened).
@@ -421,24 +533,24 @@ H.restore = function()
   if not a or not a.rbuf then
     return
   end
-  local r = a.restore
-  if a.win and vim.api.nvim_win_is_valid(a.win) then
+  local r, win, rbuf = a.restore, a.win, a.rbuf
+  a.rbuf, a.win, a.rows = nil, nil, {} -- first: the review buffer's BufWipeout sees it is not the user's doing
+  if win and vim.api.nvim_win_is_valid(win) then
     if r.created then
-      pcall(vim.api.nvim_win_close, a.win, true)
+      pcall(vim.api.nvim_win_close, win, true)
     else
       if r.buf and vim.api.nvim_buf_is_valid(r.buf) then
-        vim.api.nvim_win_set_buf(a.win, r.buf)
-        pcall(vim.api.nvim_win_call, a.win, function()
+        vim.api.nvim_win_set_buf(win, r.buf)
+        pcall(vim.api.nvim_win_call, win, function()
           vim.fn.winrestview(r.view)
         end)
       end
-      vim.wo[a.win].winbar = r.winbar or ''
+      vim.wo[win].winbar = r.winbar or ''
     end
   end
-  if vim.api.nvim_buf_is_valid(a.rbuf) then
-    pcall(vim.api.nvim_buf_delete, a.rbuf, { force = true })
+  if vim.api.nvim_buf_is_valid(rbuf) then
+    pcall(vim.api.nvim_buf_delete, rbuf, { force = true })
   end
-  a.rbuf, a.win, a.rows = nil, nil, {}
 end
 
 --- Shows file `a.fi` of the active review in its window.
@@ -498,6 +610,10 @@ H.enter = function()
     if vim.fn.mode():match('^[iR]') then
       vim.cmd('stopinsert')
     end
+    local cur = vim.api.nvim_get_current_win()
+    if cur ~= a.win and not a.came_from then
+      a.came_from = cur
+    end
     vim.api.nvim_set_current_win(a.win)
   end
 end
@@ -519,6 +635,9 @@ function M.focus()
   local a = H.active
   if not a then
     return false
+  end
+  if vim.api.nvim_get_current_win() ~= a.win then
+    a.came_from = nil -- this jump's window is the one to come back to
   end
   if not a.rbuf then
     H.show(true)
@@ -548,6 +667,16 @@ function M.state()
   end
   return { id = a.req.id, path = a.files[a.fi].path, file = a.fi, files = #a.files, buf = a.rbuf, win = a.win, decisions = vim.deepcopy(a.decisions[a.fi]) }
 end
+
+-- The winbar's form depends on the window's width.
+vim.api.nvim_create_autocmd({ 'VimResized', 'WinResized' }, {
+  group = vim.api.nvim_create_augroup('CabooseReviewLayout', { clear = true }),
+  callback = vim.schedule_wrap(function() -- after the chat took its new size
+    if H.active and H.active.win and vim.api.nvim_win_is_valid(H.active.win) then
+      H.winbar()
+    end
+  end),
+})
 
 M.ns = H.ns
 
