@@ -547,7 +547,7 @@ forEachNvim((bin) => {
       assert.equal(await e.t.lua('return vim.v.errmsg'), '', 'no E490');
     });
 
-    it('the winbar leaves out whole fields when narrow (mode and state first, then title, tokens, model, grants)', async () => {
+    it('the winbar leaves out whole fields when narrow (mode and state stay; model, tokens, title go first; grants shrink to a count last)', async () => {
       await e.start({ initLua: `vim.o.columns = 160 vim.o.lines = 45 ${SETUP_CREATE}` });
       await e.t.cmd('CabooseChat');
       await e.t.lua(`require('caboose.ui.chat').set_status(nil, nil, {
@@ -560,14 +560,17 @@ forEachNvim((bin) => {
       };
       const width = () => e.t.lua<number>("return vim.api.nvim_win_get_width(vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1])");
       assert.equal(await width(), 64);
-      assert.equal(await shown(), '  create  │ fake-model-x │ ↑10 ↓5 Σ90 │ Trial session title');
+      assert.equal(await shown(), '  create  │ always: bash │ ↑10 ↓5 Σ90 │ Trial session title');
       await e.t.lua('vim.o.columns = 80');
       await e.t.waitFor(async () => (await width()) === 40, 'narrower chat');
-      await e.t.waitFor(async () => (await shown()) === '  create  │ Trial session title', 'only mode and title at 40 columns').catch(async (err) => {
+      await e.t.waitFor(async () => (await shown()) === '  create  │ always: bash', 'only mode and grants at 40 columns').catch(async (err) => {
         throw new Error(`${err}: ${await shown()}`);
       });
       await e.t.lua("require('caboose.ui.chat').set_status('pending_approval', nil, {})");
-      assert.equal(await shown(), '  create  │ pending approval', 'the title goes too at 40 columns');
+      assert.equal(await shown(), '  create  │ pending approval', 'the grants go too at 40 columns');
+      await e.t.lua("require('caboose.ui.chat').set_status(nil, nil, { grants = { 'bash', 'create_file', 'edit_file' } })");
+      assert.equal(await e.t.lua<string>('return require(\'caboose.ui.chat\').status_line(52)').then((l) => l.replace(/%#[^#]*#|%\*/g, '')), '  create  │ pending approval │ always: 3 tools', 'a count before they go');
+      await e.t.lua("require('caboose.ui.chat').set_status(nil, nil, { grants = { 'bash' } })");
       for (const w of [20, 30, 45, 55, 70, 90]) {
         const line = (await e.t.lua<string>(`return require('caboose.ui.chat').status_line(${w})`)).replace(/%#[^#]*#|%\*/g, '');
         assert.ok((await e.t.lua<number>('return vim.api.nvim_strwidth(...)', [line])) <= Math.max(w, 30), `${w}: ${line}`);

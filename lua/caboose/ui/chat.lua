@@ -718,10 +718,15 @@ end
 ---@param width integer|nil
 function M.status_line(width)
   local s = H.status
-  local fields = {} ---@type { text: string, plain: string, keep: integer }[]
-  local function add(keep, plain, hl)
+  -- Fields are dropped whole, lowest `keep` first, until the bar fits; one with a `short` form is
+  -- shortened before it is dropped.
+  local fields = {} ---@type { text: string, plain: string, keep: integer, short: string|nil, hl: string|nil }[]
+  local function text_of(plain, hl)
     local text = H.esc(plain)
-    table.insert(fields, { text = hl and ('%#' .. hl .. '#' .. text .. '%*') or text, plain = plain, keep = keep })
+    return hl and ('%#' .. hl .. '#' .. text .. '%*') or text
+  end
+  local function add(keep, plain, hl, short)
+    table.insert(fields, { text = text_of(plain, hl), plain = plain, keep = keep, short = short, hl = hl })
   end
   add(9, ' ' .. (s.mode or '?') .. ' ', 'CabooseMode')
   if s.retry and s.state ~= 'idle' then
@@ -734,7 +739,9 @@ function M.status_line(width)
     add(5, string.format('%d queued', queued), 'CabooseQueued')
   end
   if s.grants and #s.grants > 0 then
-    add(1, 'always: ' .. table.concat(s.grants, ', '), 'CabooseWarn')
+    -- What runs without asking matters more than the model or the token counts.
+    local short = #s.grants == 1 and 'always: 1 tool' or string.format('always: %d tools', #s.grants)
+    add(6, 'always: ' .. table.concat(s.grants, ', '), 'CabooseWarn', short)
   end
   if s.model then
     add(2, s.model)
@@ -764,7 +771,12 @@ function M.status_line(width)
     if not drop then
       break
     end
-    table.remove(fields, drop)
+    local f = fields[drop]
+    if f.short and f.short ~= f.plain then
+      f.plain, f.text = f.short, text_of(f.short, f.hl)
+    else
+      table.remove(fields, drop)
+    end
   end
   local parts = {}
   for _, f in ipairs(fields) do
