@@ -22,8 +22,12 @@ export function stripNulls(value: unknown): unknown {
 
 const DISPATCH = "return require('caboose.rpc').on_event(...)";
 
-/** Streamed text is sent at most once per frame (~60 per second), however fast the model streams. */
-export const FRAME_MS = 16;
+/**
+ * Streamed text is sent at most once per frame (20 a second), however fast the model streams. Each frame
+ * costs Neovim a markdown re-parse and redraw of the chat (≈ 15–50 ms of CPU in a long chat): at 60 frames
+ * a second a paced reply kept Neovim's CPU busy ~60% of the time even in a fresh chat (bench/chat.ts).
+ */
+export const FRAME_MS = 50;
 const DELTA_EVENT = 'assistant_delta';
 
 /** Text waiting for its frame, shared by a UI and its scopes so one frame carries it all, in order. */
