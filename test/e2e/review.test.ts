@@ -204,6 +204,26 @@ forEachNvim((bin) => {
       assert.equal(fs.readFileSync(file(), 'utf8'), ORIG.replace('two', 'TWO').replace('five', 'FIVE').replace('nine', 'NINE'));
     });
 
+    it(':q on a review in the only window beside the chat closes the review, not Neovim; it stays pending', async () => {
+      await e.start({ initLua: SETUP });
+      fs.writeFileSync(file(), ORIG);
+      await e.t.cmd('edit a.txt');
+      await e.t.lua("require('caboose').open_chat()");
+      scriptEdit('after quitting the review');
+      await e.t.cmd('Caboose change three lines');
+      const r = await waitReview();
+      await e.t.lua('vim.api.nvim_set_current_win(...)', [r.win]);
+      await e.t.cmd('q');
+      await e.t.waitFor(async () => !(await e.t.lua<boolean>('return vim.api.nvim_win_is_valid(...)', [r.win])), 'the review window closed');
+      assert.equal(e.t.proc.exitCode, null, 'Neovim is still running');
+      assert.equal((await review())!.id, r.id, 'still pending');
+      assert.equal(await e.t.lua("return require('caboose').state().state"), 'pending_approval');
+      await e.t.cmd('CabooseApproval');
+      await e.t.waitFor(async () => ((await review())?.buf ? true : null), 'shown again');
+      await e.t.nvim.input('gA');
+      await chatHas('after quitting the review');
+    });
+
     it('accepting a review jumped to with ga from the transcript puts the cursor back in the transcript', async () => {
       await e.start({ initLua: SETUP });
       fs.writeFileSync(file(), ORIG);

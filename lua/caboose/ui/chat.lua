@@ -588,7 +588,9 @@ end
 --- buffers (E37, E162) still apply; when they refuse, the chat comes back.
 H.quit_pre = function()
   local cur = vim.api.nvim_get_current_win()
-  if H.floating(cur) then
+  -- :q in one of our own windows (a review, the audit list) closes that window, never the editor: a
+  -- review closed that way stays pending.
+  if H.floating(cur) or vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(cur)):match('^caboose://') then
     return
   end
   local tab = vim.api.nvim_get_current_tabpage()
