@@ -19,7 +19,8 @@ export interface DeleteFileData {
   diff: string;
 }
 
-async function plan(ws: FileWorkspace, args: z.infer<typeof deleteFileParameters>, d: AuditDraft): Promise<WritePlan<DeleteFileData>> {
+/** `seen` receives the bytes about to be deleted (the approval preview shows them). */
+async function plan(ws: FileWorkspace, args: z.infer<typeof deleteFileParameters>, d: AuditDraft, seen?: { bytes?: Buffer }): Promise<WritePlan<DeleteFileData>> {
   const r = ws.resolve(args.path);
   d.path = r.rel;
   const v = await ws.files.view(r.abs);
@@ -35,6 +36,7 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof deleteFileParameters
   const trashId = ws.trash.newId();
   const bytes = v.bytes;
   const sha = v.sha256;
+  if (seen) seen.bytes = bytes;
   const diff = `Delete ${r.rel} (${bytes.length} bytes, sha256 ${sha.slice(0, 12)}…) — recoverable with restore_file trashId=${trashId}`;
   d.diff = diff;
   return {
@@ -66,6 +68,19 @@ const lineCount = (bytes: Buffer): number => {
   return bytes[bytes.length - 1] === 0x0a ? n : n + 1;
 };
 
+const PREVIEW_LINES = 40;
+
+/** What the user approves: the file, its size, where it goes, and its first lines (not for binary files). */
+function deletePreview(rel: string, bytes: Buffer): string {
+  const n = lineCount(bytes);
+  const head = `Delete ${rel} (${n} line${n === 1 ? '' : 's'}, ${bytes.length} byte${bytes.length === 1 ? '' : 's'}); it goes to the trash (:CabooseRestore brings it back).`;
+  if (bytes.length === 0 || bytes.includes(0)) return head;
+  const lines = bytes.toString('utf8').replace(/\r?\n$/, '').split(/\r?\n/);
+  const shown = lines.slice(0, PREVIEW_LINES);
+  if (lines.length > PREVIEW_LINES) shown.push(`… ${lines.length - PREVIEW_LINES} more lines`);
+  return [head, '', ...shown].join('\n');
+}
+
 const empty = (): AuditDraft => ({ path: null, toPath: null, beforeSha256: null, afterSha256: null, diff: null });
 
 export const deleteFileTool: ToolDefinition<typeof deleteFileParameters, DeleteFileData> = {
@@ -81,7 +96,8 @@ export const deleteFileTool: ToolDefinition<typeof deleteFileParameters, DeleteF
     return ws.runWrite('delete_file', 'delete', empty(), (d) => plan(ws, args, d), { signal: ctx.signal });
   },
   async preview(args, ctx) {
-    const p = await plan(fileWorkspace(ctx.workspace), args, empty());
-    return { kind: 'text', text: p.diff };
+    const seen: { bytes?: Buffer } = {};
+    const p = await plan(fileWorkspace(ctx.workspace), args, empty(), seen);
+    return { kind: 'text', text: deletePreview(p.result.path, seen.bytes ?? Buffer.alloc(0)) };
   },
 };

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { openWorkspace, type OpenedWorkspace, type ToolResult } from '../../src/index';
 import { STALE_FILE_ACTION } from '../../src/tools/errors';
+import { deleteFileTool } from '../../src/tools/delete_file';
 
 const sha = (b: string | Buffer): string => createHash('sha256').update(b).digest('hex');
 
@@ -368,6 +369,17 @@ describe('edit_file', () => {
 });
 
 describe('delete_file and restore_file', () => {
+  test('the approval preview says what goes, how big, where, and shows its first lines (no hashes)', async () => {
+    write('notes.txt', 'alpha\nbeta\ngamma\n');
+    const ctx = { signal: new AbortController().signal, workspace: ws.workspace, sessionId: 's' };
+    const p = await deleteFileTool.preview!({ path: 'notes.txt', expectedSha256: sha('alpha\nbeta\ngamma\n') }, ctx);
+    assert.deepEqual(p, { kind: 'text', text: 'Delete notes.txt (3 lines, 17 bytes); it goes to the trash (:CabooseRestore brings it back).\n\nalpha\nbeta\ngamma' });
+    write('bin.dat', Buffer.from([1, 0, 2]));
+    const b = await deleteFileTool.preview!({ path: 'bin.dat', expectedSha256: sha(Buffer.from([1, 0, 2])) }, ctx);
+    assert.deepEqual(b, { kind: 'text', text: 'Delete bin.dat (1 line, 3 bytes); it goes to the trash (:CabooseRestore brings it back).' });
+    assert.ok(exists('notes.txt') && exists('bin.dat'), 'a preview deletes nothing');
+  });
+
   test('delete moves the file to the trash and restore brings it back with its mode', async () => {
     write('d/a.sh', 'echo hi\n', 0o755);
     const del = data<{ trashId: string; path: string }>(await ws.call('delete_file', { path: 'd/a.sh', expectedSha256: sha('echo hi\n') }));
