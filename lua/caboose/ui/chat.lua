@@ -157,6 +157,10 @@ H.md_apply = function(buf)
     -- Made before the filetype is set: the markdown ftplugin's vim.treesitter.start() then finds it.
     pcall(vim.treesitter.get_parser, buf, 'markdown', { injections = { markdown = H.MD_INJECTIONS } })
     vim.bo[buf].filetype = 'markdown'
+    if vim.b[buf].caboose_input then
+      -- The markdown ftplugin sets its own (HTML tags); ours completes @paths.
+      vim.bo[buf].omnifunc = "v:lua.require'caboose.context'.omnifunc"
+    end
     if not vim.treesitter.highlighter.active[buf] then
       pcall(vim.treesitter.start, buf, 'markdown')
     end
