@@ -100,7 +100,14 @@ export async function startNvim(opts: StartOptions): Promise<TestNvim> {
     nvim.apiInfo,
     new Promise((_, reject) => proc.once('exit', (code) => reject(new Error(`nvim exited ${code}: ${stderr}`)))),
   ]);
-  const lua = <T>(code: string, args: unknown[] = []) => nvim.lua(code, args as never[]) as Promise<T>;
+  // A request to a Neovim that has exited never settles: fail it instead, so a test whose Neovim quit
+  // fails at once rather than at the runner's timeout.
+  const exited = new Promise<never>((_, reject) =>
+    proc.once('exit', (code, signal) => reject(new Error(`nvim exited (${signal ?? code})${stderr ? `: ${stderr}` : ''}`))),
+  );
+  exited.catch(() => undefined);
+  const live = <T>(p: Promise<T>): Promise<T> => Promise.race([p, exited]);
+  const lua = <T>(code: string, args: unknown[] = []) => live(nvim.lua(code, args as never[]) as Promise<T>);
   const t: TestNvim = {
     nvim,
     proc,
@@ -109,7 +116,7 @@ export async function startNvim(opts: StartOptions): Promise<TestNvim> {
     dataDir: path.join(home, 'data', 'nvim', 'caboose'),
     logFile: path.join(home, 'state', 'nvim', 'caboose.log'),
     lua,
-    cmd: (c) => nvim.command(c),
+    cmd: (c) => live(nvim.command(c)),
     async waitFor(probe, what, timeoutMs = 10_000) {
       const deadline = Date.now() + timeoutMs;
       let last: unknown;
