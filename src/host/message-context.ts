@@ -3,6 +3,7 @@
  * the model receives with it, and the one-line labels the chat shows under the message.
  */
 import type { ToolResult } from '../tools/tool';
+import { plural } from './summaries';
 
 export interface ContextItem {
   kind: 'buffer' | 'selection' | 'file';
@@ -42,7 +43,7 @@ function block(header: string, filetype: string | undefined, text: string): stri
   return `${header}\n${fence}${filetype ?? ''}\n${body}${fence}`;
 }
 
-const lines = (n: number) => `${n} line${n === 1 ? '' : 's'}`;
+const lines = (n: number) => plural(n, 'line');
 const lineCount = (text: string) => (text === '' ? 0 : text.replace(/\n$/, '').split('\n').length);
 
 /** One attached item; `file` is the workspace path it was read from (the same file is attached once). */

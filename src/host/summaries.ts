@@ -6,7 +6,7 @@ import type { PostEditReport } from '../workspace/post-edit-diagnostics';
 import type { DiagnosticsData } from '../tools/diagnostics';
 
 const clip = (s: string, n = 80) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+export const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 /** One line for the chat: the tool and its most telling argument. */
 export function summarizeToolCall(name: string, args: unknown): string {

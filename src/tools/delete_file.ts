@@ -4,6 +4,7 @@ import type { ToolDefinition } from './tool';
 import { fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
 import { expectedShaField, pathField } from '../workspace/tool-support';
 import { unsavedBufferError } from '../workspace/file-access';
+import { sliceLines, type LineSlice } from '../workspace/encoding';
 
 export const deleteFileParameters = z.object({
   path: pathField(),
@@ -19,8 +20,8 @@ export interface DeleteFileData {
   diff: string;
 }
 
-/** `seen` receives the bytes about to be deleted (the approval preview shows them). */
-async function plan(ws: FileWorkspace, args: z.infer<typeof deleteFileParameters>, d: AuditDraft, seen?: { bytes?: Buffer }): Promise<WritePlan<DeleteFileData>> {
+/** `seen` receives what the approval preview shows of the file about to be deleted. */
+async function plan(ws: FileWorkspace, args: z.infer<typeof deleteFileParameters>, d: AuditDraft, seen?: { preview?: string }): Promise<WritePlan<DeleteFileData>> {
   const r = ws.resolve(args.path);
   d.path = r.rel;
   const v = await ws.files.view(r.abs);
@@ -36,13 +37,14 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof deleteFileParameters
   const trashId = ws.trash.newId();
   const bytes = v.bytes;
   const sha = v.sha256;
-  if (seen) seen.bytes = bytes;
+  const head = sliceLines(bytes, 1, PREVIEW_LINES);
+  if (seen) seen.preview = deletePreview(r.rel, bytes, head);
   const diff = `Delete ${r.rel} (${bytes.length} bytes, sha256 ${sha.slice(0, 12)}…) — recoverable with restore_file trashId=${trashId}`;
   d.diff = diff;
   return {
     changes: [{ type: 'delete', abs: r.abs }],
     diff,
-    result: { path: r.rel, trashId, sha256: sha, lines: lineCount(bytes), diff },
+    result: { path: r.rel, trashId, sha256: sha, lines: head.totalLines, diff },
     audit: [{ ...d, operation: 'delete' }],
     beforeCommit: () => ws.trash.stash(trashId, bytes),
     onFailure: () => ws.trash.discard(trashId),
@@ -61,24 +63,16 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof deleteFileParameters
   };
 }
 
-const lineCount = (bytes: Buffer): number => {
-  if (bytes.length === 0) return 0;
-  let n = 0;
-  for (const b of bytes) if (b === 0x0a) n++;
-  return bytes[bytes.length - 1] === 0x0a ? n : n + 1;
-};
-
 const PREVIEW_LINES = 40;
 
 /** What the user approves: the file, its size, where it goes, and its first lines (not for binary files). */
-function deletePreview(rel: string, bytes: Buffer): string {
-  const n = lineCount(bytes);
-  const head = `Delete ${rel} (${n} line${n === 1 ? '' : 's'}, ${bytes.length} byte${bytes.length === 1 ? '' : 's'}); it goes to the trash (:CabooseRestore brings it back).`;
-  if (bytes.length === 0 || bytes.includes(0)) return head;
-  const lines = bytes.toString('utf8').replace(/\r?\n$/, '').split(/\r?\n/);
-  const shown = lines.slice(0, PREVIEW_LINES);
-  if (lines.length > PREVIEW_LINES) shown.push(`… ${lines.length - PREVIEW_LINES} more lines`);
-  return [head, '', ...shown].join('\n');
+function deletePreview(rel: string, bytes: Buffer, head: LineSlice): string {
+  const n = head.totalLines;
+  const what = `Delete ${rel} (${n} line${n === 1 ? '' : 's'}, ${bytes.length} byte${bytes.length === 1 ? '' : 's'}); it goes to the trash (:CabooseRestore brings it back).`;
+  if (bytes.length === 0 || bytes.includes(0)) return what;
+  const shown = head.text.replace(/\n$/, '').split('\n');
+  if (n > PREVIEW_LINES) shown.push(`… ${n - PREVIEW_LINES} more lines`);
+  return [what, '', ...shown].join('\n');
 }
 
 const empty = (): AuditDraft => ({ path: null, toPath: null, beforeSha256: null, afterSha256: null, diff: null });
@@ -96,8 +90,8 @@ export const deleteFileTool: ToolDefinition<typeof deleteFileParameters, DeleteF
     return ws.runWrite('delete_file', 'delete', empty(), (d) => plan(ws, args, d), { signal: ctx.signal });
   },
   async preview(args, ctx) {
-    const seen: { bytes?: Buffer } = {};
-    const p = await plan(fileWorkspace(ctx.workspace), args, empty(), seen);
-    return { kind: 'text', text: deletePreview(p.result.path, seen.bytes ?? Buffer.alloc(0)) };
+    const seen: { preview?: string } = {};
+    await plan(fileWorkspace(ctx.workspace), args, empty(), seen);
+    return { kind: 'text', text: seen.preview ?? '' };
   },
 };

@@ -77,7 +77,7 @@ function M.input_buf()
   local buf = H.scratch('caboose://input/' .. H.count, true)
   vim.b[buf].caboose_input = true
   H.set_markdown(buf)
-  vim.bo[buf].omnifunc = "v:lua.require'caboose.context'.omnifunc"
+  vim.bo[buf].omnifunc = H.OMNIFUNC
   H.input = buf
   H.set_input_keymaps(buf)
   vim.api.nvim_create_autocmd('TextChangedI', {
@@ -125,6 +125,9 @@ end
 --- Markdown with treesitter highlighting (fenced code through its injections). The parser and queries
 --- load once, one piece per event-loop tick (together they would freeze the editor for ~25 ms); the
 --- buffer gets its filetype when they are ready.
+--- The message area completes @paths (the markdown ftplugin would set an HTML one).
+H.OMNIFUNC = "v:lua.require'caboose.context'.omnifunc"
+
 H.md_ready = false
 H.md_waiting = {} ---@type integer[]
 H.md_steps = {
@@ -159,7 +162,7 @@ H.md_apply = function(buf)
     vim.bo[buf].filetype = 'markdown'
     if vim.b[buf].caboose_input then
       -- The markdown ftplugin sets its own (HTML tags); ours completes @paths.
-      vim.bo[buf].omnifunc = "v:lua.require'caboose.context'.omnifunc"
+      vim.bo[buf].omnifunc = H.OMNIFUNC
     end
     if not vim.treesitter.highlighter.active[buf] then
       pcall(vim.treesitter.start, buf, 'markdown')
