@@ -527,7 +527,11 @@ export class FileAccess {
    * `signal` is the last failure before the renames (the commit point).
    */
   private async commitDisk(changes: FileChange[], syncDirs = true, signal?: AbortSignal): Promise<void> {
-    if (changes.length === 0) return;
+    if (changes.length === 0) {
+      // Buffer-only commits have their commit point here too.
+      throwIfCancelled(signal);
+      return;
+    }
     const temps = new Map<number, string>();
     const createdDirs: string[] = [];
     const steps: Step[] = [];

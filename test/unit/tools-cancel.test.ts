@@ -162,6 +162,44 @@ for (const c of CASES) {
   });
 }
 
+// A change that lands only in an unsaved buffer has no disk part: its commit point is still checked.
+for (const tool of ['write_file', 'edit_file', 'apply_patch'] as const) {
+  test(`${tool} into an unsaved buffer, aborted while the commit asks Neovim: the buffer is unchanged`, async () => {
+    const e = open(true);
+    try {
+      fs.writeFileSync(path.join(e.root, 'a.txt'), 'disk\n');
+      e.bridge!.bufs.set(path.join(e.root, 'a.txt'), { text: 'alpha\n', modified: true, tick: 7 });
+      const args = {
+        write_file: { path: 'a.txt', content: 'new\n', expectedSha256: sha('alpha\n') },
+        edit_file: { path: 'a.txt', expectedSha256: sha('alpha\n'), edits: [{ oldText: 'alpha', newText: 'ALPHA' }] },
+        apply_patch: { patch: '*** Begin Patch\n*** Update File: a.txt\n@@\n-alpha\n+patched\n*** End Patch\n', expectedSha256ByPath: { 'a.txt': sha('alpha\n') } },
+      }[tool];
+      // Control: with a live signal the buffer (only) changes.
+      const control = open(true);
+      try {
+        fs.writeFileSync(path.join(control.root, 'a.txt'), 'disk\n');
+        control.bridge!.bufs.set(path.join(control.root, 'a.txt'), { text: 'alpha\n', modified: true, tick: 7 });
+        const ok = await control.ws.call(tool, args);
+        assert.ok(ok.ok, JSON.stringify(ok));
+        assert.notEqual(control.bridge!.bufs.get(path.join(control.root, 'a.txt'))!.text, 'alpha\n');
+        assert.equal(fs.readFileSync(path.join(control.root, 'a.txt'), 'utf8'), 'disk\n');
+      } finally {
+        control.done();
+      }
+      const before = state(e);
+      const ac = new AbortController();
+      e.bridge!.onStatus = (withBytes) => {
+        if (withBytes === 'never') ac.abort();
+      };
+      assertCancelled(await e.ws.call(tool, args, { signal: ac.signal }), tool);
+      assertUnchanged(e, before, tool);
+      assert.equal(e.bridge!.ops.length, 0, 'no buffer update was sent');
+    } finally {
+      e.done();
+    }
+  });
+}
+
 test('the agent stopped while write_file waits for the write lock: the file is never written', async (t) => {
   const e = open(false);
   const fake = await startFakeOpenAI();
