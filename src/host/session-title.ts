@@ -4,7 +4,10 @@ import type { ModelClient } from '../agent/provider';
 export const TITLE_INSTRUCTION =
   'Name this coding conversation in 3 to 6 words, like a commit subject: no quotes, no final period, no "Conversation about". Answer with the title only.';
 
-/** The model's answer made into a title: one line, no quotes or markup, at most 6 words; null if unusable. */
+/**
+ * The model's answer made into a title: one line, no quotes or markup, 3 to 6 words (longer answers are
+ * cut); null if unusable (the first words of the message then stay the title).
+ */
 export function cleanTitle(raw: string): string | null {
   const line = raw
     .split('\n')
@@ -16,7 +19,7 @@ export function cleanTitle(raw: string): string | null {
     .replace(/^[#*_`"'“”‘’\s]+|[#*_`"'“”‘’.\s]+$/g, '')
     .replace(/\s+/g, ' ');
   const words = t.split(' ').filter(Boolean);
-  if (words.length === 0 || t.length > 80) return null;
+  if (words.length < 3 || t.length > 80) return null;
   return words.slice(0, 6).join(' ');
 }
 

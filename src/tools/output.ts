@@ -57,8 +57,9 @@ export function truncationNotice(c: CappedText, how: string): string {
  */
 export function capToolResultJson(result: unknown, maxBytes = MAX_OUTPUT_BYTES, maxLines = MAX_OUTPUT_LINES): string {
   const json = JSON.stringify(result);
-  const fits = (s: string) => Buffer.byteLength(s, 'utf8') <= maxBytes + 1024 && countNewlines(s) <= maxLines;
-  if (fits(json)) return json;
+  // Lines are those of the text fields (the JSON itself escapes its newlines).
+  const fits = (s: string, node: unknown) => Buffer.byteLength(s, 'utf8') <= maxBytes + 1024 && textLines(node) <= maxLines;
+  if (json === undefined || fits(json, result)) return json;
   const copy = JSON.parse(json) as unknown;
   // Cut the longest strings first, each to what the budget leaves, until the whole fits.
   for (let round = 0; round < 8; round++) {
@@ -72,14 +73,22 @@ export function capToolResultJson(result: unknown, maxBytes = MAX_OUTPUT_BYTES, 
     // JSON escapes (\n, quotes) make the encoded text longer than the text itself.
     const overhead = encoded / Math.max(1, Buffer.byteLength(top.value, 'utf8'));
     const budget = Math.max(256, Math.floor((maxBytes - others - 400) / overhead));
-    const c = capText(top.value, maxLines, budget);
-    const cut = c.truncated ? c : capText(top.value, maxLines, Math.floor(top.value.length / 2));
+    const lineBudget = Math.max(1, maxLines - (textLines(copy) - countNewlines(top.value)) - 1);
+    const c = capText(top.value, lineBudget, budget);
+    const cut = c.truncated ? c : capText(top.value, lineBudget, Math.floor(top.value.length / 2));
     (top.holder as Record<string | number, unknown>)[top.key] = `${cut.text}\n${truncationNotice(cut, 'the result exceeded the 50 KB / 2,000-line cap for tool output; narrow the request to see the rest')}`;
     const out = JSON.stringify(copy);
-    if (fits(out)) return out;
+    if (fits(out, copy)) return out;
   }
   const c = capText(json, maxLines, maxBytes);
   return `${c.text}\n${truncationNotice(c, 'the result exceeded the cap for tool output; narrow the request')}`;
+}
+
+/** Newlines across every text field of a result. */
+function textLines(node: unknown): number {
+  const strings: { value: string }[] = [];
+  collectStrings(node, strings as { holder: Record<string, unknown> | unknown[]; key: string | number; value: string }[]);
+  return strings.reduce((n, s) => n + countNewlines(s.value), 0);
 }
 
 function countNewlines(s: string): number {

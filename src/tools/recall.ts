@@ -8,7 +8,7 @@ export interface RecallSource {
   /** A stored message row: a tool output, or a summary standing for an archived segment. */
   get(id: number): { kind: string; role: string | null; message: unknown } | null;
   /** The messages a summary row replaced, in order. */
-  archivedBy(id: number): { role: string | null; message: unknown }[];
+  archivedBy(id: number): { id: number; role: string | null; message: unknown }[];
 }
 
 export const RECALL_DEFAULT_LINES = 400;
@@ -30,15 +30,17 @@ export interface RecallResult {
   more?: string;
 }
 
-type Msg = { role?: string; content?: unknown; tool_calls?: { function: { name: string; arguments: string } }[] };
+type Msg = { role?: string; content?: unknown; summary?: unknown; tool_calls?: { function: { name: string; arguments: string } }[] };
 
 /** An archived segment as plain text the model can read. */
-export function conversationText(messages: { role: string | null; message: unknown }[]): string {
+export function conversationText(messages: { id?: number; role: string | null; message: unknown }[]): string {
   const out: string[] = [];
-  for (const { message } of messages) {
+  for (const { id, message } of messages) {
     const m = (message ?? {}) as Msg;
     const body = typeof m.content === 'string' ? m.content : '';
-    if (m.role === 'tool') out.push(`[tool result]\n${body}`);
+    // An earlier compaction's summary, archived by a later one: it still leads to its own segment.
+    if (typeof m.summary === 'string') out.push(`[summary of an earlier part${id === undefined ? '' : `, archived as #${id}: call recall with id ${id} to read it`}]\n${m.summary}`);
+    else if (m.role === 'tool') out.push(`[tool result]\n${body}`);
     else out.push(`[${m.role ?? 'note'}]\n${body}`);
     for (const c of m.tool_calls ?? []) out.push(`[tool call] ${c.function.name} ${c.function.arguments}`);
   }

@@ -6,6 +6,7 @@ import { SessionRecorder } from '../../src/host/session-recorder';
 import { fallbackTitle, restoreConversation, transcriptItems } from '../../src/host/session-history';
 import { cleanTitle } from '../../src/host/session-title';
 import { capToolResultJson } from '../../src/tools/output';
+import { conversationText } from '../../src/tools/recall';
 import { DEFAULT_CONTEXT_WINDOW, knownContextWindow, listedContextWindow, pruneToolOutputs } from '../../src/agent/context';
 import { resolveContextWindow } from '../../src/host/model-list';
 import { isContextLengthMessage } from '../../src/agent/provider';
@@ -129,7 +130,20 @@ describe('titles, caps and context windows', () => {
     assert.equal(cleanTitle('Title: **Refactor parser module**\nmore'), 'Refactor parser module');
     assert.equal(cleanTitle('one two three four five six seven eight'), 'one two three four five six');
     assert.equal(cleanTitle('   '), null);
+    assert.equal(cleanTitle('Refactoring'), null, 'fewer than 3 words: the first words stay');
+    assert.equal(cleanTitle('"Parser refactor"'), null);
     assert.equal(fallbackTitle('please   rename the variable x in parser.ts to something better'), 'please rename the variable x in…');
+  });
+
+  it('an archived segment reads back as text; an earlier summary in it still names its own archive', () => {
+    const text = conversationText([
+      { id: 7, role: 'user', message: { summary: '## Intent\nLearn about pelicans.' } },
+      { id: 8, role: 'user', message: user('and herons?') },
+      { id: 9, role: 'assistant', message: call('c1', 'read_file', { path: 'birds.md' }) },
+      { id: 10, role: 'tool', message: result('c1', { content: 'herons\n' }) },
+    ]);
+    assert.match(text, /^\[summary of an earlier part, archived as #7: call recall with id 7 to read it\]\n## Intent\nLearn about pelicans\./);
+    assert.match(text, /\[user\]\nand herons\?\n\n\[assistant\]\n\n\n\[tool call\] read_file \{"path":"birds.md"\}\n\n\[tool result\]\n\{"ok":true/);
   });
 
   it('caps any tool result at 50 KB with a notice (explore/agent answers included)', () => {
@@ -139,6 +153,15 @@ describe('titles, caps and context windows', () => {
     const parsed = JSON.parse(json) as { ok: boolean; data: { answer: string; toolCalls: number } };
     assert.equal(parsed.data.toolCalls, 3);
     assert.match(parsed.data.answer, /\[output truncated: \d+ of 4500 lines/);
+    // 2,000 lines across the text fields, even when the bytes are few.
+    const many = capToolResultJson({ ok: true, data: { stdout: 'ok\n'.repeat(3000), stderr: 'warn\n'.repeat(300) } });
+    const cut = JSON.parse(many) as { data: { stdout: string; stderr: string } };
+    const lines = (s: string) => s.split('\n').length - 1;
+    assert.ok(lines(cut.data.stdout) + lines(cut.data.stderr) <= 2000, `${lines(cut.data.stdout)} + ${lines(cut.data.stderr)} lines`);
+    assert.equal(cut.data.stderr, 'warn\n'.repeat(300), 'the shorter field is kept whole');
+    assert.match(cut.data.stdout, /\[output truncated: \d+ of 3000 lines[^\]]*2,000-line cap/);
+    const exactly = { ok: true, data: { content: 'x\n'.repeat(2000) } };
+    assert.equal(capToolResultJson(exactly), JSON.stringify(exactly), 'a tool that capped itself at 2,000 lines is untouched');
     const small = { ok: true, data: { x: 1 } };
     assert.equal(capToolResultJson(small), JSON.stringify(small));
   });
