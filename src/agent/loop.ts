@@ -447,6 +447,11 @@ export class Agent {
       };
     });
     const results: ToolResult[] = new Array<ToolResult>(pending.length);
+    // Each result joins the history (and the session store) as soon as the ones before it have.
+    let pushed = 0;
+    const pushReady = (): void => {
+      for (; pushed < pending.length && results[pushed] !== undefined; pushed++) this.push(toolMessage(pending[pushed].call.id, results[pushed]));
+    };
     let batch: Promise<void>[] = [];
     const flush = async (): Promise<void> => {
       await Promise.all(batch);
@@ -458,6 +463,7 @@ export class Agent {
       const finish = (result: ToolResult): void => {
         results[i] = result;
         this.emit('toolResult', { id: p.call.id, name: p.call.name, result });
+        pushReady();
       };
       this.emit('toolCall', { id: p.call.id, name: p.call.name, args: p.args });
       if (signal.aborted) {
@@ -477,7 +483,6 @@ export class Agent {
       finish(signal.aborted ? cancelledResult() : await this.gateAndRun(p, signal));
     }
     await flush();
-    for (let i = 0; i < pending.length; i++) this.push(toolMessage(pending[i].call.id, results[i]));
   }
 
   private permission(p: PendingCall): 'run' | 'ask' | 'block' {

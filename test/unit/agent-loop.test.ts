@@ -661,3 +661,34 @@ test('each tool call and its preview see the call\'s id in their context', async
   await h.agent.idle();
   assert.deepEqual(seen, ['preview call_a', 'run call_a', 'preview call_b', 'run call_b']);
 });
+
+test('each tool result joins the history as soon as the calls before it are done (a crash keeps what finished)', async (t) => {
+  let seen: string[] = [];
+  let approveNow!: () => void;
+  const h = await setup(t, {
+    approve: async () => {
+      // While the edit waits for approval, the read before it is already in the history.
+      seen = h.agent.messages.filter((m) => m.role === 'tool').map((m) => String(m.tool_call_id));
+      await new Promise<void>((r) => (approveNow = r));
+      return { decision: 'once' };
+    },
+  });
+  h.fake.script(
+    {
+      toolCalls: [
+        { id: 'r1', name: 'read_thing', arguments: { path: 'a.ts' } },
+        { id: 'e1', name: 'edit_thing', arguments: { path: 'a.ts', text: 'x' } },
+      ],
+    },
+    { text: 'done' },
+  );
+  h.agent.send('go');
+  while (!approveNow) await new Promise((r) => setTimeout(r, 5));
+  assert.deepEqual(seen, ['r1']);
+  approveNow();
+  await h.agent.idle();
+  assert.deepEqual(
+    h.agent.messages.filter((m) => m.role === 'tool').map((m) => m.tool_call_id),
+    ['r1', 'e1'],
+  );
+});
