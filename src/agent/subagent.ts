@@ -38,7 +38,8 @@ export interface SubagentTranscript {
   task: string;
   tools: string[];
   mode: PermissionMode;
-  status: 'ok' | 'error' | 'cancelled';
+  /** 'running' while the child works (its transcript so far, written as it grows). */
+  status: 'running' | 'ok' | 'error' | 'cancelled';
   /** The child's conversation (its task, tool calls, results and answer), without its system prompt. */
   messages: ChatMessage[];
 }
@@ -206,7 +207,14 @@ async function runChild(opts: CommonOptions, ctx: ToolContext, spec: ChildSpec):
   const failures: string[] = [];
   // The child's own calls get their own ids and approvals; nothing of the parent's call carries over.
   const base: ToolContext = { ...ctx, toolCallId: undefined, review: undefined };
-  const child = new Agent({
+  const report = (status: SubagentTranscript['status']): void => {
+    try {
+      opts.onTranscript?.({ toolCallId, name: spec.name, label: spec.label, task: spec.task, tools: spec.tools, mode: spec.mode, status, messages: child.messages });
+    } catch (e) {
+      opts.log?.error('subagent transcript handler threw: %s', e instanceof Error ? e.message : String(e));
+    }
+  };
+  const child: Agent = new Agent({
     provider: opts.provider,
     registry: new ScopedRegistry(opts.registry, new Set(spec.tools)),
     mode: spec.mode,
@@ -222,6 +230,7 @@ async function runChild(opts: CommonOptions, ctx: ToolContext, spec: ChildSpec):
         toolCalls++;
         opts.onProgress?.({ toolCallId, label: spec.label, step: toolCalls, tool: c.name, args: c.args });
       },
+      messageAdded: () => report('running'),
       error: (e) => void failures.push(`${e.kind}: ${e.message}`),
       approvalCancelled: (req) => spec.approvalCancelled?.(req),
     },
@@ -240,11 +249,7 @@ async function runChild(opts: CommonOptions, ctx: ToolContext, spec: ChildSpec):
   const last = child.messages.at(-1);
   const answer = last?.role === 'assistant' && typeof last.content === 'string' ? last.content : '';
   const status = ctx.signal.aborted ? 'cancelled' : failures.length > 0 && answer === '' ? 'error' : 'ok';
-  try {
-    opts.onTranscript?.({ toolCallId, name: spec.name, label: spec.label, task: spec.task, tools: spec.tools, mode: spec.mode, status, messages: child.messages });
-  } catch (e) {
-    opts.log?.error('subagent transcript handler threw: %s', e instanceof Error ? e.message : String(e));
-  }
+  report(status);
   if (status === 'cancelled') throw new ToolError('cancelled', 'The subagent was stopped.');
   if (status === 'error') {
     throw new ToolError(failures[0].startsWith('step_limit') ? 'timeout' : 'network_error', `The subagent failed: ${failures.join('; ')}`);

@@ -170,7 +170,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     onTranscript: (t: SubagentTranscript) => {
       // Stored with the session whatever happened to the call (a stopped child reports after its result).
       recorder.subagent(t);
-      if (callArgs.has(t.toolCallId)) transcripts.set(t.toolCallId, t);
+      if (t.status !== 'running' && callArgs.has(t.toolCallId)) transcripts.set(t.toolCallId, t);
     },
   };
   // eslint-disable-next-line @typescript-eslint/no-require-imports

@@ -11,6 +11,9 @@ import type { ToolResultView } from './summaries';
 /** A streaming reply reaches the database at least this often. */
 export const FLUSH_MS = 200;
 
+type SubagentTranscriptRow = { toolCallId: string; label: string; task: string; status: string; messages: ChatMessage[] };
+type SubagentRow = { rowId: number | null; at: number; timer: NodeJS.Timeout | null; latest: SubagentTranscriptRow };
+
 export class SessionRecorder {
   private readonly rowOf = new WeakMap<ChatMessage, number>();
   private started = false;
@@ -21,6 +24,8 @@ export class SessionRecorder {
   private pendingRules: { snapshot: unknown; lines: string[] } | null = null;
   /** Tool calls waiting for their result message: name and arguments, and the chat's view once known. */
   private readonly calls = new Map<string, { name: string; args: unknown; view?: ToolResultView }>();
+  /** Running subagents' transcript rows, by the parent's tool call id. */
+  private readonly subagents = new Map<string, SubagentRow>();
 
   constructor(
     private readonly repo: SessionRepository,
@@ -112,13 +117,38 @@ export class SessionRecorder {
     });
   }
 
-  /** A subagent's whole conversation, kept with the session (outside the model's context), searchable. */
-  subagent(t: { toolCallId: string; label: string; task: string; status: string; messages: ChatMessage[] }): void {
+  /**
+   * A subagent's whole conversation, kept with the session (outside the model's context), searchable.
+   * Written while it runs (status 'running': at most every FLUSH_MS, so a crash keeps most of it) and
+   * once more when it ends.
+   */
+  subagent(t: SubagentTranscriptRow): void {
+    const s = this.subagents.get(t.toolCallId) ?? { rowId: null, at: 0, timer: null, latest: t };
+    this.subagents.set(t.toolCallId, s);
+    s.latest = { ...t, messages: [...t.messages] };
+    const done = t.status !== 'running';
+    if (done) this.subagents.delete(t.toolCallId);
+    if (s.timer) clearTimeout(s.timer);
+    s.timer = null;
+    const wait = s.at + FLUSH_MS - Date.now();
+    if (!done && wait > 0) {
+      s.timer = setTimeout(() => this.writeSubagent(s), wait);
+      return;
+    }
+    this.writeSubagent(s);
+  }
+
+  private writeSubagent(s: SubagentRow): void {
+    s.timer = null;
+    s.at = Date.now();
+    const t = s.latest;
     this.safely(() => {
       this.ensureSession(null);
       const last = [...t.messages].reverse().find((m) => m.role === 'assistant' && typeof m.content === 'string');
       const text = `${t.label}: ${t.task}\n${typeof last?.content === 'string' ? last.content : ''}`;
-      this.repo.append(this.sessionId, { kind: 'subagent', message: t, display: { id: t.toolCallId, label: t.label, status: t.status }, text, inContext: false });
+      const display = { id: t.toolCallId, label: t.label, status: t.status };
+      if (s.rowId === null) s.rowId = this.repo.append(this.sessionId, { kind: 'subagent', message: t, display, text, inContext: false });
+      else this.repo.finish(s.rowId, { message: t, display, text });
     });
   }
 
@@ -158,6 +188,8 @@ export class SessionRecorder {
 
   dispose(): void {
     this.flush();
+    for (const s of this.subagents.values()) if (s.timer) this.writeSubagent(s);
+    this.subagents.clear();
   }
 
   private ensureSession(firstText: string | null): void {

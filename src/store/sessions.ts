@@ -226,7 +226,7 @@ export class SessionRepository {
     this.st.updatePartial.run(json(message), text.slice(0, MAX_INDEXED_CHARS), rowId);
   }
 
-  /** The partial row becomes the finished message. */
+  /** A row's message as it now stands: a partial row becomes the finished message; a running subagent's transcript grows. */
   finish(rowId: number, row: { message: unknown; display?: unknown; text: string }): void {
     this.st.finishRow.run(json(row.message), json(row.display), row.text.slice(0, MAX_INDEXED_CHARS), rowId);
   }

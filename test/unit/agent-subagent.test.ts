@@ -20,7 +20,10 @@ interface Harness {
   executed: string[];
   approvals: ApprovalRequest[];
   cancelled: string[];
+  /** Finished children's transcripts. */
   transcripts: SubagentTranscript[];
+  /** How many messages each 'running' report carried, in order. */
+  running: number[];
   progress: SubagentProgress[];
 }
 
@@ -34,7 +37,7 @@ async function setup(t: { after(fn: () => unknown): void }, o: SetupOptions = {}
   const fake = await startFakeOpenAI({ defaultReply: { status: 500 } });
   t.after(() => fake.close());
   const provider = { baseURL: fake.url, apiKey: 'k', model: 'm', maxRetries: 0 };
-  const h = { fake, executed: [] as string[], approvals: [] as ApprovalRequest[], cancelled: [] as string[], transcripts: [] as SubagentTranscript[], progress: [] as SubagentProgress[] };
+  const h = { fake, executed: [] as string[], approvals: [] as ApprovalRequest[], cancelled: [] as string[], transcripts: [] as SubagentTranscript[], running: [] as number[], progress: [] as SubagentProgress[] };
   const registry = new ToolRegistry([
     {
       name: 'read_thing',
@@ -66,7 +69,7 @@ async function setup(t: { after(fn: () => unknown): void }, o: SetupOptions = {}
     provider,
     registry,
     offered: (d: ToolDefinition) => d.name !== 'hidden_thing',
-    onTranscript: (x: SubagentTranscript) => void h.transcripts.push(x),
+    onTranscript: (x: SubagentTranscript) => void (x.status === 'running' ? h.running.push(x.messages.length) : h.transcripts.push(x)),
     onProgress: (p: SubagentProgress) => void h.progress.push(p),
   };
   registry.add(createExploreTool(common));
@@ -358,5 +361,6 @@ test('the child\'s transcript and progress are reported with the parent\'s tool 
   });
   assert.deepEqual(tr.messages.map((m) => m.role), ['user', 'assistant', 'tool', 'assistant', 'tool', 'assistant']);
   assert.equal(tr.messages.at(-1)?.content, 'fixed f');
+  assert.deepEqual(h.running, [1, 2, 3, 4, 5, 6], 'while it ran, the transcript was reported at each message');
   assert.deepEqual(parentResults(h.fake)[0], { ok: true, data: { answer: 'fixed f', toolCalls: 2 } });
 });

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { openStore } from '../../src/store';
 import { ftsQuery } from '../../src/store/sessions';
-import { SessionRecorder } from '../../src/host/session-recorder';
+import { FLUSH_MS, SessionRecorder } from '../../src/host/session-recorder';
 import { fallbackTitle, restoreConversation, transcriptItems } from '../../src/host/session-history';
 import { cleanTitle } from '../../src/host/session-title';
 import { capToolResultJson } from '../../src/tools/output';
@@ -121,6 +121,26 @@ describe('session store', () => {
     assert.equal((row.message as { messages: unknown[] }).messages.length, 2);
     assert.deepEqual(store.sessions.search('tokenizer').map((h) => h.id), ['b']);
     assert.equal(restoreConversation(store.sessions.rows('b')).length, 1, 'not part of the conversation');
+  });
+
+  it("a running subagent's transcript is written as it grows (at most every FLUSH_MS), in one row", async () => {
+    const store = openStore(':memory:');
+    const rec = new SessionRecorder(store.sessions, 's', { cwd: '/w', model: 'm' });
+    const t = { toolCallId: 'c1', label: 'agent #1: rename', task: 'rename x', status: 'running', messages: [user('rename x')] };
+    const stored = () => store.sessions.rows('s').filter((r) => r.kind === 'subagent');
+    const messages = () => (stored()[0].message as { messages: unknown[]; status: string }).messages.length;
+    rec.subagent(t);
+    assert.equal(stored().length, 1, 'the first step is written at once');
+    rec.subagent({ ...t, messages: [user('rename x'), call('k1', 'grep', { pattern: 'x' })] });
+    assert.equal(messages(), 1, 'the next write waits for the flush interval');
+    await new Promise((r) => setTimeout(r, FLUSH_MS + 50));
+    assert.equal(messages(), 2, 'then the transcript so far is on disk (a crash now keeps it)');
+    rec.subagent({ ...t, status: 'ok', messages: [user('rename x'), call('k1', 'grep', { pattern: 'x' }), result('k1', {}), { role: 'assistant', content: 'Renamed x to count.' }] });
+    assert.equal(stored().length, 1);
+    assert.equal(messages(), 4, 'the end is written at once');
+    assert.equal((stored()[0].display as { status: string }).status, 'ok');
+    assert.deepEqual(store.sessions.search('count').map((h) => h.id), ['s']);
+    rec.dispose();
   });
 });
 
