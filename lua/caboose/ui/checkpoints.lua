@@ -119,9 +119,23 @@ H.close = function()
   end
 end
 
+--- The files a checkpoint covers, by name: the first three, then how many more.
+H.file_names = function(files)
+  local names = {}
+  for i, f in ipairs(files) do
+    if i > 3 then
+      table.insert(names, string.format('+%d', #files - 3))
+      break
+    end
+    table.insert(names, vim.fs.basename(f.path or ''))
+  end
+  return table.concat(names, ', ')
+end
+
 H.item_line = function(c)
   local files = c.files or {}
-  return string.format('%s  %-8s  %s%s', H.time(c.time), H.plural(#files, 'file'), H.first_line(c.message), c.rewound and '  (rewound)' or '')
+  local names = #files > 0 and ('  · ' .. H.file_names(files)) or ''
+  return string.format('%s  %-8s  %s%s%s', H.time(c.time), H.plural(#files, 'file'), H.first_line(c.message), names, c.rewound and '  (rewound)' or '')
 end
 
 H.set_lines = function(buf, lines)
