@@ -194,9 +194,12 @@ export class SessionRepository {
     return this.db.prepare('UPDATE sessions SET title = ?, title_source = ? WHERE id = ?').run(title, source, id).changes > 0;
   }
 
+  /** A session goes with its rows and its checkpoints (their pre-images go at the next purge). */
   delete(id: string): boolean {
     return this.db.transaction(() => {
       this.db.prepare('DELETE FROM session_messages WHERE session_id = ?').run(id);
+      this.db.prepare('DELETE FROM checkpoint_files WHERE checkpoint_id IN (SELECT id FROM checkpoints WHERE session_id = ?)').run(id);
+      this.db.prepare('DELETE FROM checkpoints WHERE session_id = ?').run(id);
       return this.db.prepare('DELETE FROM sessions WHERE id = ?').run(id).changes > 0;
     })();
   }

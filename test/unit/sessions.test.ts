@@ -108,7 +108,13 @@ describe('session store', () => {
     assert.deepEqual(store.sessions.search('pelican migration').map((h) => h.id), ['a']);
     assert.deepEqual(store.sessions.search('"); DROP TABLE sessions; --'), []);
     assert.deepEqual(store.sessions.list({ cwd: '/here' }).map((s) => s.id).slice(0, 2).sort(), ['b', 'c']);
+    const meta = { root: '/here', messageId: null, message: 'change it', createdAt: new Date().toISOString() };
+    store.checkpoints.record(null, { ...meta, sessionId: 'a' }, [{ path: 'x.txt', before: null, afterSha256: 'f'.repeat(64) }]);
+    store.checkpoints.record(null, { ...meta, sessionId: 'b' }, [{ path: 'y.txt', before: null, afterSha256: 'e'.repeat(64) }]);
     assert.equal(store.sessions.delete('a'), true);
+    assert.deepEqual(store.checkpoints.list('a'), [], 'its checkpoints go with it');
+    assert.equal(store.checkpoints.list('b').length, 1, "another session's stay");
+    assert.equal((store.db.prepare('SELECT count(*) AS n FROM checkpoint_files').get() as { n: number }).n, 1);
     assert.deepEqual(store.sessions.search('migration'), []);
     assert.equal(store.sessions.rows('a').length, 0);
     assert.equal(ftsQuery('  ...  '), null);
