@@ -55,10 +55,20 @@ function hostilePaths(outside: string): HostilePath[] {
       'ld',
       'dangling', // symlink to an outside file that does not exist yet
       'sub/ld2/inner.txt',
+      './../outside/secret.txt',
+      'sub/./../../outside/secret.txt',
+      'sub//..//..//outside/secret.txt',
+      '..',
+      '../',
+      '../ws/../outside/secret.txt', // out, back in by name, out again
+      `${outside}/../outside/secret.txt`,
+      'lchain', // symlink to a symlink to an outside file
+      'lparent/outside/secret.txt', // symlink to the root's parent
+      'sub/up/outside/dir/inner.txt', // symlink two levels up, in a subfolder
     ),
-    ...t('home', '~/.bashrc', '~', '~root/.profile'),
-    ...t('nul', 'a.txt\0', 'a\0/../../outside/secret.txt'),
-    ...t('too long', 'n'.repeat(300), `${'deep/'.repeat(1000)}f.txt`),
+    ...t('home', '~/.bashrc', '~', '~root/.profile', '~/', '~/../../etc/passwd'),
+    ...t('nul', 'a.txt\0', 'a\0/../../outside/secret.txt', '\0', 'sub/\0b.txt'),
+    ...t('too long', 'n'.repeat(300), `${'deep/'.repeat(1000)}f.txt`, `sub/${'x'.repeat(256)}/f.txt`, 'a/'.repeat(2100)),
     ...t(
       'look-alike',
       '\uff0e\uff0e/outside/secret.txt', // fullwidth full stops
@@ -66,10 +76,35 @@ function hostilePaths(outside: string): HostilePath[] {
       '..\uff0foutside\uff0fsecret.txt', // fullwidth solidus
       '..\u2215outside\u2215secret.txt', // division slash
       '..\u2044..\u2044outside\u2044secret.txt', // fraction slash
+      '\ufe52\ufe52/outside/secret.txt', // small full stops
+      '\u2024\u2024/outside/secret.txt', // one dot leaders
+      '..\u29f8outside\u29f8secret.txt', // big solidus
+      '..\u2571outside\u2571secret.txt', // box drawing diagonal
     ),
-    ...t('backslash', '..\\outside\\secret.txt', '..\\..\\..\\..\\etc\\passwd', 'sub\\..\\..\\outside\\secret.txt'),
-    ...t('percent-encoded', '%2e%2e/outside/secret.txt', '%2e%2e%2foutside%2fsecret.txt', '..%2F..%2Foutside%2Fsecret.txt', '%252e%252e/outside/secret.txt'),
-    ...t('deny glob', '.git/config', './.git/config', 'sub/../.git/config', 'gitlink/config', '.git/hooks/new-hook', '.env', 'secrets/key', 'secrets/new.txt'),
+    ...t('backslash', '..\\outside\\secret.txt', '..\\..\\..\\..\\etc\\passwd', 'sub\\..\\..\\outside\\secret.txt', '..\\', 'sub/..\\../outside/secret.txt'),
+    ...t(
+      'percent-encoded',
+      '%2e%2e/outside/secret.txt',
+      '%2e%2e%2foutside%2fsecret.txt',
+      '..%2F..%2Foutside%2Fsecret.txt',
+      '%252e%252e/outside/secret.txt',
+      '%2E%2E%5Coutside%5Csecret.txt',
+      '.%2e/outside/secret.txt',
+    ),
+    ...t(
+      'deny glob',
+      '.git/config',
+      './.git/config',
+      'sub/../.git/config',
+      'gitlink/config',
+      '.git/hooks/new-hook',
+      '.env',
+      'secrets/key',
+      'secrets/new.txt',
+      '.git',
+      'sub/../secrets/key',
+      'lenv', // symlink to .env
+    ),
   ];
 }
 
@@ -92,6 +127,7 @@ const envelope = (body: string) => `*** Begin Patch\n${body}*** End Patch\n`;
 
 const USES: ToolUse[] = [
   { label: 'read_file', call: (ws, p) => ws.call('read_file', { path: p }) },
+  { label: 'diagnostics (path)', call: (ws, p) => ws.call('diagnostics', { path: p }) },
   { label: 'list_directory', call: (ws, p) => ws.call('list_directory', { path: p, recursive: true }) },
   { label: 'glob (path)', call: (ws, p) => ws.call('glob', { pattern: '**/*', path: p }) },
   { label: 'grep (path)', call: (ws, p) => ws.call('grep', { pattern: '.', path: p }) },
@@ -166,6 +202,10 @@ function setUp(base: string): { root: string; outside: string; data: string } {
   fs.symlinkSync('../../outside/dir', path.join(root, 'sub', 'ld2'));
   fs.symlinkSync('../outside/new.txt', path.join(root, 'dangling'));
   fs.symlinkSync('.git', path.join(root, 'gitlink'));
+  fs.symlinkSync('lf', path.join(root, 'lchain'));
+  fs.symlinkSync('..', path.join(root, 'lparent'));
+  fs.symlinkSync('../..', path.join(root, 'sub', 'up'));
+  fs.symlinkSync('.env', path.join(root, 'lenv'));
   return { root, outside, data };
 }
 
@@ -311,7 +351,7 @@ export async function run(): Promise<SuiteReport> {
       for (const f of fs.readdirSync(path.join(outside, 'racedir'))) if (f !== 'f.txt') fs.rmSync(path.join(outside, 'racedir', f), { force: true });
     }
 
-    // Read-only and unreadable files (issue 11, defect 4: being fixed by another engineer).
+    // Read-only and unreadable files (issue 11, defect 4).
     fs.writeFileSync(path.join(root, 'ro.txt'), 'read only\n');
     fs.chmodSync(path.join(root, 'ro.txt'), 0o444);
     const roSha = sha256('read only\n');

@@ -64,13 +64,14 @@ export const diagnosticsTool: ToolDefinition<typeof diagnosticsParameters, Diagn
   policy: 'read',
   async execute(args, ctx) {
     const ws = fileWorkspace(ctx.workspace);
+    // A hostile path is refused as such, whether or not Neovim is attached.
+    const r = args.path === undefined ? null : ws.resolve(args.path, { allowRoot: true });
     const source = ws.diagnostics;
     if (!source) throw new ToolError('internal_error', 'Diagnostics come from Neovim, and no Neovim is attached to this workspace.');
     const minSeverity = args.severity ?? 'hint';
     const limit = args.limit ?? DEFAULT_LIMIT;
     let base = ws.root;
-    if (args.path !== undefined) {
-      const r = ws.resolve(args.path, { allowRoot: true });
+    if (r) {
       const st = await fsp.stat(r.abs).catch(() => null);
       if (st?.isDirectory()) base = r.abs;
       else {
