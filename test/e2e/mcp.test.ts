@@ -2,7 +2,7 @@ import { describe, it, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { filetypeLines as linesOf, forEachNvim } from '../support/nvim';
 import { useE2E } from '../support/e2e';
-import { waitApprovalFloat } from '../support/approval';
+import { approvalFloat, waitApprovalFloat } from '../support/approval';
 import { lastToolResults, firstToolResult } from '../support/chat-requests';
 import { startHttpMcpServer, stdioServer, type HttpMcpServer } from '../support/mcp';
 import type { FakeRequest } from '../support/fake-openai';
@@ -196,6 +196,107 @@ forEachNvim((bin) => {
       // :CabooseMcp restart tries again (and says how it went).
       await e.t.cmd('CabooseMcp restart local');
       await e.t.waitFor(async () => (await e.t.notifications()).some((n) => n.msg === "(caboose) MCP server 'local' is running (8 tools)"), 'restart notice');
+    });
+
+    it('a stdio server gets the env of its config (on top of the inherited basics); another server does not', async () => {
+      await e.start({ initLua: SETUP('chug', { local: stdioServer({ env: { CABOOSE_MCP_TEST_VAR: 'value 42' } }), plain: stdioServer() }) });
+      e.fake.script(
+        {
+          toolCalls: [
+            { id: 'c_var', name: 'local__env', arguments: { name: 'CABOOSE_MCP_TEST_VAR' } },
+            { id: 'c_path', name: 'local__env', arguments: { name: 'PATH' } },
+            { id: 'c_plain', name: 'plain__env', arguments: { name: 'CABOOSE_MCP_TEST_VAR' } },
+          ],
+        },
+        { text: 'env read' },
+      );
+      await e.t.cmd('Caboose read the env');
+      await chatHas('env read');
+      const results = lastToolResults(e.fake.chatRequests[1]);
+      assert.deepEqual(results.get('c_var'), { ok: true, data: { server: 'local', tool: 'env', output: 'CABOOSE_MCP_TEST_VAR=value 42' } });
+      assert.match(String(results.get('c_path')?.data?.output), /^PATH=(?!\(unset\)$)\S/, 'the configured env is added to the default one, not instead of it');
+      assert.deepEqual(results.get('c_plain'), { ok: true, data: { server: 'plain', tool: 'env', output: 'CABOOSE_MCP_TEST_VAR=(unset)' } }, 'only the server it is configured for');
+    });
+
+    it('an HTTP server gets the headers of its config; the same server without them fails to start, is reported, and the session goes on', async () => {
+      http = await startHttpMcpServer(['--require-header', 'secret-token']);
+      await e.start({ initLua: SETUP('chug', { good: { url: http.url, headers: { 'X-Test-Token': 'secret-token' } }, bad: { url: http.url } }) });
+      e.fake.script({ toolCalls: [{ name: 'good__echo', arguments: { text: 'with header' } }] }, { text: 'header worked' });
+      await e.t.cmd('Caboose call it');
+      const failed = "MCP server 'bad' failed to start: Streamable HTTP error: Error POSTing to endpoint: missing token; its tools are unavailable (:CabooseMcp restart bad tries again)";
+      await chatHas(failed);
+      await chatHas('header worked');
+      assert.deepEqual(firstToolResult(e.fake.chatRequests[1]), { ok: true, data: { server: 'good', tool: 'echo', output: 'echo: with header' } });
+      const offered = toolNames(e.fake.chatRequests[0]);
+      assert.ok(offered.includes('good__echo'), 'the server with the header is offered');
+      assert.equal(offered.some((n) => n.startsWith('bad__')), false, 'the one without it is not');
+      assert.ok(
+        (await e.t.notifications()).some((n) => n.msg.includes("MCP server 'bad' failed to start: Streamable HTTP error: Error POSTing to endpoint: missing token")),
+        'a notification too',
+      );
+      const events = await e.t.lua<{ server: string; state: string }[]>('return _G.mcp_events');
+      assert.ok(events.some((x) => x.server === 'bad' && x.state === 'failed'), JSON.stringify(events));
+      assert.equal(events.some((x) => x.server === 'good' && x.state === 'failed'), false, JSON.stringify(events));
+
+      await e.t.cmd('CabooseMcp');
+      const lines = await e.t.waitFor(() => linesOf(e.t, 'caboose_mcp'), 'the listing');
+      const text = lines.join('\n');
+      const url = http.url.replace(/[.]/g, '\\.');
+      assert.match(text, new RegExp(`^bad {2}failed {2}http: ${url}\\n {2}Streamable HTTP error: Error POSTing to endpoint: missing token$`, 'm'));
+      assert.match(text, new RegExp(`^good {2}running, 8 tools {2}http: ${url}$`, 'm'));
+      await e.t.nvim.input('q');
+      await e.t.waitFor(async () => (await linesOf(e.t, 'caboose_mcp')) === null, 'q closes it');
+
+      // The session goes on: a second turn calls the server again.
+      e.fake.script({ toolCalls: [{ name: 'good__add', arguments: { a: 20, b: 22 } }] }, { text: 'still fine' });
+      await e.t.cmd('Caboose again');
+      await chatHas('still fine');
+      assert.deepEqual(firstToolResult(e.fake.chatRequests[3]), { ok: true, data: { server: 'good', tool: 'add', output: '42' } });
+      assert.equal(e.fake.unscripted, 0);
+    });
+
+    it('create mode: a server with allow = true runs all its tools without asking; a server without allow still asks', async () => {
+      await e.start({ initLua: SETUP('create', { trusted: stdioServer({ allow: true }), other: stdioServer() }) });
+
+      await e.t.cmd('CabooseMcp');
+      const lines = await e.t.waitFor(async () => {
+        const l = await linesOf(e.t, 'caboose_mcp');
+        return l && l.join('\n').includes('trusted  running') && l.join('\n').includes('other  running') ? l : null;
+      }, 'both servers listed as running');
+      const text = lines.join('\n');
+      for (const tool of ['echo', 'add', 'fail', 'crash', 'big', 'image', 'slow', 'env']) {
+        assert.match(text, new RegExp(`^ {2}trusted__${tool} +runs \\(allowed\\) `, 'm'), `trusted__${tool} runs`);
+        assert.match(text, new RegExp(`^ {2}other__${tool} +asks `, 'm'), `other__${tool} asks`);
+      }
+      await e.t.nvim.input('q');
+      await e.t.waitFor(async () => (await linesOf(e.t, 'caboose_mcp')) === null, 'q closes it');
+
+      e.fake.script(
+        {
+          toolCalls: [
+            { id: 'c_echo', name: 'trusted__echo', arguments: { text: 'no float' } },
+            { id: 'c_env', name: 'trusted__env', arguments: { name: 'HOME' } },
+          ],
+        },
+        { text: 'trusted ran' },
+      );
+      await e.t.cmd('Caboose trusted');
+      await chatHas('trusted ran');
+      const trusted = lastToolResults(e.fake.chatRequests[1]);
+      assert.deepEqual(trusted.get('c_echo'), { ok: true, data: { server: 'trusted', tool: 'echo', output: 'echo: no float' } });
+      assert.equal(trusted.get('c_env')?.ok, true);
+      assert.deepEqual(await shown(), [], 'no approval float for the allowed server');
+      assert.equal(await approvalFloat(e.t), null);
+
+      e.fake.script({ toolCalls: [{ name: 'other__echo', arguments: { text: 'asked' } }] }, { text: 'other ran' });
+      await e.t.cmd('Caboose other');
+      const f = await waitApprovalFloat(e.t, 'other__echo');
+      assert.match(f.text, /^MCP server: other \(stdio: /);
+      assert.equal(e.fake.chatRequests.length, 3, 'nothing ran before the answer');
+      await e.t.lua("require('caboose').approval_respond('once')");
+      await chatHas('other ran');
+      assert.deepEqual(firstToolResult(e.fake.chatRequests[3]), { ok: true, data: { server: 'other', tool: 'echo', output: 'echo: asked' } });
+      assert.deepEqual(await shown(), ['other__echo']);
     });
 
     it(':CabooseStop cancels a running MCP call; the server stays up', async () => {
