@@ -90,6 +90,9 @@ forEachNvim((bin) => {
       const chat = (await e.t.chatLines()).join('\n');
       assert.match(chat, new RegExp(`✓ agent ${ALPHA} 1 tool call\\n  ┆ task: ${ALPHA}\\n  ┆ step 1: ✓ create_file alpha\\.txt \\+1 −0\\n  ┆ answer:\\n  ┆   alpha\\.txt written`));
       assert.match(chat, new RegExp(`✓ agent ${BETA} 1 tool call\\n  ┆ task: ${BETA}\\n  ┆ step 1: ✓ create_file beta\\.txt \\+1 −0`));
+      // Each child's line was rewritten in place: no running line is left behind.
+      assert.doesNotMatch(chat, /◌/);
+      assert.equal(chat.split('\n').filter((l) => l.startsWith('✓ agent ')).length, 2);
     });
 
     it('a stop while both children wait for approval cancels both and withdraws both requests (inline review)', async () => {

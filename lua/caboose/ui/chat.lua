@@ -1228,6 +1228,13 @@ function M.tool_call(p)
   H.tools[p.id or text] = t
 end
 
+--- Rewrites one line's text in place. (nvim_buf_set_lines on the line would move the extmarks at its
+--- start to the next line, and the next update of that tool would land on another tool's line.)
+H.rewrite_line = function(buf, row, text)
+  local old = vim.api.nvim_buf_get_lines(buf, row, row + 1, false)[1] or ''
+  vim.api.nvim_buf_set_text(buf, row, 0, row, #old, { text })
+end
+
 --- A running call's line gets a new summary (a subagent's current step): one line rewritten, nothing else.
 function M.tool_progress(p)
   local t = H.valid(H.buf) and H.tools[p.id or ''] or nil
@@ -1239,7 +1246,7 @@ function M.tool_progress(p)
     return
   end
   H.edit(H.buf, function()
-    vim.api.nvim_buf_set_lines(H.buf, row, row + 1, false, { H.tool_line('running', t.text, p.summary) })
+    H.rewrite_line(H.buf, row, H.tool_line('running', t.text, p.summary))
   end)
   H.mark_icon(H.buf, row, 'running', t)
 end
@@ -1260,7 +1267,7 @@ function M.tool_result(p)
   local details = H.detail_lines(p.details)
   local follow = H.followers(buf)
   H.edit(buf, function()
-    vim.api.nvim_buf_set_lines(buf, row, row + 1, false, { H.tool_line(status, t.text, p.summary) })
+    H.rewrite_line(buf, row, H.tool_line(status, t.text, p.summary))
     if #details > 0 then
       vim.api.nvim_buf_set_lines(buf, row + 1, row + 1, false, details)
     end
