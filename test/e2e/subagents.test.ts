@@ -107,6 +107,19 @@ forEachNvim((bin) => {
       }, 'the inline review');
       // The window is narrow (the chat is open): the subagent goes by its name.
       assert.ok(winbar.includes(first.label!.split(':')[0] + '%* │'), `the review winbar names the subagent: ${winbar}`);
+      // However narrow the window, the bar fits it (never cut from the left by Neovim, '<'); keys outlast the name.
+      for (const width of [60, 45, 40, 39, 34, 26, 20, 14]) {
+        const shown = await e.t.lua<{ width: number; str: string; win: number }>(`local s = require('caboose.ui.review').state()
+          vim.api.nvim_win_set_width(s.win, ${width})
+          vim.api.nvim_exec_autocmds('WinResized', {})
+          vim.wait(200, function() return false end)
+          local w = vim.api.nvim_win_get_width(s.win)
+          local r = vim.api.nvim_eval_statusline(vim.wo[s.win].winbar, { winid = s.win, use_winbar = true, maxwidth = 1000 })
+          return { width = r.width, str = r.str, win = w }`);
+        assert.ok(shown.width <= shown.win, `${shown.win} columns: ${JSON.stringify(shown.str)} is ${shown.width} wide`);
+        assert.match(shown.str, /ga/, `${shown.win} columns: the accept key is shown: ${JSON.stringify(shown.str)}`);
+        if (shown.win >= 40) assert.ok(shown.str.includes(first.label!.split(':')[0]), `${shown.win} columns: ${JSON.stringify(shown.str)}`);
+      }
       const requestsBefore = e.fake.chatRequests.length;
 
       await e.t.cmd('CabooseStop');

@@ -258,13 +258,24 @@ H.winbar = function()
       keys, tail = short, ' │ ' .. counts
       what = H.cut_start(what, width - fixed_short - 3 - w(counts))
     else
-      -- A very narrow window: which subagent asks, the short keys, then as much of the title as fits.
-      local room = width - 1 - who_w - w(short) - 3
-      local rest = title .. ' ' .. H.cut_start(what, MIN_PATH)
-      if w(rest) > room then
-        rest = room > 1 and (vim.fn.strcharpart(rest, 0, room - 1) .. '…') or ''
+      -- A very narrow window: which subagent asks and the keys, in the longest form that fits, then as
+      -- much of the title as fits; the subagent's name goes before the keys do.
+      local forms = { short, string.format('%s accept · %s reject', k.accept, k.reject), string.format('%s ✓ %s ✗ ?', k.accept, k.reject) }
+      for _, with_who in ipairs(who and { true, false } or { false }) do
+        local lead, lead_w = with_who and asker or '', with_who and who_w or 0
+        for _, form in ipairs(forms) do
+          if 1 + lead_w + w(form) <= width then
+            local room = width - 1 - lead_w - w(form) - 3
+            local rest = title .. ' ' .. H.cut_start(what, MIN_PATH)
+            if w(rest) > room then
+              rest = room >= 4 and (vim.fn.strcharpart(rest, 0, room - 1) .. '…') or ''
+            end
+            vim.wo[a.win].winbar = string.format(' %s%%#CabooseNotice#%s%%*%s', lead, H.esc(form), rest ~= '' and (' │ ' .. H.esc(rest)) or '')
+            return
+          end
+        end
       end
-      vim.wo[a.win].winbar = string.format(' %s%%#CabooseNotice#%s%%* │ %s', asker, H.esc(short), H.esc(rest))
+      vim.wo[a.win].winbar = string.format(' %%#CabooseNotice#%s%%*', H.esc(forms[#forms]))
       return
     end
     bar = string.format(' %%#CabooseNotice#%s%%* │ %s%%#CabooseTitle#%s%%* %s%s', H.esc(keys), asker, H.esc(title), H.esc(what), tail)
