@@ -306,6 +306,16 @@ forEachNvim((bin) => {
       await e.t.lua('vim.api.nvim_win_set_cursor(0, { ..., 0 })', [h2 + 2]);
       await e.t.nvim.input('t');
       await e.t.waitFor(async () => (await floatLines())![h2].includes('✗ skipped'), 'hunk 2 off');
+      // On an 80-column screen the footer still shows every key, in a shorter form (never cut).
+      await e.t.cmd('set columns=80 | doautocmd VimResized');
+      const fit = await e.t.waitFor(async () => {
+        const f = await e.t.lua<{ footer: string; width: number }>(`local c = vim.api.nvim_win_get_config(0)
+          local text = type(c.footer) == 'table' and table.concat(vim.tbl_map(function(x) return x[1] end, c.footer)) or c.footer
+          return { footer = text, width = c.width }`);
+        return f.width <= 76 ? f : null;
+      }, 'the float at 80 columns');
+      assert.ok(Buffer.from(fit.footer).toString().length <= fit.width, `${JSON.stringify(fit.footer)} fits ${fit.width} columns`);
+      for (const k of ['[t] hunk', '[o', '[a] always', '[r] reject', '[q] hide']) assert.ok(fit.footer.includes(k), `${k} in ${fit.footer}`);
       await e.t.nvim.input('o');
       await chatHas('float done');
       assert.equal(fs.readFileSync(file(), 'utf8'), ORIG.replace('two', 'TWO').replace('nine', 'NINE'));

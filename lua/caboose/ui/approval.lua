@@ -13,10 +13,25 @@ H.buf = nil
 H.shown_id = nil ---@type string|nil the request the float shows
 H.grace_until = 0 ---@type number decision keys are ignored until then (ms, vim.uv.hrtime based)
 
-H.FOOTER = ' [o/<CR>] once  [a] always  [r] reject  [q] hide '
-H.FOOTER_HUNKS = ' [t] hunk off/on  [o/<CR>] once  [a] always  [r] reject  [q] hide '
+-- The keys, longest form first: the first that fits the float's width is shown.
+H.FOOTER = { ' [o/<CR>] once  [a] always  [r] reject  [q] hide ', ' [o] once [a] always [r] reject [q] hide ' }
+H.FOOTER_HUNKS = {
+  ' [t] hunk off/on  [o/<CR>] once  [a] always  [r] reject  [q] hide ',
+  ' [t] hunk  [o/<CR>] once  [a] always  [r] reject  [q] hide ',
+  ' [t] hunk [o] once [a] always [r] reject [q] hide ',
+  ' t hunk · o once · a always · r reject · q ',
+}
 -- Until the user is in the float its keys do nothing: say how to get there.
-H.FOOTER_UNFOCUSED = ' answer: :CabooseApproval (ga in the chat) '
+H.FOOTER_UNFOCUSED = { ' answer: :CabooseApproval (ga in the chat) ', ' answer: :CabooseApproval ' }
+
+H.footer = function(forms, width)
+  for _, f in ipairs(forms) do
+    if vim.api.nvim_strwidth(f) <= width then
+      return f
+    end
+  end
+  return forms[#forms]
+end
 
 H.current = function()
   return H.pending[1]
@@ -196,7 +211,7 @@ H.layout = function(req, height)
     border = 'rounded',
     title = H.title(req),
     title_pos = 'center',
-    footer = (H.win and vim.api.nvim_get_current_win() == H.win) and (H.hunk_files(req) and H.FOOTER_HUNKS or H.FOOTER) or H.FOOTER_UNFOCUSED,
+    footer = H.footer((H.win and vim.api.nvim_get_current_win() == H.win) and (H.hunk_files(req) and H.FOOTER_HUNKS or H.FOOTER) or H.FOOTER_UNFOCUSED, width),
     footer_pos = 'center',
     focusable = true,
   }
