@@ -31,7 +31,8 @@ forEachNvim((bin) => {
       const bashAt = lines.findIndex((l) => /\bok\s+bash\s+exec\s+\$ echo new > made\.txt; echo more >> keep\.txt; rm old\.txt {2}→ exit 0$/.test(l));
       assert.ok(createAt > 0 && bashAt > createAt, `newest first:\n${text}`);
       assert.deepEqual(lines.slice(bashAt + 1, bashAt + 4), ['    created  made.txt', '    changed  keep.txt', '    deleted  old.txt']);
-      assert.match(lines[createAt], /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d /);
+      assert.match(lines[createAt], /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d {2}ok {2}create_file create notes\.md/, 'columns as wide as their values');
+      assert.ok((await t.lua<number>('return vim.api.nvim_win_get_height(0)')) >= Math.min(lines.length, 10), 'the split shows the rows');
       assert.equal(await t.lua('return vim.bo.filetype'), 'caboose_audit', 'the split has the cursor');
       assert.equal(await t.lua('return vim.bo.modifiable'), false);
       assert.deepEqual(verifyAuditLog(t.dataDir), { ok: true, rows: 2 });

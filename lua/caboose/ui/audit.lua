@@ -103,12 +103,23 @@ H.render = function(res)
   if #entries == 0 then
     table.insert(lines, '(nothing recorded for this workspace yet)')
   end
+  -- Columns as wide as their longest value, so a narrow window still shows what each row did.
+  local status_of = function(e)
+    return e.ok and 'ok' or (e.error_kind or 'error')
+  end
+  local wt, ws, wtool, wop = 0, 0, 0, 0
   for _, e in ipairs(entries) do
-    local status = e.ok and 'ok' or (e.error_kind or 'error')
-    local head = H.pad(e.local_time or e.time, 20) .. H.pad(status, 20)
-    table.insert(lines, head .. H.pad(e.tool, 12) .. ' ' .. H.pad(e.operation, 13) .. ' ' .. H.what(e))
+    wt = math.max(wt, #tostring(e.local_time or e.time))
+    ws = math.max(ws, #status_of(e))
+    wtool = math.max(wtool, #tostring(e.tool))
+    wop = math.max(wop, #tostring(e.operation))
+  end
+  for _, e in ipairs(entries) do
+    local status = status_of(e)
+    local head = H.pad(e.local_time or e.time, wt + 2) .. H.pad(status, ws + 2)
+    table.insert(lines, head .. H.pad(e.tool, wtool) .. ' ' .. H.pad(e.operation, wop) .. ' ' .. H.what(e))
     map[#lines] = e
-    table.insert(marks, { #lines - 1, 20, 20 + #status, e.ok and 'CabooseToolOk' or 'CabooseToolError' })
+    table.insert(marks, { #lines - 1, wt + 2, wt + 2 + #status, e.ok and 'CabooseToolOk' or 'CabooseToolError' })
     for _, l in ipairs(e.details and H.file_lines(e.details) or {}) do
       table.insert(lines, l)
       map[#lines] = e
@@ -159,14 +170,16 @@ H.keymaps = function(buf, maps)
   end
 end
 
---- A split at the bottom showing `buf` (the window already showing it when there is one).
-H.window = function(buf)
+--- A split at the bottom showing `buf` (the window already showing it when there is one), tall enough
+--- for `want` lines up to half the screen (at least 10 where the screen has them).
+H.window = function(buf, want)
   local win = vim.fn.bufwinid(buf)
   if win ~= -1 then
     vim.api.nvim_set_current_win(win)
     return win
   end
-  vim.cmd('botright split')
+  local half = math.floor((vim.o.lines - vim.o.cmdheight) / 2)
+  vim.cmd(string.format('botright %dsplit', math.max(3, math.min(want or half, math.max(10, half)))))
   win = vim.api.nvim_get_current_win()
   vim.api.nvim_win_set_buf(win, buf)
   return win
@@ -189,7 +202,7 @@ H.show = function(res)
   for _, m in ipairs(marks) do
     vim.api.nvim_buf_set_extmark(buf, H.ns, m[1], m[2], { end_col = m[3], hl_group = m[4] })
   end
-  local win = H.window(buf)
+  local win = H.window(buf, #lines)
   vim.api.nvim_win_set_cursor(win, { math.min(4, #lines), 0 })
 end
 
