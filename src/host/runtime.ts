@@ -376,7 +376,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     listTrash: () => ws.workspace.trash.list(),
     restore: (trashId, targetPath) => ws.call('restore_file', { trashId, targetPath }),
     callTool: (name, args) => ws.call(name, args),
-    checkpoints: checkpointApi(ws.workspace, () => session.id, () => agent.state !== 'idle'),
+    checkpoints: checkpointApi(ws.workspace, () => session.id, () => agent.state !== 'idle', notice),
     dispose() {
       // Nothing this session emits while it winds down reaches the chat that replaces it.
       ui.close();

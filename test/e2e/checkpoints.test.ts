@@ -76,7 +76,7 @@ forEachNvim((bin) => {
       assert.equal(fs.statSync(abs('d.sh')).mode & 0o777, 0o755);
       assert.equal(file('m.txt'), 'move me\n');
       assert.equal(file('moved/m.txt'), null);
-      assert.match((await e.t.chatLines()).join('\n'), /rewound "change the files"/);
+      assert.equal((await e.t.chatLines()).join('\n').match(/rewound "change the files"/g)?.length, 1, 'said once in the chat');
       const ev = await e.t.lua<{ checkpoints: { message: string }[]; files: { path: string; action: string }[] }[]>('return _G.rewound');
       assert.equal(ev.length, 1);
       assert.deepEqual(ev[0].checkpoints.map((c) => c.message), ['change the files']);
@@ -91,6 +91,8 @@ forEachNvim((bin) => {
       await e.t.waitFor(async () => (await e.t.lua<string>("return require('caboose').state().session")) !== id, 'a new session');
       await e.t.lua("require('caboose.ui.sessions').open(...)", [id]);
       await e.t.waitFor(async () => (await e.t.lua<string>("return require('caboose').state().session")) === id, 'the session reopened');
+      // The reopened transcript still says what was rewound.
+      await e.t.waitFor(async () => /rewound "change the files": w\.txt restored/.test((await e.t.chatLines()).join('\n')), 'the rewind line in the reopened chat');
       e.fake.script({ text: 'noted' }, { text: 'again' });
       const i = e.fake.chatRequests.length;
       await e.t.cmd('Caboose what now?');

@@ -33,36 +33,9 @@ H.confirm = function(prompt, on_yes)
   end)
 end
 
---- What the rewind did, in one line.
-H.describe = function(res)
-  -- The message rewound to (the oldest of those rewound).
-  local first = {}
-  for _, c in ipairs(res.checkpoints or {}) do
-    if c.id == res.id then
-      first = c
-    end
-  end
-  local what = {}
-  for _, f in ipairs(res.files or {}) do
-    if f.action == 'trashed' then
-      table.insert(what, f.path .. ' removed (:CabooseRestore brings it back)')
-    elseif f.action == 'recreated' then
-      table.insert(what, f.path .. ' recreated')
-    elseif f.action == 'moved' then
-      table.insert(what, f.from .. ' moved back to ' .. f.path)
-    elseif f.action == 'restored' then
-      table.insert(what, f.path .. ' restored' .. (f.savedToDisk == false and ' (in its unsaved buffer)' or ''))
-    end
-  end
-  local n = #(res.checkpoints or {})
-  local head = string.format('rewound "%s"%s', H.first_line(first.message), n > 1 and string.format(' and %d later message%s', n - 1, n > 2 and 's' or '') or '')
-  return head .. ': ' .. (#what > 0 and table.concat(what, ', ') or 'the files were already as before')
-end
-
+--- The host put its line (res.summary) in the chat and the session; it is also said where the user is.
 H.rewound = function(res)
-  local msg = H.describe(res)
-  H.caboose()._notify(msg)
-  require('caboose.ui.chat').notice(msg)
+  H.caboose()._notify(res.summary or 'rewound')
   vim.api.nvim_exec_autocmds('User', {
     pattern = 'CabooseRewound',
     modeline = false,
@@ -271,8 +244,12 @@ H.open = function(items)
     footer = ' <CR> rewind · q close ',
     footer_pos = 'center',
   }))
+  -- One line per checkpoint (the file names at its end may go past the edge); the preview wraps, so a
+  -- narrow screen still shows what a rewind would do.
   vim.wo[list_win].cursorline = true
-  vim.wo[preview_win].wrap = false
+  vim.wo[list_win].wrap = false
+  vim.wo[preview_win].wrap = true
+  vim.wo[preview_win].linebreak = true
   H.picker = { list_buf = list_buf, list_win = list_win, preview_buf = preview_buf, preview_win = preview_win, items = items }
   local map = function(lhs, fn, desc)
     vim.keymap.set('n', lhs, fn, { buffer = list_buf, nowait = true, desc = desc })
