@@ -107,7 +107,11 @@ end
 
 --- Deletes a session after asking.
 function M.delete(s)
-  local what = string.format('“%s” (%d message%s)', s.title or s.id, s.message_count, s.message_count == 1 and '' or 's')
+  local title = s.title or s.id
+  if vim.fn.strchars(title) > 40 then
+    title = vim.fn.strcharpart(title, 0, 39) .. '…'
+  end
+  local what = string.format('“%s” (%d message%s)', title, s.message_count, s.message_count == 1 and '' or 's')
   vim.ui.select({ 'Delete', 'Keep' }, { prompt = 'Delete session ' .. what .. '? This cannot be undone.', kind = 'caboose_confirm' }, function(choice)
     if choice ~= 'Delete' then
       return
@@ -123,6 +127,8 @@ function M.delete(s)
         undo()
       end
       if not err and res.deleted then
+        -- The choice list scrolled the screen: redraw first, so the message is one line, not a hit-enter prompt.
+        vim.cmd('redraw')
         H.notify('deleted session ' .. what)
       end
     end)
