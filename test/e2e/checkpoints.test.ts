@@ -266,6 +266,22 @@ forEachNvim((bin) => {
       await e.t.waitFor(async () => (await e.t.lua("return require('caboose.ui.checkpoints').picker()")) === null, 'closed');
     });
 
+    it('files a bash command created, changed or deleted are rewound too', async () => {
+      await e.start({ initLua: INIT });
+      put('keep.txt', 'keep\n');
+      put('old.txt', 'old\n');
+      await turn('tidy up with a script', [{ name: 'bash', arguments: { command: 'echo new > made.txt; echo more >> keep.txt; rm old.txt' } }]);
+      assert.equal(file('made.txt'), 'new\n');
+      assert.equal(file('keep.txt'), 'keep\nmore\n');
+      assert.equal(file('old.txt'), null);
+      await e.t.cmd('CabooseUndo');
+      const n = await notified(/rewound "tidy up with a script"/);
+      assert.match(n.msg, /made\.txt removed/);
+      assert.equal(file('made.txt'), null);
+      assert.equal(file('keep.txt'), 'keep\n');
+      assert.equal(file('old.txt'), 'old\n');
+    });
+
     it('no rewind while the agent works', async () => {
       await e.start({ initLua: INIT });
       put('a.txt', 'v0\n');
