@@ -271,6 +271,20 @@ forEachNvim((bin) => {
       assert.equal(await e.t.lua('return vim.api.nvim_buf_get_name(0)'), 'caboose://review/README-with-a-long-name.md', 'back in the review');
     });
 
+    it('a change to line 1 shows its removed line above it (as filler at the top of the window)', async () => {
+      await e.start({ initLua: SETUP });
+      fs.writeFileSync(file(), ORIG);
+      await e.t.cmd('edit a.txt');
+      scriptEdit('top done', [{ oldText: 'one\n', newText: 'ONE\n' }]);
+      await e.t.cmd('Caboose change the top');
+      const r = await waitReview();
+      const view = await e.t.lua<{ topline: number; topfill: number }>('return vim.api.nvim_win_call(..., vim.fn.winsaveview)', [r.win]);
+      assert.deepEqual({ topline: view.topline, topfill: view.topfill }, { topline: 1, topfill: 1 }, 'the removed "one" is visible above "ONE"');
+      await e.t.cmd('CabooseApproval');
+      await e.t.nvim.input('gA');
+      await chatHas('top done');
+    });
+
     it('a created file reads "Review create_file docs/new.md" (the operation is not said twice)', async () => {
       await e.start({ initLua: SETUP });
       e.fake.script({ toolCalls: [{ name: 'create_file', arguments: { path: 'docs/new.md', content: 'new\n' } }] }, { text: 'created' });

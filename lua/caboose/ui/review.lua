@@ -130,6 +130,7 @@ H.decorate = function()
   local nlines = vim.api.nvim_buf_line_count(buf)
   local units = H.units(f)
   local ts = vim.bo[buf].tabstop
+  a.above = {} -- per hunk: removed lines shown above its first row
   for i, h in ipairs(units) do
     local d = a.decisions[a.fi][i]
     local first, last = H.rows(h, nlines)
@@ -154,6 +155,7 @@ H.decorate = function()
         table.insert(virt, { { H.expand(l, ts), d and d.state == 'rejected' and 'CabooseReviewKept' or 'CabooseReviewDelete' } })
       end
       local below = h.newLines == 0 and h.newStart > 0
+      a.above[i] = not below and #virt or 0
       vim.api.nvim_buf_set_extmark(buf, H.ns, below and math.min(h.newStart - 1, nlines - 1) or first, 0, {
         virt_lines = virt,
         virt_lines_above = not below,
@@ -331,6 +333,15 @@ H.goto_hunk = function(i)
   local r = a.rows[i]
   if r and a.win and vim.api.nvim_win_is_valid(a.win) then
     pcall(vim.api.nvim_win_set_cursor, a.win, { r[1] + 1, 0 })
+    -- Removed lines above the window's top line are hidden unless shown as filler (e.g. line 1 changed).
+    local above = (a.above or {})[i] or 0
+    if above > 0 then
+      vim.api.nvim_win_call(a.win, function()
+        if vim.fn.line('w0') == r[1] + 1 then
+          vim.fn.winrestview({ topline = r[1] + 1, topfill = above })
+        end
+      end)
+    end
   end
 end
 
