@@ -198,8 +198,13 @@ forEachNvim((bin) => {
       await t.cmd('CabooseSessions!');
       await t.waitFor(async () => (await t.lua<{ prompt: string }[]>('return _G.ui.selects')).some((s) => /^Delete session “Quantum widget questions” \(2 messages\)\?/.test(s.prompt)), 'the confirmation');
       await t.lua("for _, p in ipairs({ 'Quantum widget', 'Delete' }) do table.insert(_G.ui.pick, p) end");
+      // On a narrow screen the message is cut to the command line (a longer one is a hit-enter prompt).
+      await t.cmd('set columns=64');
       await t.cmd('CabooseSessions!');
-      await t.waitFor(async () => (await t.notifications()).some((m) => /deleted session “Quantum widget questions”/.test(m.msg)), 'deleted');
+      const gone = await t.waitFor(async () => (await t.notifications()).find((m) => /deleted session “Quantum/.test(m.msg)), 'deleted');
+      assert.match(gone.msg, /^\(caboose\) deleted session “Quantum[^”]*…” \(2 messages\)$/);
+      assert.ok(gone.msg.length <= (await t.lua<number>('return vim.v.echospace')), gone.msg);
+      await t.cmd('set columns=80');
       const before = await t.lua<number>('return #_G.ui.selects');
       await t.lua("table.insert(_G.ui.pick, 'nothing matches this')");
       await t.cmd('CabooseSessions');
