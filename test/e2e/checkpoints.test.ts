@@ -238,7 +238,7 @@ forEachNvim((bin) => {
       assert.equal(await e.t.lua('return vim.api.nvim_get_current_win()'), picker.list_win);
       const list = await e.t.lua<string[]>('return vim.api.nvim_buf_get_lines(..., 0, -1, false)', [picker.list_buf]);
       assert.equal(list.length, 2);
-      assert.match(list[0], /^\d{4}-\d\d-\d\d \d\d:\d\d {2}2 files {3}second change {2}· a\.txt, b\.txt$/);
+      assert.match(list[0], /^(\d{4}-\d\d-\d\d )?\d\d:\d\d {2}2 files {3}second change {2}· a\.txt, b\.txt$/, "today's checkpoints show the hour (the date only past midnight)");
       assert.match(list[1], /1 file .*first change {2}· a\.txt$/);
       const preview = () => e.t.lua<string[]>('return vim.api.nvim_buf_get_lines(..., 0, -1, false)', [picker.preview_buf]);
       let text = (await e.t.waitFor(async () => ((await preview()).join('\n').includes('@@') ? preview() : null), 'the preview')).join('\n');

@@ -25,6 +25,16 @@ end
 
 H.time = require('caboose.ui.format').local_time
 
+--- A list entry's time: the hour for today's checkpoints, the date too for older ones.
+H.list_time = function(iso)
+  local t = H.time(iso)
+  local day, hm = t:match('^(%d+%-%d+%-%d+) (%d+:%d+)$')
+  if day and day == os.date('%Y-%m-%d') then
+    return hm
+  end
+  return t
+end
+
 H.confirm = function(prompt, on_yes)
   vim.ui.select({ 'Rewind', 'Cancel' }, { prompt = prompt }, function(choice)
     if choice == 'Rewind' then
@@ -108,7 +118,7 @@ end
 H.item_line = function(c)
   local files = c.files or {}
   local names = #files > 0 and ('  · ' .. H.file_names(files)) or ''
-  return string.format('%s  %-8s  %s%s%s', H.time(c.time), H.plural(#files, 'file'), H.first_line(c.message), names, c.rewound and '  (rewound)' or '')
+  return string.format('%s  %-8s  %s%s%s', H.list_time(c.time), H.plural(#files, 'file'), H.first_line(c.message), names, c.rewound and '  (rewound)' or '')
 end
 
 H.set_lines = function(buf, lines)
@@ -223,7 +233,7 @@ H.open = function(items)
   local columns, rows = vim.o.columns, vim.o.lines - vim.o.cmdheight
   local width = math.max(40, math.floor(columns * 0.9))
   local height = math.max(6, math.floor(rows * 0.8))
-  local list_w = math.max(30, math.floor(width * 0.4))
+  local list_w = math.max(30, math.floor(width * (columns < 120 and 0.5 or 0.4)))
   local preview_w = math.max(10, width - list_w - 2)
   local row = math.max(0, math.floor((rows - height - 2) / 2))
   local col = math.max(0, math.floor((columns - width - 4) / 2))
