@@ -24,7 +24,7 @@ import { capText, truncationNotice } from '../tools/output';
 import { Agent, type AgentLogger, type ApprovalDecision, type ApprovalRequest } from './loop';
 import type { PermissionMode } from './permissions';
 import { modeNote } from './prompt';
-import type { ChatMessage, ModelClient, ProviderConfig } from './provider';
+import type { ChatMessage, ModelClient, ProviderConfig, Usage } from './provider';
 
 export type SubagentName = 'explore' | 'agent';
 
@@ -71,6 +71,8 @@ interface CommonOptions {
   log?: AgentLogger;
   onTranscript?: (t: SubagentTranscript) => void;
   onProgress?: (p: SubagentProgress) => void;
+  /** Each of a child's model replies' token usage (the session's totals count the children too). */
+  onUsage?: (u: Usage) => void;
   /** The parent conversation's project rules (a system-prompt section); children follow them too. */
   projectRules?: () => string | undefined;
 }
@@ -231,6 +233,7 @@ async function runChild(opts: CommonOptions, ctx: ToolContext, spec: ChildSpec):
         opts.onProgress?.({ toolCallId, label: spec.label, step: toolCalls, tool: c.name, args: c.args });
       },
       messageAdded: () => report('running'),
+      usage: (u) => opts.onUsage?.(u),
       error: (e) => void failures.push(`${e.kind}: ${e.message}`),
       approvalCancelled: (req) => spec.approvalCancelled?.(req),
     },

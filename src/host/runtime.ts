@@ -15,7 +15,7 @@ import { describeSubagentProgress, describeToolResult, summarizeToolCall } from 
 import { composeMessage, type ContextItem } from './message-context';
 import { NvimBufferBridge } from './nvim-buffers';
 import { NvimDiagnostics } from './nvim-diagnostics';
-import { createModelClient } from '../agent/provider';
+import { createModelClient, type Usage } from '../agent/provider';
 import { requestSelectionEdit } from '../agent/selection-edit';
 import { computeHunks, type ReviewHunk } from '../workspace/review';
 import { createRecallTool } from '../tools/recall';
@@ -121,7 +121,14 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   let messageCount = 0;
   let sending: Promise<unknown> = Promise.resolve();
   const callArgs = new Map<string, unknown>();
-  const usage = { prompt: 0, completion: 0 };
+  // The winbar's ↑ ↓ are the main agent's last request; Σ is the session's, subagents included.
+  const usage = { prompt: 0, completion: 0, lastPrompt: 0, lastCompletion: 0 };
+  const countUsage = (u: Usage, main: boolean): void => {
+    usage.prompt += u.promptTokens;
+    usage.completion += u.completionTokens;
+    if (main) [usage.lastPrompt, usage.lastCompletion] = [u.promptTokens, u.completionTokens];
+    ui.emit(EVENTS.usage, { prompt: usage.lastPrompt, completion: usage.lastCompletion, session_prompt: usage.prompt, session_completion: usage.completion });
+  };
   const metaOf = (m: { text: string; meta?: unknown }): MessageMeta => (m.meta as MessageMeta | undefined) ?? { id: 0, display: m.text, labels: [] };
   todos.onChange((items) => ui.emit(EVENTS.todos, { items }));
   // The file tools' registry audits refused write attempts; the other tools join it.
@@ -167,6 +174,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     offered: isOffered,
     projectRules,
     onProgress: (p: SubagentProgress) => ui.emit(EVENTS.toolProgress, { id: p.toolCallId, summary: describeSubagentProgress(p) }),
+    onUsage: (u: Usage) => countUsage(u, false),
     onTranscript: (t: SubagentTranscript) => {
       // Stored with the session whatever happened to the call (a stopped child reports after its result).
       recorder.subagent(t);
@@ -234,11 +242,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       },
       queueDiscarded: (ms) => ui.emit(EVENTS.queueDiscarded, { messages: ms.map((m) => ({ id: metaOf(m).id, text: metaOf(m).display })) }),
       retry: (r) => ui.emit(EVENTS.retry, { attempt: r.attempt, delay_ms: r.delayMs, message: r.message }),
-      usage: (u) => {
-        usage.prompt += u.promptTokens;
-        usage.completion += u.completionTokens;
-        ui.emit(EVENTS.usage, { prompt: u.promptTokens, completion: u.completionTokens, session_prompt: usage.prompt, session_completion: usage.completion });
-      },
+      usage: (u) => countUsage(u, true),
       toolCall: (c) => {
         callArgs.set(c.id, c.args);
         ui.emit(EVENTS.toolCall, { id: c.id, name: c.name, summary: summarizeToolCall(c.name, c.args) });

@@ -24,11 +24,15 @@ forEachNvim((bin) => {
 
     /** The model sends two `agent` calls in one reply; each child creates its own file, then answers. */
     const scriptTwoWriters = () => {
-      e.fake.scriptFor(ALPHA, { toolCalls: [{ name: 'create_file', arguments: { path: 'alpha.txt', content: 'alpha\n' } }] }, { text: 'alpha.txt written' });
-      e.fake.scriptFor(BETA, { toolCalls: [{ name: 'create_file', arguments: { path: 'beta.txt', content: 'beta\n' } }] }, { text: 'beta.txt written' });
+      const child = { prompt_tokens: 500, completion_tokens: 50 };
+      e.fake.scriptFor(ALPHA, { toolCalls: [{ name: 'create_file', arguments: { path: 'alpha.txt', content: 'alpha\n' } }], usage: child }, { text: 'alpha.txt written', usage: child });
+      e.fake.scriptFor(BETA, { toolCalls: [{ name: 'create_file', arguments: { path: 'beta.txt', content: 'beta\n' } }], usage: child }, { text: 'beta.txt written', usage: child });
       e.fake.script(
-        { toolCalls: [{ id: 'agent_a', name: 'agent', arguments: { task: ALPHA } }, { id: 'agent_b', name: 'agent', arguments: { task: BETA } }] },
-        { text: 'Both files are written.' },
+        {
+          toolCalls: [{ id: 'agent_a', name: 'agent', arguments: { task: ALPHA } }, { id: 'agent_b', name: 'agent', arguments: { task: BETA } }],
+          usage: { prompt_tokens: 1000, completion_tokens: 10 },
+        },
+        { text: 'Both files are written.', usage: { prompt_tokens: 3000, completion_tokens: 100 } },
       );
     };
     /** Both children ask at once: two requests in the approval queue, each labelled with its subagent. */
@@ -90,6 +94,9 @@ forEachNvim((bin) => {
       const chat = (await e.t.chatLines()).join('\n');
       assert.match(chat, new RegExp(`✓ agent ${ALPHA} 1 tool call\\n  ┆ task: ${ALPHA}\\n  ┆ step 1: ✓ create_file alpha\\.txt \\+1 −0\\n  ┆ answer:\\n  ┆   alpha\\.txt written`));
       assert.match(chat, new RegExp(`✓ agent ${BETA} 1 tool call\\n  ┆ task: ${BETA}\\n  ┆ step 1: ✓ create_file beta\\.txt \\+1 −0`));
+      // The winbar: ↑ ↓ of the main agent's last request, Σ of the session with the subagents' requests.
+      await e.t.cmd('set columns=200 | doautocmd VimResized');
+      await e.t.waitFor(async () => /↑3\.0k ↓100 Σ6\.3k/.test((await e.t.lua<string>("return require('caboose.ui.chat').status_text()")) ?? ''), 'usage with the subagents');
       // Each child's line was rewritten in place: no running line is left behind.
       assert.doesNotMatch(chat, /◌/);
       assert.equal(chat.split('\n').filter((l) => l.startsWith('✓ agent ')).length, 2);
