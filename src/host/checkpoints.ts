@@ -1,6 +1,7 @@
 import type { FileWorkspace } from '../workspace/workspace';
 import {
   busyError,
+  describeRewind,
   listCheckpoints,
   previewCheckpoint,
   rewindCheckpoints,
@@ -10,7 +11,7 @@ import {
 } from '../workspace/rewind';
 
 /** A done rewind carries the line the chat shows (and the session keeps) about it. */
-export type RewindReply = RewindResult | (RewindResult & { status: 'rewound'; summary: string });
+export type RewindReply = Exclude<RewindResult, { status: 'rewound' }> | (Extract<RewindResult, { status: 'rewound' }> & { summary: string });
 
 /** :CabooseUndo and :CabooseCheckpoints for one session runtime. */
 export interface CheckpointApi {
@@ -36,31 +37,4 @@ export function checkpointApi(ws: FileWorkspace, sessionId: () => string, busy: 
       return { ...res, summary };
     },
   };
-}
-
-const firstLine = (s: string): string => {
-  const l = (s.split('\n')[0] ?? '').trim();
-  return [...l].length > 60 ? `${[...l].slice(0, 59).join('')}…` : l;
-};
-
-/** What a rewind did, in one line: the message rewound to (the oldest) and each file's fate. */
-export function describeRewind(res: RewindResult & { status: 'rewound' }): string {
-  const first = res.checkpoints.find((c) => c.id === res.id) ?? { message: '' };
-  const what = res.files.flatMap((f) => {
-    switch (f.action) {
-      case 'trashed':
-        return [`${f.path} removed (:CabooseRestore brings it back)`];
-      case 'recreated':
-        return [`${f.path} recreated`];
-      case 'moved':
-        return [`${f.from ?? '?'} moved back to ${f.path}`];
-      case 'restored':
-        return [`${f.path} restored${f.savedToDisk === false ? ' (in its unsaved buffer)' : ''}`];
-      default:
-        return [];
-    }
-  });
-  const later = res.checkpoints.length - 1;
-  const head = `rewound "${firstLine(first.message)}"${later > 0 ? ` and ${later} later message${later > 1 ? 's' : ''}` : ''}`;
-  return `${head}: ${what.length > 0 ? what.join(', ') : 'the files were already as before'}`;
 }

@@ -63,7 +63,7 @@ export function capToolResultJson(result: unknown, maxBytes = MAX_OUTPUT_BYTES, 
   const copy = JSON.parse(json) as unknown;
   // Cut the longest strings first, each to what the budget leaves, until the whole fits.
   for (let round = 0; round < 8; round++) {
-    const strings: { holder: Record<string, unknown> | unknown[]; key: string | number; value: string }[] = [];
+    const strings: StringSlot[] = [];
     collectStrings(copy, strings);
     strings.sort((a, b) => b.value.length - a.value.length);
     const top = strings[0];
@@ -86,8 +86,8 @@ export function capToolResultJson(result: unknown, maxBytes = MAX_OUTPUT_BYTES, 
 
 /** Newlines across every text field of a result. */
 function textLines(node: unknown): number {
-  const strings: { value: string }[] = [];
-  collectStrings(node, strings as { holder: Record<string, unknown> | unknown[]; key: string | number; value: string }[]);
+  const strings: StringSlot[] = [];
+  collectStrings(node, strings);
   return strings.reduce((n, s) => n + countNewlines(s.value), 0);
 }
 
@@ -97,7 +97,10 @@ function countNewlines(s: string): number {
   return n;
 }
 
-function collectStrings(node: unknown, out: { holder: Record<string, unknown> | unknown[]; key: string | number; value: string }[]): void {
+/** A string inside a parsed result, and where it sits (to replace it). */
+type StringSlot = { holder: Record<string, unknown> | unknown[]; key: string | number; value: string };
+
+function collectStrings(node: unknown, out: StringSlot[]): void {
   if (Array.isArray(node)) {
     node.forEach((v, i) => (typeof v === 'string' ? out.push({ holder: node, key: i, value: v }) : collectStrings(v, out)));
   } else if (node && typeof node === 'object') {

@@ -153,33 +153,45 @@ function targetBytes(ws: FileWorkspace, p: PathPlan): Buffer | null {
   return bytes;
 }
 
-const firstLine = (s: string) => {
-  const l = s.split('\n', 1)[0].trim();
-  return l.length > 80 ? `${l.slice(0, 79)}…` : l;
+const firstLine = (s: string, max = 80) => {
+  const l = [...s.split('\n', 1)[0].trim()];
+  return l.length > max ? `${l.slice(0, max - 1).join('')}…` : l.join('');
 };
+
+/** What a rewind did to one file, in a few words (`forUser`: with where a removed file went); null: nothing. */
+function fileFate(f: RewoundFile, forUser: boolean): string | null {
+  switch (f.action) {
+    case 'trashed':
+      return `${f.path} removed${forUser ? ' (:CabooseRestore brings it back)' : ''}`;
+    case 'recreated':
+      return `${f.path} recreated`;
+    case 'moved':
+      return `${f.from ?? '?'} moved back to ${f.path}`;
+    case 'restored':
+      return `${f.path} restored${forUser && f.savedToDisk === false ? ' (in its unsaved buffer)' : ''}`;
+    default:
+      return null;
+  }
+}
 
 /** What the model is told with the next user message after a rewind. */
 function rewindNote(undone: Checkpoint[], files: RewoundFile[]): string {
   const msgs = undone.map((c) => `"${firstLine(c.message)}"`).join(', ');
-  const what = files
-    .filter((f) => f.action !== 'unchanged')
-    .map((f) => {
-      switch (f.action) {
-        case 'trashed':
-          return `${f.path} removed`;
-        case 'recreated':
-          return `${f.path} recreated`;
-        case 'moved':
-          return `${f.from} moved back to ${f.path}`;
-        default:
-          return `${f.path} restored`;
-      }
-    });
+  const what = files.flatMap((f) => fileFate(f, false) ?? []);
   return (
     `[Note: the user rewound the file changes made for their message${undone.length === 1 ? '' : 's'} ${msgs}` +
     (what.length > 0 ? ` (${what.join(', ')})` : '') +
     '. Those files are back as they were before; read them again before editing them.]'
   );
+}
+
+/** What a rewind did, in one line for the chat: the message rewound to (the oldest) and each file's fate. */
+export function describeRewind(res: RewindResult & { status: 'rewound' }): string {
+  const first = res.checkpoints.find((c) => c.id === res.id) ?? { message: '' };
+  const what = res.files.flatMap((f) => fileFate(f, true) ?? []);
+  const later = res.checkpoints.length - 1;
+  const head = `rewound "${firstLine(first.message, 60)}"${later > 0 ? ` and ${later} later message${later > 1 ? 's' : ''}` : ''}`;
+  return `${head}: ${what.length > 0 ? what.join(', ') : 'the files were already as before'}`;
 }
 
 /** The diff a rewind to `id` would undo, for :CabooseCheckpoints. */
