@@ -317,6 +317,11 @@ forEachNvim((bin) => {
       const h2 = lines.findIndex((l) => l.startsWith('@@ hunk 2/3'));
       assert.ok(h2 > 0, lines.join('\n'));
       assert.deepEqual(lines.slice(h2 + 1, h2 + 3), ['-five', '+FIVE']);
+      // t away from any hunk says where to go (and turns nothing off).
+      await e.t.lua('vim.api.nvim_win_set_cursor(0, { 1, 0 })');
+      await e.t.nvim.input('t');
+      await e.t.waitFor(async () => (await e.t.notifications()).some((x) => /t turns off the hunk under the cursor/.test(x.msg)), 'the hint');
+      assert.ok(!(await floatLines())!.some((l) => l.includes('✗ skipped')));
       await e.t.lua('vim.api.nvim_win_set_cursor(0, { ..., 0 })', [h2 + 2]);
       await e.t.nvim.input('t');
       await e.t.waitFor(async () => (await floatLines())![h2].includes('✗ skipped'), 'hunk 2 off');

@@ -100,6 +100,7 @@ H.toggle_hunk = function()
   end
   local at = H.hunk_at_line[vim.api.nvim_win_get_cursor(H.win)[1]]
   if not at then
+    require('caboose')._notify('t turns off the hunk under the cursor: move to one of its lines (@@ hunk …) first')
     return
   end
   H.skipped[req.id] = H.skipped[req.id] or {}
