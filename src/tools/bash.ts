@@ -223,7 +223,9 @@ function track(s: Started): void {
   process.on('exit', () => {
     for (const c of live) {
       signalGroup(c.pgid, 'SIGKILL');
-      signalPids(taggedPidsSync(c.tag), 'SIGKILL');
+      // A process in the middle of exec (or forked as the list was read) can be missed once: sweep
+      // again while the last sweep still found some.
+      for (let pass = 0; pass < 4 && signalPids(taggedPidsSync(c.tag), 'SIGKILL') > 0; pass++);
     }
   });
 }

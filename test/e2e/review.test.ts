@@ -217,7 +217,8 @@ forEachNvim((bin) => {
       await e.t.waitFor(async () => !(await e.t.lua<boolean>('return vim.api.nvim_win_is_valid(...)', [r.win])), 'the review window closed');
       assert.equal(e.t.proc.exitCode, null, 'Neovim is still running');
       assert.equal((await review())!.id, r.id, 'still pending');
-      assert.equal(await e.t.lua("return require('caboose').state().state"), 'pending_approval');
+      // (The request reaches Lua before the state event that follows it.)
+      await e.t.waitFor(async () => (await e.t.lua("return require('caboose').state().state")) === 'pending_approval', 'pending_approval');
       await e.t.cmd('CabooseApproval');
       await e.t.waitFor(async () => ((await review())?.buf ? true : null), 'shown again');
       await e.t.nvim.input('gA');
