@@ -82,7 +82,8 @@ export function needsCompaction(usedTokens: number | undefined, contextWindow: n
 
 /**
  * Splits the history for compaction: everything before the current turn's user message is summarized;
- * the current turn (its user message and what followed) is kept verbatim. Null when nothing is old enough.
+ * the current turn (its user message and what followed) is kept verbatim. Null when nothing is old enough,
+ * or when the head is only the summary of the previous compaction.
  */
 export function splitForCompaction(history: readonly ChatMessage[]): { head: ChatMessage[]; tail: ChatMessage[] } | null {
   let lastUser = -1;
@@ -93,7 +94,11 @@ export function splitForCompaction(history: readonly ChatMessage[]): { head: Cha
     }
   }
   if (lastUser <= 0) return null;
-  return { head: history.slice(0, lastUser), tail: history.slice(lastUser) };
+  const head = history.slice(0, lastUser);
+  // Only the last compaction's summary and its acknowledgement (a long turn's later steps): summarizing
+  // it again frees nothing and would cost a request at every step.
+  if (head.length <= 2 && typeof head[0].content === 'string' && head[0].content.startsWith(SUMMARY_PREFIX)) return null;
+  return { head, tail: history.slice(lastUser) };
 }
 
 /** Share of the context window the messages of a summary request may fill (the rest: instruction, answer). */

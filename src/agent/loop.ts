@@ -148,6 +148,7 @@ export class Agent {
   private lastUsage: Usage | undefined;
   private contextWindow: number | undefined;
   private windowLookedUp = false;
+  private warnedSmallWindow = false;
 
   constructor(opts: AgentOptions) {
     this.opts = opts;
@@ -326,6 +327,7 @@ export class Agent {
         if (!needsCompaction(used, this.contextWindow, this.opts.compactAt)) return false;
       }
     }
+    if (!this.warnedSmallWindow) this.warnIfWindowTooSmall();
     const split = splitForCompaction(this.history);
     if (!split) return false;
     this.emit('notice', force ? 'the model’s context is full: compacting the conversation…' : 'compacting the conversation (near the context limit)…');
@@ -355,6 +357,22 @@ export class Agent {
     this.emit('compacted', { removed: split.head, summary, added: compacted.slice(0, compacted.length - split.tail.length), ...(archivedAs === undefined ? {} : { archivedAs }) });
     this.emit('notice', `compacted ${split.head.length} earlier messages into a summary${archivedAs === undefined ? '' : ` (the full text stays reachable as #${archivedAs})`}`);
     return true;
+  }
+
+  /**
+   * The system prompt and the tool definitions go with every request and cannot be summarized: when
+   * they alone fill the window, say so once (the configured window is likely wrong).
+   */
+  private warnIfWindowTooSmall(): void {
+    const tools = this.registry.specs(this.opts.toolFilter).map(({ name, description, parameters }) => ({ name, description, parameters }));
+    const fixed = estimateTokens([{ role: 'system', content: this.systemPrompt() }]) + Math.ceil(JSON.stringify(tools).length / 4);
+    if (!needsCompaction(fixed, this.contextWindow, this.opts.compactAt)) return;
+    this.warnedSmallWindow = true;
+    this.emit(
+      'notice',
+      `the context window (${this.contextWindow} tokens) is too small for what every request carries (system prompt and tool definitions, about ${fixed} tokens): ` +
+        'only the conversation can be compacted; set provider.context_window to the model’s real window',
+    );
   }
 
   /** The conversation as the next request sends it (old tool outputs stubbed). */

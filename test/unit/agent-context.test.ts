@@ -142,3 +142,40 @@ test('a summary request after a 10 MB reply fits the context window; the next me
   assert.equal(agent.messages.at(-1)!.content, 'recovered fine');
   assert.match(String(fake.chatRequests[2].body!.messages![1].content), /SUMMARY: one long reply/);
 });
+
+test('a window too small for the system prompt and tools: one summary per turn (not one per step), and a warning once', async (t) => {
+  const fake = await startFakeOpenAI();
+  t.after(() => fake.close());
+  const notices: string[] = [];
+  const { z } = await import('zod');
+  const registry = new ToolRegistry([
+    { name: 'look', description: 'Look at something. '.repeat(200), policy: 'read', parameters: z.object({ what: z.string() }), execute: async () => 'seen' },
+  ]);
+  const agent = new Agent({
+    provider: { baseURL: fake.url, apiKey: 'k', model: 'm', maxRetries: 0 },
+    registry,
+    contextWindow: 1000,
+    makeContext: (signal) => ({ signal, workspace: { root: '/', dataDir: '/', sessionId: 's' } as Workspace, sessionId: 's' }),
+    requestApproval: async () => ({ decision: 'once' }),
+    events: { notice: (n) => void notices.push(n) },
+  });
+  // Every reply reports a prompt over the window (the tools alone are ~1,000 tokens).
+  const over = { prompt_tokens: 1200, completion_tokens: 10 };
+  fake.script({ text: 'first answer', usage: over });
+  agent.send('first question');
+  await agent.idle();
+  fake.script(
+    { text: '## Intent\nsummary', usage: over },
+    { toolCalls: [{ id: 'l1', name: 'look', arguments: { what: 'a' } }], usage: over },
+    { toolCalls: [{ id: 'l2', name: 'look', arguments: { what: 'b' } }], usage: over },
+    { toolCalls: [{ id: 'l3', name: 'look', arguments: { what: 'c' } }], usage: over },
+    { text: 'second answer', usage: over },
+  );
+  agent.send('second question');
+  await agent.idle();
+  const summaries = fake.chatRequests.filter((r) => r.body?.messages?.at(-1)?.content === SUMMARIZE_INSTRUCTION);
+  assert.equal(summaries.length, 1, 'the later steps of the turn do not summarize the summary again');
+  assert.equal(fake.chatRequests.length, 6);
+  assert.equal(agent.messages.at(-1)?.content, 'second answer');
+  assert.equal(notices.filter((n) => /context window \(1000 tokens\) is too small for what every request carries/.test(n)).length, 1);
+});
