@@ -31,6 +31,11 @@ export function attachMcp(pool: McpPool, registry: ToolRegistry, log: McpPoolLog
     const text = mcpNotice(c);
     if (text) notice(text);
   });
+  // Servers that failed before this session existed (:CabooseMcp or :checkhealth started them first, or
+  // the previous session saw them fail): its chat names them too.
+  for (const st of pool.status()) {
+    if (st.state === 'failed') notice(`MCP server '${st.name}' is unavailable: ${st.reason ?? 'unknown reason'} (:CabooseMcp restart ${st.name} tries again)`);
+  }
   let restartDied = false;
   const turnStarted = (): void => {
     restartDied = true;

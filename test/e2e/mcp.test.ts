@@ -152,6 +152,18 @@ forEachNvim((bin) => {
       assert.ok(toolNames(e.fake.chatRequests[2]).includes('local__echo'), 'restarted before the request: its tools are back');
     });
 
+    it('a server that failed before the chat opened is named in the chat once it opens', async () => {
+      await e.start({ initLua: SETUP('chug', { ghost: { command: 'caboose-no-such-mcp-server' }, local: stdioServer() }) });
+      await e.t.cmd('CabooseMcp');
+      await e.t.waitFor(async () => /ghost {2}failed/.test(((await linesOf(e.t, 'caboose_mcp')) ?? []).join('\n')), 'listed as failed');
+      await e.t.nvim.input('q');
+      await e.t.waitFor(async () => (await linesOf(e.t, 'caboose_mcp')) === null, 'closed');
+      e.fake.script({ text: 'hello there' });
+      await e.t.cmd('Caboose hi');
+      await chatHas('hello there');
+      await chatHas("MCP server 'ghost' is unavailable: command not found: caboose-no-such-mcp-server (:CabooseMcp restart ghost tries again)");
+    });
+
     it('a missing command and a server that never answers are reported and the session works; big output is capped; isError is a structured error', async () => {
       const mute = { command: process.execPath, args: ['-e', 'setTimeout(() => {}, 60000)'] };
       await e.start({ initLua: SETUP('chug', { ghost: { command: 'caboose-no-such-mcp-server' }, mute, local: stdioServer() }, 3500) });
