@@ -11,6 +11,19 @@ H.notify = function(msg, level)
   vim.notify('(caboose) ' .. msg, level or vim.log.levels.INFO)
 end
 
+--- A message that also stands in the chat (or a list): cut to one command line, so it never stops the
+--- editor with a hit-enter prompt. `cut` is the part that gives way (by default the end of `msg`).
+H.notify_line = function(msg, level, cut)
+  local room = vim.v.echospace - vim.api.nvim_strwidth('(caboose) ' .. msg)
+  if room < 0 then
+    cut = cut or msg
+    local keep = math.max(8, vim.api.nvim_strwidth(cut) + room - 1)
+    msg = msg:gsub(vim.pesc(cut), (vim.fn.strcharpart(cut, 0, keep):gsub('%%', '%%%%')) .. '…', 1)
+  end
+  vim.cmd('redraw') -- a choice list or a float's closing may have scrolled the screen
+  H.notify(msg, level)
+end
+
 H.cfg = function()
   if not H.config then
     H.config = require('caboose.config').build(vim.g.caboose_config)
@@ -168,7 +181,7 @@ H.handlers = {
     if p.state == 'failed' then
       -- Also where the user looks when the chat is closed (the chat has the notice too).
       local what = p.previous == 'running' and 'stopped' or 'failed to start'
-      H.notify(string.format("MCP server '%s' %s: %s", tostring(p.server), what, tostring(p.reason or '?')), vim.log.levels.WARN)
+      H.notify_line(string.format("MCP server '%s' %s: %s", tostring(p.server), what, tostring(p.reason or '?')), vim.log.levels.WARN)
     end
     vim.api.nvim_exec_autocmds('User', { pattern = 'CabooseMcpChanged', modeline = false, data = p })
     if package.loaded['caboose.ui.mcp'] then
@@ -550,6 +563,7 @@ M._request = function(method, params, on_done)
   return H.call(method, params, on_done)
 end
 M._notify = H.notify
+M._notify_line = H.notify_line
 --- The approval float's list changed (a request came or was answered): the shown state follows it.
 M._approvals_changed = function()
   H.set_state(H.agent_state)

@@ -107,17 +107,8 @@ end
 
 --- Deletes a session after asking.
 function M.delete(s)
-  local count = string.format(' (%d message%s)', s.message_count, s.message_count == 1 and '' or 's')
-  local what = '“' .. (s.title or s.id) .. '”' .. count
-  -- The message after it fits the command line (a longer one is a hit-enter prompt): the title is cut.
-  local function short()
-    local room = vim.v.echospace - vim.api.nvim_strwidth('(caboose) deleted session “”' .. count)
-    local title = s.title or s.id
-    if vim.api.nvim_strwidth(title) > room then
-      title = vim.fn.strcharpart(title, 0, math.max(8, room) - 1) .. '…'
-    end
-    return '“' .. title .. '”' .. count
-  end
+  local title = s.title or s.id
+  local what = string.format('“%s” (%d message%s)', title, s.message_count, s.message_count == 1 and '' or 's')
   vim.ui.select({ 'Delete', 'Keep' }, { prompt = 'Delete session ' .. what .. '? This cannot be undone.', kind = 'caboose_confirm' }, function(choice)
     if choice ~= 'Delete' then
       return
@@ -133,8 +124,8 @@ function M.delete(s)
         undo()
       end
       if not err and res.deleted then
-        vim.cmd('redraw') -- the choice list scrolled the screen
-        H.notify('deleted session ' .. short())
+        -- One line (the title cut), not a hit-enter prompt after the choice list.
+        require('caboose')._notify_line('deleted session ' .. what, nil, title)
       end
     end)
   end)
