@@ -157,6 +157,8 @@ forEachNvim((bin) => {
       await e.t.cmd('set columns=80');
       await e.t.cmd('CabooseMcp');
       await e.t.waitFor(async () => /ghost {2}failed/.test(((await linesOf(e.t, 'caboose_mcp')) ?? []).join('\n')), 'listed as failed');
+      // The float keeps its buffer: :edit there does not load a file into it.
+      assert.equal(await e.t.lua('return vim.wo.winfixbuf'), true);
       await e.t.nvim.input('q');
       await e.t.waitFor(async () => (await linesOf(e.t, 'caboose_mcp')) === null, 'closed');
       e.fake.script({ text: 'hello there' });

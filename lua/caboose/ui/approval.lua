@@ -260,6 +260,7 @@ H.render = function()
     opened = true
     -- Never take focus: keys typed in the user's buffer while a request arrives must stay there.
     H.win = vim.api.nvim_open_win(H.buf, false, cfg)
+    require('caboose.ui.windows').fix_buffer(H.win)
     vim.wo[H.win].winhighlight = 'FloatBorder:CabooseApprovalBorder,FloatTitle:CabooseApprovalTitle,FloatFooter:CabooseApprovalTitle'
     vim.wo[H.win].wrap = true
     vim.wo[H.win].linebreak = true

@@ -285,6 +285,7 @@ function M.show_keys(opts)
     title = opts.title or ' Caboose chat keys ',
     title_pos = 'center',
   })
+  require('caboose.ui.windows').fix_buffer(win)
   for _, lhs in ipairs({ 'q', '<Esc>', '?' }) do
     vim.keymap.set('n', lhs, function()
       pcall(vim.api.nvim_win_close, win, true)
@@ -424,18 +425,13 @@ end
 
 H.chat_options = function(win, role)
   vim.w[win].caboose_chat = role
-  if vim.fn.exists('+winfixbuf') == 1 then
-    -- :e and the like would take the chat's window (E1513 instead); its buffers stay where they are.
-    vim.wo[win].winfixbuf = true
-  end
+  require('caboose.ui.windows').fix_buffer(win)
 end
 
 --- A window that showed the chat and now shows something else (`:e!` there) loses the chat's options.
 H.forget_window = function(win)
   vim.w[win].caboose_chat = nil
-  if vim.fn.exists('+winfixbuf') == 1 then
-    vim.wo[win].winfixbuf = false
-  end
+  require('caboose.ui.windows').fix_buffer(win, false)
   vim.wo[win].winbar = ''
   vim.wo[win].winfixwidth = false
   vim.wo[win].winfixheight = false

@@ -256,6 +256,7 @@ H.open = function(items)
   }))
   -- One line per checkpoint (the file names at its end may go past the edge); the preview wraps, so a
   -- narrow screen still shows what a rewind would do.
+  require('caboose.ui.windows').fix_buffer(list_win)
   vim.wo[list_win].cursorline = true
   vim.wo[list_win].wrap = false
   vim.wo[preview_win].wrap = true

@@ -214,6 +214,7 @@ H.show = function(res, focus)
   cfg.title = ' Caboose: MCP servers '
   cfg.title_pos = 'center'
   H.win = vim.api.nvim_open_win(buf, true, cfg)
+  require('caboose.ui.windows').fix_buffer(H.win)
   vim.wo[H.win].wrap = false
   vim.wo[H.win].cursorline = true
   pcall(vim.api.nvim_win_set_cursor, H.win, { math.min(3, #lines), 0 })
