@@ -1055,8 +1055,9 @@ H.error_text = function(message)
   return '> **Error:** ' .. tostring(message):gsub('\n', '\n> ')
 end
 
+-- A quoted line, no emphasis markup (the chat shows markdown unconcealed: `_…_` would show its underscores).
 H.notice_text = function(text)
-  return '> _' .. tostring(text):gsub('\n', ' ') .. '_'
+  return '> ' .. tostring(text):gsub('\n', ' ')
 end
 
 H.detail_lines = function(details, out)
