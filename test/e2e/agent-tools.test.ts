@@ -76,6 +76,25 @@ forEachNvim((bin) => {
       assert.deepEqual(calls[1].items, ['a.ts', 'b.ts', 'c.ts', 'Other answer…'], 'the choices, then a free answer');
     });
 
+    it('ask_user never takes the keys the user is typing: it waits for them to leave Insert mode', async () => {
+      await start();
+      await e.t.cmd('edit notes.txt');
+      await e.t.nvim.input('i');
+      await e.t.waitFor(async () => (await e.t.lua('return vim.fn.mode()')) === 'i', 'insert mode');
+      e.fake.script({ toolCalls: [{ name: 'ask_user', arguments: { question: 'Favourite colour?' } }] }, { text: 'thanks' });
+      await e.t.lua("require('caboose').send('ask me')");
+      await e.t.waitFor(async () => (await e.t.notifications()).some((n) => n.msg.startsWith('(caboose) the agent asks: Favour') && n.msg.endsWith('(when you leave Insert mode)')), 'told');
+      await e.t.nvim.input('typing on');
+      await new Promise((r) => setTimeout(r, 300));
+      assert.deepEqual(await e.t.lua('return _G.ui_calls'), [], 'not asked while typing');
+      assert.deepEqual(await e.t.lua('return vim.api.nvim_buf_get_lines(0, 0, -1, false)'), ['typing on'], 'the keys went to the buffer');
+      await e.t.nvim.input('<Esc>');
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('thanks'), 'answered once out of Insert mode');
+      const calls = await e.t.lua<{ kind: string; prompt: string }[]>('return _G.ui_calls');
+      assert.equal(calls.length, 1);
+      assert.match(calls[0].prompt, /Favourite colour\?/);
+    });
+
     it('ask_user with choices: "Other answer…" asks for a free-text answer in the same prompt', async () => {
       await start();
       // The user picks the last item, then types an answer of their own.
