@@ -150,7 +150,8 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     },
     take: () => sessions.takeNotes(session.id),
   };
-  const recorder = new SessionRecorder(sessions, session.id, { cwd: o.cwd, model: o.provider.model }, (e) =>
+  const onTitle = (title: string): void => ui.emit(EVENTS.sessionInfo, { session: session.id, title });
+  const recorder = new SessionRecorder(sessions, session.id, { cwd: o.cwd, model: o.provider.model, onTitle }, (e) =>
     log.error('session store: %s', e instanceof Error ? (e.stack ?? e.message) : String(e)),
   );
   registry.add(createRecallTool({ get: (id) => sessions.row(session.id, id), archivedBy: (id) => sessions.archivedBy(session.id, id) }));
@@ -305,7 +306,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
         const now = sessions.get(session.id);
         if (!title || !now || now.titleSource === 'user') return;
         sessions.rename(session.id, title, 'model');
-        ui.emit(EVENTS.sessionInfo, { session: session.id, title });
+        onTitle(title);
       })
       .catch((e: unknown) => log.info('session title: %s', e instanceof Error ? e.message : String(e)));
   }
@@ -370,7 +371,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       if (t === '') throw new Error('a session title cannot be empty');
       sessions.ensure({ id: session.id, cwd: o.cwd, model: o.provider.model });
       sessions.rename(session.id, t, 'user');
-      ui.emit(EVENTS.sessionInfo, { session: session.id, title: t });
+      onTitle(t);
       return { title: t };
     },
     info() {

@@ -30,7 +30,8 @@ export class SessionRecorder {
   constructor(
     private readonly repo: SessionRepository,
     readonly sessionId: string,
-    private readonly info: { cwd: string; model: string },
+    /** `onTitle`: the session was created with its first words as its title (the chat shows it until the model's). */
+    private readonly info: { cwd: string; model: string; onTitle?: (title: string) => void },
     private readonly onError: (err: unknown) => void = () => undefined,
   ) {
     this.started = repo.get(sessionId) !== null;
@@ -194,9 +195,11 @@ export class SessionRecorder {
 
   private ensureSession(firstText: string | null): void {
     if (this.started) return;
-    this.repo.ensure({ id: this.sessionId, cwd: this.info.cwd, model: this.info.model, title: firstText === null ? null : fallbackTitle(firstText) });
+    const title = firstText === null ? null : fallbackTitle(firstText);
+    this.repo.ensure({ id: this.sessionId, cwd: this.info.cwd, model: this.info.model, title });
     this.started = true;
     this.writeRules();
+    if (title) this.info.onTitle?.(title);
   }
 
   private writeRules(): void {

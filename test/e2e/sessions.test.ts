@@ -135,6 +135,19 @@ forEachNvim((bin) => {
       assert.ok(!/word\d|## You/.test(await chatText(t)), 'the chat no longer shows the deleted session');
     });
 
+    it('the winbar shows the first words as the title at once; a model title under 3 words does not replace them', async () => {
+      const t = await e2e.start({ env: { CABOOSE_MODEL: 'fake-model' }, initLua: UI_STUB });
+      await t.cmd('set columns=200');
+      e2e.fake.setTitle('Pelicans');
+      e2e.fake.script({ text: 'Pelicans have a throat pouch.' });
+      await t.cmd('Caboose tell me about pelicans');
+      await t.waitFor(async () => /tell me about pelicans/.test((await t.lua<string>("return require('caboose.ui.chat').status_text()")) ?? ''), 'the first words in the winbar');
+      await t.waitFor(async () => e2e.fake.titleRequests.length === 1, 'the title request');
+      await idle(t);
+      await new Promise((r) => setTimeout(r, 200));
+      assert.match((await t.lua<string>("return require('caboose.ui.chat').status_text()")) ?? '', /tell me about pelicans/);
+    });
+
     it(':CabooseNew keeps the old session; full-text search finds it, reopening restores it; titles, :CabooseRename, delete asks', async () => {
       const t = await e2e.start({ env: { CABOOSE_MODEL: 'fake-model' }, initLua: UI_STUB });
       e2e.fake.setTitle('Pelican facts overview');
