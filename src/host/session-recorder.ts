@@ -4,6 +4,7 @@
  * messages they replace stay, archived). Knows which row holds each message, for pruning stubs.
  */
 import type { ChatMessage } from '../agent/provider';
+import type { SubagentTranscript } from '../agent/subagent';
 import type { SessionRepository } from '../store/sessions';
 import { assistantDisplay, fallbackTitle, indexText, toolDisplay, type RestoredMessage, type ToolDisplay, type UserDisplay } from './session-history';
 import type { ToolResultView } from './summaries';
@@ -11,7 +12,7 @@ import type { ToolResultView } from './summaries';
 /** A streaming reply reaches the database at least this often. */
 export const FLUSH_MS = 200;
 
-type SubagentTranscriptRow = { toolCallId: string; label: string; task: string; status: string; messages: ChatMessage[] };
+type SubagentTranscriptRow = Pick<SubagentTranscript, 'toolCallId' | 'label' | 'task' | 'status' | 'messages'>;
 type SubagentRow = { rowId: number | null; at: number; timer: NodeJS.Timeout | null; latest: SubagentTranscriptRow };
 
 export class SessionRecorder {

@@ -132,7 +132,7 @@ describe('session store', () => {
   it("a running subagent's transcript is written as it grows (at most every FLUSH_MS), in one row", async () => {
     const store = openStore(':memory:');
     const rec = new SessionRecorder(store.sessions, 's', { cwd: '/w', model: 'm' });
-    const t = { toolCallId: 'c1', label: 'agent #1: rename', task: 'rename x', status: 'running', messages: [user('rename x')] };
+    const t = { toolCallId: 'c1', label: 'agent #1: rename', task: 'rename x', status: 'running' as const, messages: [user('rename x')] };
     const stored = () => store.sessions.rows('s').filter((r) => r.kind === 'subagent');
     const messages = () => (stored()[0].message as { messages: unknown[]; status: string }).messages.length;
     rec.subagent(t);
