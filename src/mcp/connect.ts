@@ -19,6 +19,11 @@ export interface McpToolInfo {
   description?: string;
   inputSchema: Record<string, unknown>;
   annotations?: { title?: string; readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean };
+  /**
+   * `execution.taskSupport` of the server's listing. 'required': the tool runs only as a task (MCP task-based
+   * execution), which this client does not speak, so it is never offered (a plain call fails with -32600/-32601).
+   */
+  taskSupport?: 'forbidden' | 'optional' | 'required';
 }
 
 export type ArgsValidator = (args: unknown) => { valid: true } | { valid: false; message: string };
@@ -161,8 +166,16 @@ async function listAllTools(client: Client, timeoutMs: number): Promise<McpToolI
   return out;
 }
 
-function toToolInfo(t: { name: string; title?: string; description?: string; inputSchema: object; annotations?: McpToolInfo['annotations'] }): McpToolInfo {
+function toToolInfo(t: {
+  name: string;
+  title?: string;
+  description?: string;
+  inputSchema: object;
+  annotations?: McpToolInfo['annotations'];
+  execution?: { taskSupport?: 'forbidden' | 'optional' | 'required' };
+}): McpToolInfo {
   return {
+    ...(t.execution?.taskSupport ? { taskSupport: t.execution.taskSupport } : {}),
     name: t.name,
     ...(t.title ? { title: t.title } : {}),
     ...(t.description ? { description: t.description } : {}),

@@ -9,6 +9,7 @@ import { ToolError } from '../tools/errors';
 import type { ToolDefinition } from '../tools/tool';
 import type { McpPool } from './client-pool';
 import type { ArgsValidator, McpToolInfo } from './connect';
+import { uncallableReason } from './callable';
 import { describeTarget, type McpServerConfig } from './config';
 import { mcpToolNames } from './names';
 import { cappedResultText, toToolOutput } from './results';
@@ -80,7 +81,11 @@ export class McpToolSource {
         s.server,
         s.tools.map((t) => t.name),
       );
-      s.tools.forEach((t, i) => defs.push(this.definition(s.server, s.config, t, names[i], s.conn.validator.bind(s.conn))));
+      s.tools.forEach((t, i) => {
+        // A tool this client cannot call (task-based execution required) is known but never offered.
+        const why = uncallableReason(t);
+        defs.push(why ? this.uncallable(s.server, s.config, t, names[i], why) : this.definition(s.server, s.config, t, names[i], s.conn.validator.bind(s.conn)));
+      });
     }
     // A stopped server's tools stay known (not offered): a late call says why it fails instead of "unknown tool".
     for (const s of this.pool.stopped()) {
@@ -92,6 +97,26 @@ export class McpToolSource {
     }
     this.cache = { version: this.pool.version, defs };
     return defs;
+  }
+
+  /** Not offered; a model that calls it by name anyway gets a structured error, never a prompt or a -32600. */
+  private uncallable(server: string, config: McpServerConfig, t: McpToolInfo, name: string, why: string): ToolDefinition {
+    const fail = (): never => {
+      throw new ToolError('mcp_unavailable', `The ${t.name} tool of MCP server '${server}' ${why}.`, {
+        details: { server, tool: t.name },
+        suggestedAction: 'It cannot be called from here: continue without it or tell the user.',
+      });
+    };
+    return {
+      ...this.definition(server, config, t, name, null),
+      unavailable: true,
+      async preview() {
+        return fail();
+      },
+      async execute() {
+        return fail();
+      },
+    };
   }
 
   private definition(server: string, config: McpServerConfig, t: McpToolInfo, name: string, makeValidator: ((schema: Record<string, unknown>) => ArgsValidator) | null): ToolDefinition {
