@@ -104,6 +104,10 @@ end, {
   end,
 })
 
+vim.api.nvim_create_user_command('CabooseBuild', function()
+  require('caboose.build').start({ progress = true })
+end, { desc = 'Caboose: finish (or resume) the install: dependencies, native SQLite module, compiled host' })
+
 vim.api.nvim_create_user_command('CabooseChat', function()
   caboose().focus_chat()
 end, { desc = 'Caboose: open the chat and go to its message area' })

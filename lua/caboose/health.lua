@@ -86,6 +86,24 @@ function M.check()
     h.error('Node ' .. out .. ' is too old', { 'caboose needs Node.js 20 or newer' })
   end
 
+  -- A half-built install (a plugin manager's build timeout cut `npm ci` short): say what is missing and
+  -- the one command that finishes it, and do not try to start a host that cannot run.
+  h.start('caboose: install')
+  local build = require('caboose.build')
+  local bs = build.status()
+  if bs.complete then
+    h.ok('installed: dependencies, native better-sqlite3 module and compiled host (dist/) in ' .. bs.root)
+  else
+    local advice = { 'finish it with ' .. build.finish_command .. ' (or in a shell: sh ' .. bs.root .. '/scripts/build)' }
+    if bs.running then
+      table.insert(advice, 1, string.format('a build is running (pid %d); log: %s', bs.running, bs.log))
+    elseif bs.failed then
+      table.insert(advice, 1, 'the last build failed; log: ' .. bs.log)
+    end
+    h.error('half-built install: ' .. table.concat(bs.missing, '; '), advice)
+    return
+  end
+
   h.start('caboose: host')
   local rpc = require('caboose.rpc')
   local started, err = require('caboose')._start_host()
@@ -130,7 +148,7 @@ function M.check()
   H.report_rules(report.rules)
   h.start('caboose: MCP servers')
   if type(report.mcp) ~= 'table' or #report.mcp == 0 then
-    h.info('no MCP server configured (see :help caboose-mcp)')
+    h.info('no MCP server configured: see :help caboose-mcp')
   else
     for _, s in ipairs(report.mcp) do
       local what = string.format('%s (%s)', s.name, tostring(s.target))

@@ -210,8 +210,22 @@ H.report = function(msg)
   H.chat().error(msg)
 end
 
-H.start_host = function()
+H.start_host = function(prestarting)
   local rpc = require('caboose.rpc')
+  -- A half-built install (a build cut off by a plugin manager's timeout): finished in the background
+  -- at the first command (not while a command is being typed).
+  if not rpc.is_running() then
+    local build = require('caboose.build')
+    if prestarting then
+      if not build.status().complete then
+        return false, 'the install is not finished'
+      end
+    end
+    local unfinished = not prestarting and build.ensure_built()
+    if unfinished then
+      return false, '(caboose) ' .. unfinished
+    end
+  end
   rpc.set_handlers(H.handlers)
   return pcall(rpc.ensure, H.cfg(), H.report)
 end
@@ -263,7 +277,7 @@ function M.prestart()
   if require('caboose.rpc').is_running() or not cfg.host.prestart or cfg.host.transport == 'remote' then
     return
   end
-  H.start_host()
+  H.start_host(true)
 end
 
 --- A short status for statuslines: '' when idle, else e.g. 'caboose: streaming'.
