@@ -139,7 +139,7 @@ export class FileWorkspace implements Workspace {
     this.checkpoints = new Checkpoints({ root: this.root, files: this.files, repo: this.store.checkpoints });
     this.diagnostics = opts.diagnostics ?? null;
     this.postEdit =
-      this.diagnostics && opts.postEditDiagnostics ? new PostEditDiagnostics(this.diagnostics, (abs) => this.paths.relative(abs), opts.postEditDiagnostics) : null;
+      this.diagnostics && opts.postEditDiagnostics ? new PostEditDiagnostics(this.diagnostics, (abs) => this.paths.relative(abs), opts.postEditDiagnostics, this.paths.root) : null;
   }
 
   get audit(): AuditRepository {
