@@ -19,7 +19,7 @@ import { OpenAIProvider, ProviderError, type AssembledToolCall, type ChatMessage
 import { DEFAULT_MODE, blockedByModeMessage, permissionFor, type PermissionMode } from './permissions';
 import { assistantMessage, interruptedAssistantMessage, parseToolArguments, toolMessage, userMessage } from './messages';
 import { defaultSystemPrompt } from './prompt';
-import { compactedHistory, DEFAULT_CONTEXT_WINDOW, estimateTokens, fitForSummary, needsCompaction, pruneToolOutputs, splitForCompaction, SUMMARIZE_INSTRUCTION, SUMMARY_INPUT_SHARE, type StoredRef } from './context';
+import { compactedHistory, DEFAULT_COMPACT_AT, DEFAULT_CONTEXT_WINDOW, estimateTokens, fitForSummary, fitToolOutputs, needsCompaction, pruneToolOutputs, splitForCompaction, SUMMARIZE_INSTRUCTION, SUMMARY_INPUT_SHARE, type StoredRef } from './context';
 
 export type { PermissionMode } from './permissions';
 
@@ -149,6 +149,11 @@ export class Agent {
   private contextWindow: number | undefined;
   private windowLookedUp = false;
   private warnedSmallWindow = false;
+  /**
+   * Tool messages moved out of the prompt (stub) or cut (cap) because the turn's outputs did not fit the
+   * context window; the same replacement is sent at every later step (a stable prompt).
+   */
+  private readonly fitted = new WeakMap<ChatMessage, ChatMessage>();
 
   constructor(opts: AgentOptions) {
     this.opts = opts;
@@ -375,9 +380,36 @@ export class Agent {
     );
   }
 
-  /** The conversation as the next request sends it (old tool outputs stubbed). */
+  /** The conversation as the next request sends it (old tool outputs stubbed, those that did not fit too). */
   private promptHistory(): ChatMessage[] {
-    return pruneToolOutputs(this.history, undefined, this.opts.storedRef);
+    const pruned = pruneToolOutputs(this.history, undefined, this.opts.storedRef);
+    return pruned.map((m, i) => (m === this.history[i] ? (this.fitted.get(m) ?? m) : m));
+  }
+
+  /**
+   * The request must fit the context window even when the current turn's tool outputs alone do not (they
+   * cannot be summarized: compaction keeps the current turn). The largest outputs leave the prompt for a
+   * stub naming their stored id (recall reads them back; a recall output, or one not stored, is cut
+   * instead) until the conversation fits the window's compaction share next to the system prompt and the
+   * tool definitions. Said in the chat.
+   */
+  private fitToWindow(prompt: ChatMessage[], tools: readonly { name: string; description: string; parameters: unknown }[]): ChatMessage[] {
+    if (!this.contextWindow) return prompt;
+    const fixed = estimateTokens([{ role: 'system', content: this.systemPrompt() }]) + Math.ceil(JSON.stringify(tools).length / 4);
+    const budget = Math.floor(this.contextWindow * (this.opts.compactAt ?? DEFAULT_COMPACT_AT)) - fixed;
+    // A window too small for the fixed part is said elsewhere (warnIfWindowTooSmall): nothing to fit into.
+    if (budget <= 0 || estimateTokens(prompt) <= budget) return prompt;
+    const fit = fitToolOutputs(prompt, budget, (i) => this.opts.storedRef?.(this.history[i]));
+    if (fit.replaced.length === 0) return prompt;
+    for (const r of fit.replaced) this.fitted.set(this.history[r.index], fit.prompt[r.index]);
+    const stubs = fit.replaced.filter((r) => r.storedAs !== undefined).map((r) => `#${r.storedAs}`);
+    const cut = fit.replaced.length - stubs.length;
+    const what = [
+      stubs.length > 0 ? `${stubs.length} moved out of the prompt (stored as ${stubs.join(', ')}; recall reads them)` : '',
+      cut > 0 ? `${cut} cut` : '',
+    ].filter(Boolean);
+    this.emit('notice', `this turn's tool outputs did not fit the context window (${this.contextWindow} tokens): ${what.join(', ')}`);
+    return fit.prompt;
   }
 
   private push(m: ChatMessage): void {
@@ -399,8 +431,8 @@ export class Agent {
     this.emit('assistantStart');
     let partial = '';
     try {
-      const messages: ChatMessage[] = [{ role: 'system', content: this.systemPrompt() }, ...prompt];
       const tools = this.registry.specs(this.opts.toolFilter).map(({ name, description, parameters }) => ({ name, description, parameters }));
+      const messages: ChatMessage[] = [{ role: 'system', content: this.systemPrompt() }, ...this.fitToWindow(prompt, tools)];
       for await (const ev of this.model.stream({ messages, tools, signal })) {
         switch (ev.type) {
           case 'text':
