@@ -154,6 +154,8 @@ function M.ensure_built()
   end
   if not s.running then
     M.start({ progress = true })
+  else
+    H.watch(s.root) -- started elsewhere (the plugin manager's build hook): say when it is ready
   end
   return string.format(
     'the install is not finished (%s): it is being finished in the background (log: %s); try again when it says ready, or run %s to follow it',

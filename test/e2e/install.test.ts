@@ -210,6 +210,27 @@ forEachNvim((bin) => {
       await t.waitFor(async () => (await t.chatLines()).join('\n').includes('hello from the model'), 'the reply');
     });
 
+    it('a build still running in the background (the build hook) when the first command comes: the notice says so, then "ready"', async () => {
+      const gate = path.join(os.tmpdir(), `caboose-install-gate-bg-${process.pid}-${bin.version}`);
+      fs.rmSync(gate, { force: true });
+      const c = pluginCopy('clone', { gate });
+      copies.push(c);
+      const bg = spawnSync('sh', [path.join(c.root, 'scripts', 'build'), '--background'], { cwd: c.root, env: { ...process.env, ...c.env }, encoding: 'utf8' });
+      assert.equal(bg.status, 0, bg.stderr);
+      await until(() => c.npmCalls().some((l) => l.startsWith('npm rebuild better-sqlite3')), 'the background build to reach the compile');
+      const t = await e.start({ pluginRoot: c.root, env: c.env });
+      try {
+        await t.cmd('Caboose hello');
+        const notes = async () => (await t.notifications()).map((n) => n.msg).join('\n');
+        await t.waitFor(async () => /the install is not finished .*being finished in the background/s.test(await notes()), 'the first-use notice');
+        assert.equal(c.npmCalls().filter((l) => l.startsWith('npm rebuild')).length, 1, 'no second build is started');
+        fs.writeFileSync(gate, '');
+        await t.waitFor(async () => (await notes()).includes('install finished: ready'), '"ready"', 60_000);
+      } finally {
+        fs.rmSync(gate, { force: true });
+      }
+    });
+
     if (bin.version.startsWith('0.12')) {
       const git = spawnSync('git', ['--version'], { encoding: 'utf8' });
       it("vim.pack: the README's PackChanged hook installs from a local path and builds; the plugin then works", { skip: git.status === 0 ? false : 'skipped: git not found at PATH (vim.pack clones with git)' }, async () => {
