@@ -17,7 +17,7 @@ H.STALE_MS = 120000
 H.PROBE = 'typescript.tsserverRequest'
 H.PROBE_CHECKS = { 'syntacticDiagnosticsSync', 'semanticDiagnosticsSync', 'suggestionDiagnosticsSync' }
 
---- Most other buffers (not written, a language server attached) whose diagnostics a watch compares.
+--- Most other loaded buffers (not written) whose diagnostics a watch compares.
 H.MAX_OTHERS = 100
 
 H.watches = {} ---@type table<integer, table>
@@ -310,8 +310,8 @@ end
 
 --- Before a write: watches the loaded buffers among `paths` that a language server is attached to.
 --- Returns `{ token, buffers }` (their diagnostics now), or `{ buffers = {} }` when there is none.
---- With `root`, the other loaded buffers under it with a language server attached are watched too
---- (`others`: their diagnostics now), since an edit to one file can change another's.
+--- With `root`, the other loaded file buffers under it are watched too (`others`: their diagnostics
+--- now), since an edit to one file can change another's.
 ---@param paths string[]
 ---@param limit integer
 ---@param root string|nil
@@ -355,7 +355,7 @@ function M.watch(paths, limit, root)
         break
       end
       local p = not w.bufs[b] and H.path(b) or nil
-      if p and H.under(p, root) and #H.get_clients({ bufnr = b }) > 0 then
+      if p and H.under(p, root) then
         w.others[b] = p
         others[#others + 1] = H.record(b, p, 4, limit)
       end

@@ -75,7 +75,7 @@ export interface WatchedBuffer extends BufferDiagnostics {
 }
 
 /**
- * `others`: the other loaded buffers of the workspace with a language server attached, as they are now. An
+ * `others`: the other loaded file buffers of the workspace, as they are now. An
  * edit to one file changes the diagnostics of others (a changed export breaks an importer): they are
  * compared too.
  */
@@ -90,8 +90,8 @@ export interface DiagnosticsSource {
   /**
    * Before a write: watches the loaded buffers among `paths` that a language server is attached to.
    * Returns their diagnostics now and a token, or null when no such buffer exists (nothing to wait for).
-   * With `root`, also the diagnostics now of every other loaded buffer under it with a language server
-   * (`others`); its polls then wait until those are quiet too, and return them.
+   * With `root`, also the diagnostics now of every other loaded file buffer under it (`others`, at most
+   * 100); its polls then wait until those are quiet too, and return them.
    */
   watch(paths: string[], limit: number, root?: string): Promise<{ token: number; before: BufferDiagnostics[]; others?: BufferDiagnostics[] } | null>;
   /**
