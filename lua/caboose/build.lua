@@ -77,38 +77,66 @@ H.notify = function(msg, level)
   end)
 end
 
-H.watchers = {} ---@type table<string, boolean>
+H.watchers = {} ---@type table<string, table>
 
---- Tells the user when a running build ends (polls its lock; the build may belong to another Neovim).
-H.watch = function(root, on_done)
-  if H.watchers[root] then
+--- Whether a build of `root` is under way: its lock names a live process, or `--background` has just
+--- said "running" and the process has not taken the lock yet (a few seconds at most).
+H.building = function(root, since)
+  if H.running_pid(root) then
+    return true
+  end
+  local status = vim.trim(H.read(root .. '/.build/status') or '')
+  return status == 'running' and since ~= nil and uv.now() - since < 5000
+end
+
+--- Follows a running build (the log's step lines as messages when `progress`), and tells the user when
+--- it ends. The build may belong to another Neovim, or to a plugin manager's build hook.
+H.watch = function(root, opts)
+  opts = opts or {}
+  local w = H.watchers[root]
+  if w then
+    w.progress = w.progress or opts.progress
+    if opts.on_done then
+      table.insert(w.on_done, opts.on_done)
+    end
     return
   end
-  H.watchers[root] = true
+  w = { progress = opts.progress, on_done = { opts.on_done }, seen = 0, since = opts.since }
+  H.watchers[root] = w
   local timer = uv.new_timer()
-  timer:start(1000, 1000, function()
-    if H.running_pid(root) then
+  local function step()
+    local lines = vim.split(H.read(root .. '/.build/log') or '', '\n', { trimempty = true })
+    for i = w.seen + 1, #lines do
+      if w.progress and lines[i]:match('^caboose build: ') and not lines[i]:match('^caboose build: done') then
+        H.notify((lines[i]:gsub('^caboose build: ', 'build: ')))
+      end
+    end
+    w.seen = math.max(w.seen, #lines)
+    if H.building(root, w.since) then
       return
     end
     timer:stop()
     timer:close()
     H.watchers[root] = nil
-    vim.schedule(function()
-      local s = M.status(root)
-      if s.complete then
-        H.notify('install finished: ready', vim.log.levels.INFO)
-      else
-        H.notify(string.format('the build failed (%s); log: %s\n%s', table.concat(s.missing, '; '), s.log, table.concat(M.log_tail(root, 5), '\n')), vim.log.levels.ERROR)
-      end
-      if on_done then
-        on_done(s)
-      end
-    end)
-  end)
+    local s = M.status(root)
+    if s.complete then
+      H.notify('install finished: ready', vim.log.levels.INFO)
+    else
+      H.notify(string.format('the build failed (%s); log: %s\n%s', table.concat(s.missing, '; '), s.log, table.concat(M.log_tail(root, 5), '\n')), vim.log.levels.ERROR)
+    end
+    for _, fn in ipairs(w.on_done) do
+      pcall(fn, s)
+    end
+  end
+  timer:start(500, 500, vim.schedule_wrap(function()
+    if H.watchers[root] == w then
+      step()
+    end
+  end))
 end
 
---- Starts `scripts/build` as a detached job (it outlives Neovim and any build timeout) unless one is
---- running; progress lines are notified when `progress` is set. Returns the status.
+--- Starts `scripts/build --background` (it detaches: it outlives Neovim and any build timeout; its output
+--- goes to .build/log) unless a build is running, and follows it: its steps as messages when `progress`.
 ---@param opts { root: string|nil, progress: boolean|nil, on_done: fun(status: table)|nil }|nil
 function M.start(opts)
   opts = opts or {}
@@ -116,32 +144,16 @@ function M.start(opts)
   local s = M.status(root)
   if s.running then
     H.notify(string.format('a build is running (pid %d); log: %s', s.running, s.log))
-    H.watch(root, opts.on_done)
+    H.watch(root, { progress = opts.progress, on_done = opts.on_done })
     return s
   end
-  local job = vim.fn.jobstart({ 'sh', root .. '/scripts/build' }, {
-    cwd = root,
-    detach = true,
-    on_stdout = function(_, data)
-      if not opts.progress then
-        return
-      end
-      for _, line in ipairs(data or {}) do
-        if line:match('^caboose build:') then
-          H.notify(line:gsub('^caboose build: ', 'build: '))
-        end
-      end
-    end,
-  })
-  if job <= 0 then
-    H.notify('could not run ' .. root .. '/scripts/build (sh not found?)', vim.log.levels.ERROR)
+  local out = vim.fn.system({ 'sh', root .. '/scripts/build', '--background' })
+  if vim.v.shell_error ~= 0 then
+    H.notify('could not run ' .. root .. '/scripts/build: ' .. vim.trim(out), vim.log.levels.ERROR)
     return s
   end
   H.notify('finishing the install in the background; log: ' .. s.log)
-  -- The lock appears once the script runs; watch from then on.
-  vim.defer_fn(function()
-    H.watch(root, opts.on_done)
-  end, 200)
+  H.watch(root, { progress = opts.progress, on_done = opts.on_done, since = uv.now() })
   return s
 end
 
@@ -155,7 +167,7 @@ function M.ensure_built()
   if not s.running then
     M.start({ progress = true })
   else
-    H.watch(s.root) -- started elsewhere (the plugin manager's build hook): say when it is ready
+    H.watch(s.root, {}) -- started elsewhere (the plugin manager's build hook): say when it is ready
   end
   return string.format(
     'the install is not finished (%s): it is being finished in the background (log: %s); try again when it says ready, or run %s to follow it',

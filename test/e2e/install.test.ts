@@ -205,6 +205,8 @@ forEachNvim((bin) => {
         fs.rmSync(gate, { force: true });
       }
       assert.match(await notes(), /build: 2\/3 better-sqlite3/, 'progress is shown');
+      // The log the messages name is this build's (not the one cut short).
+      assert.match(fs.readFileSync(path.join(c.root, '.build', 'log'), 'utf8'), /^caboose build: 1\/3 dependencies: up to date[\s\S]*caboose build: done\n$/);
       e.fake.script({ text: 'hello from the model' });
       await t.cmd('Caboose hello again');
       await t.waitFor(async () => (await t.chatLines()).join('\n').includes('hello from the model'), 'the reply');
