@@ -59,10 +59,14 @@ function relOf(root: string, abs: string): string {
   return path.relative(root, abs).split(path.sep).join('/') || '.';
 }
 
-/** The error for a handle that is not where the path said (a link swapped in, a folder moved). */
-export function redirectedError(root: string, abs: string, real: string | null): ToolError {
+/**
+ * The error for a handle that is not where the path said (a link swapped in, a folder moved):
+ * outside_workspace when the handle or the path now leads out of the root, else stale_file.
+ */
+export async function redirectedError(root: string, abs: string, real: string | null): Promise<ToolError> {
   const rel = relOf(root, abs);
-  if (real === null || !isUnder(root, real.replace(/ \(deleted\)$/, ''))) {
+  const now = await fsp.realpath(abs).catch(() => null);
+  if (real === null || !isUnder(root, real.replace(/ \(deleted\)$/, '')) || (now !== null && !isUnder(root, now))) {
     return new ToolError('outside_workspace', `"${rel}" was redirected outside the workspace while being used (a folder or the file was replaced by a symbolic link); nothing was read or changed.`, {
       path: rel,
       suggestedAction: 'Something is swapping links in the workspace; ask the user before going on.',
@@ -85,13 +89,18 @@ export async function openVerified(root: string, abs: string, flags: number): Pr
   try {
     fh = await fsp.open(abs, flags | O_NOFOLLOW);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ELOOP') throw redirectedError(root, abs, null);
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') throw await redirectedError(root, abs, null);
+    // O_DIRECTORY with O_NOFOLLOW on a symlink is ENOTDIR.
+    if (code === 'ENOTDIR' && (await fsp.lstat(abs).catch(() => null))?.isSymbolicLink()) {
+      throw await redirectedError(root, abs, await fsp.realpath(abs).catch(() => null));
+    }
     throw err;
   }
   const real = await realPathOfFd(fh.fd);
   if (real !== abs) {
     await fh.close().catch(() => undefined);
-    throw redirectedError(root, abs, real);
+    throw await redirectedError(root, abs, real);
   }
   return fh;
 }
@@ -155,7 +164,7 @@ export class AnchoredDir {
   async assertInPlace(root: string): Promise<void> {
     if (!this.fh) return;
     const real = await realPathOfFd(this.fh.fd);
-    if (real !== this.abs) throw redirectedError(root, this.abs, real);
+    if (real !== this.abs) throw await redirectedError(root, this.abs, real);
   }
 
   async sync(): Promise<void> {
