@@ -118,3 +118,43 @@ test('a real concurrent swapper (renameat2 RENAME_EXCHANGE) never redirects read
   assert.deepEqual(leaks, []);
   assert.equal(snapshot(outside), before);
 });
+
+test('every .git at any depth is protected: nested repositories, submodule and worktree .git files, whatever deny_globs say', async () => {
+  fs.mkdirSync(path.join(root, 'vendor', 'lib', '.git', 'hooks'), { recursive: true });
+  fs.writeFileSync(path.join(root, 'vendor', 'lib', '.git', 'config'), '[core]\n');
+  fs.mkdirSync(path.join(root, 'sub', 'mod'), { recursive: true });
+  fs.writeFileSync(path.join(root, 'sub', 'mod', '.git'), 'gitdir: ../../.git/modules/mod\n');
+  fs.writeFileSync(path.join(root, 'x', 'b.txt'), 'beta\n');
+  const cfg = sha('[core]\n');
+  const custom = openWorkspace({ root, dataDir: path.join(tmp, 'data2'), sessionId: 't2', denyGlobs: ['secrets/**'] });
+  try {
+    for (const w of [ws, custom]) {
+      const attempts: [string, unknown][] = [
+        ['read_file', { path: 'vendor/lib/.git/config' }],
+        ['write_file', { path: 'vendor/lib/.git/config', content: '[core]\n\tfsmonitor = touch /tmp/pwned\n', expectedSha256: cfg }],
+        ['edit_file', { path: 'vendor/lib/.git/config', expectedSha256: cfg, edits: [{ oldText: '[core]', newText: '[core]\n\tfsmonitor = x' }] }],
+        ['create_file', { path: 'vendor/lib/.git/hooks/pre-commit', content: '#!/bin/sh\n' }],
+        ['create_file', { path: 'vendor/.git/config', content: '[core]\n' }],
+        ['create_file', { path: 'x/.GIT/config', content: '[core]\n' }],
+        ['read_file', { path: 'sub/mod/.git' }],
+        ['write_file', { path: 'sub/mod/.git', content: 'gitdir: /tmp/evil\n', expectedSha256: sha('gitdir: ../../.git/modules/mod\n') }],
+        ['delete_file', { path: 'sub/mod/.git', expectedSha256: sha('gitdir: ../../.git/modules/mod\n') }],
+        ['move_file', { from: 'x/b.txt', to: 'vendor/lib/.git/hooks/post-checkout', expectedSha256: sha('beta\n') }],
+        ['apply_patch', { patch: '*** Begin Patch\n*** Add File: vendor/lib/.git/info/attributes\n+x\n*** End Patch\n' }],
+        ['list_directory', { path: 'vendor/lib/.git' }],
+        ['grep', { pattern: 'core', path: 'vendor/lib/.git' }],
+      ];
+      for (const [tool, args] of attempts) {
+        const res = await w.call(tool, args);
+        assert.equal(res.ok ? 'ok' : res.error.kind, 'permission_denied', `${tool} ${JSON.stringify(args)}: ${JSON.stringify(res)}`);
+      }
+      const listed = JSON.stringify([await w.call('glob', { pattern: '**', includeIgnored: true }), await w.call('grep', { pattern: 'core|gitdir', includeIgnored: true })]);
+      assert.ok(!listed.includes('.git'), listed);
+    }
+    assert.equal(fs.readFileSync(path.join(root, 'vendor', 'lib', '.git', 'config'), 'utf8'), '[core]\n');
+    assert.equal(fs.readFileSync(path.join(root, 'sub', 'mod', '.git'), 'utf8'), 'gitdir: ../../.git/modules/mod\n');
+    assert.ok(!fs.existsSync(path.join(root, 'vendor', 'lib', '.git', 'hooks', 'pre-commit')));
+  } finally {
+    custom.close();
+  }
+});
