@@ -12,6 +12,7 @@ local H = {}
 ---@field deny_globs string[] Paths the agent may never touch.
 ---@field trash_retention_days number How long deleted files stay restorable.
 ---@field bash_timeout_ms integer Default timeout of the bash tool.
+---@field fetch_allow_hosts string[] Hosts fetch may reach although they are loopback, link-local or private.
 ---@field web_search table|nil `{ searxng_url = 'http://…' }` enables web_search.
 ---@field system_prompt string|nil Replaces the built-in system prompt (project rules are still appended).
 ---@field rules caboose.RulesOptions|false Project instruction files added to the system prompt; false: none.
@@ -90,6 +91,7 @@ local defaults = {
   deny_globs = { '.git/**' },
   trash_retention_days = 30,
   bash_timeout_ms = 120000,
+  fetch_allow_hosts = {},
   web_search = nil,
   system_prompt = nil,
   rules = {
@@ -188,6 +190,7 @@ H.checks = {
   ['deny_globs'] = H.string_list,
   ['trash_retention_days'] = H.positive,
   ['bash_timeout_ms'] = H.positive,
+  ['fetch_allow_hosts'] = H.string_list,
   ['web_search'] = function(v)
     local ok = v == nil or (type(v) == 'table' and type(v.searxng_url) == 'string' and v.searxng_url:match('^https?://') ~= nil)
     return ok, 'nil or { searxng_url = "http(s)://…" }'
@@ -443,6 +446,7 @@ function M.host_part(cfg)
     deny_globs = cfg.deny_globs,
     trash_retention_days = cfg.trash_retention_days,
     bash_timeout_ms = cfg.bash_timeout_ms,
+    fetch_allow_hosts = cfg.fetch_allow_hosts,
     web_search = cfg.web_search,
     system_prompt = cfg.system_prompt,
     rules = cfg.rules,

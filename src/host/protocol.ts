@@ -46,6 +46,7 @@ export const HostConfigSchema = z
     deny_globs: z.array(z.string()).optional(),
     trash_retention_days: z.number().positive().optional(),
     bash_timeout_ms: z.number().int().positive().optional(),
+    fetch_allow_hosts: z.array(z.string()).optional(),
     web_search: z.object({ searxng_url: z.string() }).optional().nullable(),
     system_prompt: z.string().optional().nullable(),
     rules: RulesConfigSchema.optional().nullable(),

@@ -137,6 +137,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     todos,
     webSearch: config.web_search ? { searxngUrl: config.web_search.searxng_url } : null,
     bashTimeoutMs: config.bash_timeout_ms,
+    fetchAllowHosts: config.fetch_allow_hosts,
     hideEnvValues: o.provider.apiKey ? [o.provider.apiKey] : [],
   })) {
     registry.add(def);

@@ -4,6 +4,7 @@ import { ToolError } from './errors';
 import { deadline } from './deadline';
 import { capText, truncationNotice } from './output';
 import type { ToolDefinition } from './tool';
+import { assertPublicDestination, type Lookup } from './net-guard';
 
 export const DEFAULT_FETCH_MAX_BYTES = 1024 * 1024;
 export const DEFAULT_FETCH_TIMEOUT_MS = 30_000;
@@ -52,7 +53,17 @@ export interface FetchToolOptions {
   convertTimeoutMs?: number;
   /** Injected for tests; defaults to the global fetch. */
   fetchImpl?: typeof fetch;
+  /**
+   * Hosts fetch may reach although they are (or resolve to) loopback, link-local or private addresses
+   * (`fetch_allow_hosts`): names or IP literals, `*.example.com` for subdomains. Default none.
+   */
+  allowHosts?: readonly string[];
+  /** Name resolution for the destination check (tests). */
+  lookup?: Lookup;
 }
+
+/** Redirects followed at most (each hop is checked like the first URL). */
+export const MAX_REDIRECTS = 10;
 
 export const FETCH_DESCRIPTION = [
   'Make an HTTP(S) request and return the response body as text, with the status code and content type.',
@@ -210,21 +221,52 @@ export function createFetchTool(opts: FetchToolOptions = {}): ToolDefinition<typ
       const timeoutMs = args.timeoutMs ?? defaultTimeoutMs;
       const doFetch = opts.fetchImpl ?? fetch;
 
+      const allow = opts.allowHosts ?? [];
+      await assertPublicDestination(url, allow, 0, opts.lookup);
       const limit = deadline(ctx.signal, timeoutMs);
 
       let res: Response;
       let body: { bytes: Uint8Array; truncated: boolean };
+      let current = url;
       try {
-        res = await doFetch(url, {
-          method,
-          headers: { 'User-Agent': 'caboose.nvim', ...args.headers },
-          body: args.body,
-          signal: limit.signal,
-          redirect: 'follow',
-        });
+        // Redirects are followed here, one hop at a time, each destination checked before it is requested.
+        let hopMethod: string = method;
+        let hopBody = args.body;
+        let headers: Record<string, string> = { 'User-Agent': 'caboose.nvim', ...args.headers };
+        for (let hop = 0; ; hop++) {
+          res = await doFetch(current, { method: hopMethod, headers, body: hopBody, signal: limit.signal, redirect: 'manual' });
+          const location = res.status >= 300 && res.status < 400 ? res.headers.get('location') : null;
+          if (location === null) break;
+          await res.body?.cancel().catch(() => undefined);
+          if (hop + 1 > MAX_REDIRECTS) {
+            throw new ToolError('network_error', `${url.href} redirected more than ${MAX_REDIRECTS} times.`, { suggestedAction: 'Fetch the final URL directly.' });
+          }
+          let next: URL;
+          try {
+            next = new URL(location, current);
+          } catch {
+            throw new ToolError('network_error', `${current.href} redirected to an invalid URL: ${location.slice(0, 200)}`);
+          }
+          if (next.protocol !== 'http:' && next.protocol !== 'https:') {
+            throw new ToolError('permission_denied', `${current.href} redirected to ${next.protocol} (only http and https are fetched).`);
+          }
+          await assertPublicDestination(next, allow, hop + 1, opts.lookup);
+          ctx.progress?.(`${res.status} → ${next.href}`);
+          // As browsers do: 303 (and 301/302 after a POST) continue with a GET without the body.
+          if (res.status === 303 || ((res.status === 301 || res.status === 302) && hopMethod === 'POST')) {
+            hopMethod = 'GET';
+            hopBody = undefined;
+          }
+          // Credentials never follow a redirect to another origin.
+          if (next.origin !== current.origin) {
+            headers = Object.fromEntries(Object.entries(headers).filter(([k]) => !/^(authorization|cookie|proxy-authorization)$/i.test(k)));
+          }
+          current = next;
+        }
         ctx.progress?.(`${res.status} ${res.statusText} ${res.headers.get('content-type') ?? ''}`.trim());
         body = await readCapped(res, maxBytes);
       } catch (err) {
+        if (err instanceof ToolError) throw err;
         if (limit.timedOut()) {
           throw new ToolError('timeout', `No complete response from ${url.href} within ${timeoutMs} ms.`, {
             suggestedAction: 'Retry with a larger timeoutMs, or try another URL.',
@@ -251,7 +293,7 @@ export function createFetchTool(opts: FetchToolOptions = {}): ToolDefinition<typ
       const raw = decode(body.bytes, contentType);
       let text = raw;
       if (kind === 'html') {
-        text = await pageToMarkdown(raw, res.url || url.href, opts.convertTimeoutMs ?? DEFAULT_CONVERT_TIMEOUT_MS, ctx.signal);
+        text = await pageToMarkdown(raw, current.href, opts.convertTimeoutMs ?? DEFAULT_CONVERT_TIMEOUT_MS, ctx.signal);
       } else if (kind === 'json' && !body.truncated) {
         try {
           text = JSON.stringify(JSON.parse(raw), null, 2);
@@ -269,7 +311,7 @@ export function createFetchTool(opts: FetchToolOptions = {}): ToolDefinition<typ
       } else if (body.truncated) {
         text = `${text}\n[download stopped at ${maxBytes} bytes; pass a larger maxBytes for more]`;
       }
-      return { url: res.url || url.href, status: res.status, contentType, content: text, truncated };
+      return { url: current.href, status: res.status, contentType, content: text, truncated };
     },
   };
 }
