@@ -5,6 +5,7 @@ import { deadline } from './deadline';
 import { capText, truncationNotice } from './output';
 import type { ToolDefinition } from './tool';
 import { assertPublicDestination, type Lookup } from './net-guard';
+import { makeVisible, maskHeaderValue } from './visible';
 
 export const DEFAULT_FETCH_MAX_BYTES = 1024 * 1024;
 export const DEFAULT_FETCH_TIMEOUT_MS = 30_000;
@@ -204,8 +205,17 @@ export function createFetchTool(opts: FetchToolOptions = {}): ToolDefinition<typ
     parameters: fetchParameters,
     policy: 'exec',
 
+    // Everything that will be sent: method, URL, every header with its value (credentials masked), the body.
     async preview(args) {
-      return { kind: 'text', text: `${args.method ?? 'GET'} ${args.url}` };
+      const lines = [`${args.method ?? 'GET'} ${makeVisible(args.url)}`];
+      const headers = { 'User-Agent': 'caboose.nvim', ...args.headers };
+      for (const [k, v] of Object.entries(headers)) lines.push(`${makeVisible(k)}: ${maskHeaderValue(k, v)}`);
+      if (args.body !== undefined) {
+        lines.push('', `body (${Buffer.byteLength(args.body)} bytes):`, makeVisible(args.body));
+      }
+      if (args.maxBytes !== undefined) lines.push(`(download cap ${args.maxBytes} bytes)`);
+      if (args.timeoutMs !== undefined) lines.push(`(timeout ${args.timeoutMs} ms)`);
+      return { kind: 'text', text: lines.join('\n'), showsArguments: true };
     },
 
     async execute(args, ctx) {

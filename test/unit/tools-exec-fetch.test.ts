@@ -224,8 +224,13 @@ describe('fetch: content handling', () => {
 
   test('preview names the method and URL', async () => {
     const tool = createFetchTool();
-    assert.deepEqual(await tool.preview!({ url: `${base}/x` }, makeCtx()), { kind: 'text', text: `GET ${base}/x` });
-    assert.deepEqual(await tool.preview!({ url: `${base}/x`, method: 'POST' }, makeCtx()), { kind: 'text', text: `POST ${base}/x` });
+    assert.deepEqual(await tool.preview!({ url: `${base}/x` }, makeCtx()), { kind: 'text', text: `GET ${base}/x\nUser-Agent: caboose.nvim`, showsArguments: true });
+    const post = await tool.preview!({ url: `${base}/x`, method: 'POST', headers: { 'X-Api-Key': 'k-123', Accept: 'text/plain' }, body: 'a\nb\u001b' }, makeCtx());
+    assert.deepEqual(post, {
+      kind: 'text',
+      text: `POST ${base}/x\nUser-Agent: caboose.nvim\nX-Api-Key: •••• (masked, 5 characters)\nAccept: text/plain\n\nbody (4 bytes):\na\nb^[`,
+      showsArguments: true,
+    });
   });
 });
 
