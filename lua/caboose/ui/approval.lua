@@ -163,7 +163,8 @@ H.visible = function(s)
   end))
 end
 
---- When the text does not fit the float: which lines show, so the user knows there is more to read.
+--- When the text does not fit the float: which lines show (long and short form), so the user knows
+--- there is more to read.
 H.scroll_marker = function()
   if not (H.win and vim.api.nvim_win_is_valid(H.win)) then
     return nil
@@ -176,20 +177,23 @@ H.scroll_marker = function()
   local first = vim.fn.line('w0', H.win)
   local last = vim.fn.line('w$', H.win)
   local arrow = last < total and (first > 1 and '↕' or '▼') or '▲'
-  return string.format(' %s lines %d–%d of %d: scroll to read all ', arrow, first, last, total)
+  return { string.format(' %s lines %d–%d of %d ', arrow, first, last, total), string.format(' %s %d–%d/%d', arrow, first, last, total) }
 end
 
---- The footer forms with the scroll marker in front (when the text scrolls).
+--- The footer forms with the scroll marker in front (when the text scrolls): the marker always shows.
 H.footer_forms = function(forms)
   local marker = H.scroll_marker()
   if not marker then
     return forms
   end
   local out = {}
+  -- The fullest keys first (with the long, then the short marker), then shorter keys.
   for _, f in ipairs(forms) do
-    table.insert(out, marker .. '·' .. f)
+    for _, m in ipairs(marker) do
+      table.insert(out, m .. f)
+    end
   end
-  table.insert(out, marker)
+  table.insert(out, marker[2] .. ' ')
   return out
 end
 
