@@ -17,6 +17,7 @@ import type { ReviewSelection } from '../workspace/review';
 import { ToolError, type ToolErrorInfo } from '../tools/errors';
 import { OpenAIProvider, ProviderError, type AssembledToolCall, type ChatMessage, type ModelClient, type ProviderConfig, type Usage } from './provider';
 import { DEFAULT_MODE, blockedByModeMessage, permissionFor, type PermissionMode } from './permissions';
+import { secretReason, secretTargets } from '../tools/secret-targets';
 import { assistantMessage, interruptedAssistantMessage, parseToolArguments, toolMessage, userMessage } from './messages';
 import { defaultSystemPrompt } from './prompt';
 import { compactedHistory, DEFAULT_CONTEXT_WINDOW, estimateTokens, fitForSummary, needsCompaction, pruneToolOutputs, splitForCompaction, SUMMARIZE_INSTRUCTION, SUMMARY_INPUT_SHARE, type StoredRef } from './context';
@@ -34,6 +35,8 @@ export interface ApprovalRequest {
   preview?: ApprovalPreview;
   /** Who asks, when it is not the main agent (a subagent: "agent #2: fix the parser"). */
   label?: string;
+  /** Why the user is asked although the mode would not ask (a file that usually holds secrets). */
+  reason?: string;
 }
 
 /** `review`: with 'once'/'always', the hunks the user rejected in a file change (the rest are written). */
@@ -140,6 +143,8 @@ export class Agent {
   /** Queued messages a stop() dropped while a turn ran: reported once that turn has ended. */
   private readonly discardedOnStop: QueuedMessage[] = [];
   private readonly alwaysAllowed: Set<string>;
+  /** Secret files (secret_globs) the user allowed for this session with "always". */
+  private readonly approvedSecrets = new Set<string>();
   private readonly idleWaiters: (() => void)[] = [];
   private currentMode: PermissionMode;
   private currentState: AgentState = 'idle';
@@ -506,8 +511,17 @@ export class Agent {
   private permission(p: PendingCall): 'run' | 'ask' | 'block' {
     if (!p.def) return 'run'; // the registry answers invalid_arguments (unknown tool)
     const perm = permissionFor(this.currentMode, p.def.policy, p.def.allowed);
+    // Reading or searching a file that usually holds secrets asks in every mode, whatever was always allowed.
+    if (perm !== 'block' && this.unapprovedSecrets(p).length > 0) return 'ask';
     if (perm === 'ask' && this.alwaysAllowed.has(p.def.name)) return 'run';
     return perm;
+  }
+
+  /** The secret files (secret_globs) this call would read or search that the user has not allowed yet. */
+  private unapprovedSecrets(p: PendingCall): string[] {
+    if (!p.def || p.parseError !== undefined) return [];
+    const workspace = this.opts.makeContext(new AbortController().signal).workspace;
+    return secretTargets(p.def.name, p.args, workspace).filter((rel) => !this.approvedSecrets.has(rel));
   }
 
   /** Mode check, approval (when needed), then the tool. */
@@ -524,7 +538,10 @@ export class Agent {
       // A call that cannot apply (stale file, text not found…) fails now: the user is not asked about it.
       const preview = await this.previewFor(p, def, valid.data, signal);
       if ('error' in preview) return err(preview.error);
-      const decision = await this.askApproval(p, def, valid.data, preview.preview, signal);
+      const secrets = this.unapprovedSecrets(p);
+      const reason = secrets.length > 0 ? secretReason(def.name, secrets) : undefined;
+      if (reason) this.emit('notice', reason);
+      const decision = await this.askApproval(p, def, valid.data, preview.preview, signal, reason);
       if (decision === null) {
         return this.refuse(p, { kind: 'rejected_by_user', message: 'The user stopped the agent before approving this call.' });
       }
@@ -536,7 +553,11 @@ export class Agent {
           suggestedAction: 'Do not repeat the same call; adjust your approach or ask the user.',
         });
       }
-      if (decision.decision === 'always') this.alwaysAllowed.add(def.name);
+      // "always" for a secret file allows that file for the session, not the tool for every file.
+      if (decision.decision === 'always') {
+        if (secrets.length > 0) for (const s of secrets) this.approvedSecrets.add(s);
+        else this.alwaysAllowed.add(def.name);
+      }
       this.setState('executing_tools');
       const review = decision.review?.files.some((f) => f.rejected.length > 0) ? decision.review : undefined;
       return this.runTool(p, signal, review);
@@ -567,8 +588,15 @@ export class Agent {
   }
 
   /** Waits for the user; null when stop() withdrew the request. */
-  private async askApproval(p: PendingCall, def: ToolDefinition, args: unknown, preview: ApprovalPreview | undefined, signal: AbortSignal): Promise<ApprovalDecision | null> {
-    const req: ApprovalRequest = { id: randomUUID(), toolCallId: p.call.id, tool: def.name, args, ...(preview ? { preview } : {}) };
+  private async askApproval(
+    p: PendingCall,
+    def: ToolDefinition,
+    args: unknown,
+    preview: ApprovalPreview | undefined,
+    signal: AbortSignal,
+    reason?: string,
+  ): Promise<ApprovalDecision | null> {
+    const req: ApprovalRequest = { id: randomUUID(), toolCallId: p.call.id, tool: def.name, args, ...(preview ? { preview } : {}), ...(reason ? { reason } : {}) };
     const aborted = abortPromise(signal);
     try {
       // The request goes out before the state change, so whoever reacts to `pending_approval` finds it.

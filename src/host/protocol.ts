@@ -44,6 +44,7 @@ export const HostConfigSchema = z
     unsaved_buffers: z.enum(['edit_buffer', 'refuse']).optional(),
     allow_readonly_writes: z.boolean().optional(),
     deny_globs: z.array(z.string()).optional(),
+    secret_globs: z.array(z.string()).optional(),
     trash_retention_days: z.number().positive().optional(),
     bash_timeout_ms: z.number().int().positive().optional(),
     fetch_allow_hosts: z.array(z.string()).optional(),

@@ -89,6 +89,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     dataDir: path.resolve(o.dataDir),
     sessionId: session.id,
     denyGlobs: config.deny_globs,
+    secretGlobs: config.secret_globs,
     trashRetentionDays: config.trash_retention_days,
     // The file tools see and edit live buffers (issue 4).
     bridge: new NvimBufferBridge(ui),

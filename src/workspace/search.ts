@@ -18,6 +18,11 @@ export interface SearchContext {
   rootAbs: string;
   /** Deny-glob check (workspace-relative path). */
   isDenied: (rel: string) => boolean;
+  /**
+   * Files that usually hold secrets (secret_globs): their matches are left out of a search of a folder
+   * (counted in `secretFiles`); a search naming one such file is searched (the agent asked the user).
+   */
+  isSecret?: (rel: string) => boolean;
   signal?: AbortSignal;
 }
 
@@ -43,6 +48,8 @@ export interface GrepResult {
   matches: GrepMatch[];
   total: number;
   engine: 'rg' | 'js';
+  /** Files that usually hold secrets whose matches were left out (see SearchContext.isSecret). */
+  secretFiles?: string[];
 }
 
 let rgAvailable: boolean | undefined;
@@ -89,9 +96,13 @@ export async function grep(ctx: SearchContext, q: GrepQuery): Promise<GrepResult
   let all = engine === 'rg' ? await grepRg(ctx, q) : await grepJs(ctx, q, re);
   // ripgrep opens files by path: each match is checked against the file read through a verified handle.
   if (engine === 'rg' && anchoringSupported()) all = await keepVerifiedMatches(ctx.rootAbs, all);
-  const matches = all.filter((m) => !ctx.isDenied(m.path));
+  let matches = all.filter((m) => !ctx.isDenied(m.path));
+  const secretFiles = new Set<string>();
+  if (ctx.isSecret && !ctx.isSecret(q.startRel)) {
+    matches = matches.filter((m) => !(ctx.isSecret!(m.path) && secretFiles.add(m.path)));
+  }
   matches.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.line - b.line));
-  return { matches, total: matches.length, engine };
+  return { matches, total: matches.length, engine, ...(secretFiles.size ? { secretFiles: [...secretFiles].sort() } : {}) };
 }
 
 async function grepJs(ctx: SearchContext, q: GrepQuery, re: RegExp): Promise<GrepMatch[]> {

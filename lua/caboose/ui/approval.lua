@@ -124,6 +124,9 @@ H.lines_for = function(req)
   if type(req.label) == 'string' and req.label ~= '' then
     add('asked by ' .. req.label) -- the title has room for the subagent's name only
   end
+  if type(req.reason) == 'string' and req.reason ~= '' then
+    add('⚠ ' .. req.reason) -- asked although the mode would not ask (a file that usually holds secrets)
+  end
   for _, l in ipairs(type(req.summary) == 'table' and req.summary or {}) do
     add(tostring(l))
   end
