@@ -1,6 +1,8 @@
-/** Issue 18, item 13: the approval shows everything that will run or be sent. */
+/** Issue 18, items 13 and 11: the approval shows everything that will run or be sent, and asks before secrets are read. */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { forEachNvim } from '../support/nvim';
 import { useE2E } from '../support/e2e';
 import { approvalFloat, waitApprovalFloat } from '../support/approval';
@@ -51,5 +53,33 @@ forEachNvim((bin) => {
       assert.ok(!f.text.includes('SECRET-123456'), 'the credential is masked');
       assert.ok(f.text.includes('{"file": "contents of .env",') && f.text.includes(' "more": true}'), 'the whole body');
     });
+  });
+});
+
+forEachNvim((bin) => {
+  describe(`secret files ask in every mode (Neovim ${bin.version})`, () => {
+    const e = useE2E(bin);
+    for (const mode of ['plan', 'chug']) {
+      it(`${mode} mode: read_file .env opens the approval float with the reason, and the chat says why`, async () => {
+        await e.start({ initLua: `require('caboose').setup({ mode = '${mode}', provider = { max_retries = 0 }, approval = { style = 'float' } })` });
+        fs.writeFileSync(path.join(e.t.cwd, '.env'), 'API_TOKEN=e2e-secret-value\n');
+        const n = e.fake.requests.length;
+        e.fake.script({ toolCalls: [{ name: 'read_file', arguments: { path: '.env' } }] }, { text: 'understood' });
+        await e.t.cmd('Caboose what is in .env');
+        await e.fake.waitForRequest(n + 1);
+        const f = await waitApprovalFloat(e.t, 'read_file');
+        assert.match(f.text, /⚠ read_file would read \.env: a file that usually holds secrets \(secret_globs\), so you are asked in every mode\./);
+        await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('read_file would read .env'), 'the chat says why');
+        await e.t.cmd('CabooseApproval');
+        await e.t.waitFor(async () => (await approvalFloat(e.t))?.focused, 'float focused');
+        await e.t.nvim.input('r');
+        await e.t.waitFor(async () => ((await e.t.nvim.mode) as { mode: string }).mode === 'c', 'the reason prompt');
+        await e.t.nvim.input('<CR>');
+        await e.fake.waitForRequest(n + 2);
+        const sent = JSON.stringify(e.fake.requests.slice(n).map((r) => r.body));
+        assert.ok(!sent.includes('e2e-secret-value'), 'the secret never reached the model');
+        assert.match(sent, /rejected_by_user/);
+      });
+    }
   });
 });
