@@ -18,6 +18,7 @@ import { ToolError, type ToolErrorInfo } from '../tools/errors';
 import { OpenAIProvider, ProviderError, type AssembledToolCall, type ChatMessage, type ModelClient, type ProviderConfig, type Usage } from './provider';
 import { DEFAULT_MODE, blockedByModeMessage, permissionFor, type PermissionMode } from './permissions';
 import { secretReason, secretTargets } from '../tools/secret-targets';
+import { redactDeep } from '../store/redact';
 import { assistantMessage, interruptedAssistantMessage, parseToolArguments, toolMessage, userMessage } from './messages';
 import { defaultSystemPrompt } from './prompt';
 import { compactedHistory, DEFAULT_CONTEXT_WINDOW, estimateTokens, fitForSummary, needsCompaction, pruneToolOutputs, splitForCompaction, SUMMARIZE_INSTRUCTION, SUMMARY_INPUT_SHARE, type StoredRef } from './context';
@@ -620,7 +621,8 @@ export class Agent {
     try {
       const ctx = review ? { ...this.contextFor(p, signal), review } : this.contextFor(p, signal);
       const result = await Promise.race([this.registry.call(p.call.name, p.args, ctx), aborted.promise]);
-      return result ?? cancelledResult();
+      // The API key (and a base_url's password) never reach the model, even when a command prints them.
+      return result ? redactDeep(result) : cancelledResult();
     } finally {
       aborted.dispose();
     }

@@ -68,6 +68,8 @@ export const InitParams = z.object({
   log_file: z.string().optional().nullable(),
   log_level: z.enum(['debug', 'info', 'warn', 'error', 'off']).optional(),
   nvim_version: z.string().optional(),
+  /** Neovim's OPENAI_API_KEY: sent here, never through the host's environment (issue 18, item 12). */
+  env_api_key: z.string().optional().nullable(),
 });
 
 /** :checkhealth caboose: `cwd` is Neovim's current directory (the rules a new conversation there would read). */
