@@ -262,6 +262,8 @@ export async function globFiles(ctx: SearchContext, pattern: string, startRel: s
     const relInStart = isDir ? e.slice(0, -1) : e;
     const full = path.resolve(cwd, relInStart);
     if (!isUnder(ctx.rootAbs, full) || full === ctx.rootAbs) continue;
+    // A symlink listed by name must also lead inside the root (its target, resolved).
+    if (!isDir && !(await leadsInside(ctx.rootAbs, full))) continue;
     const rel = path.relative(ctx.rootAbs, full).split(path.sep).join('/');
     if (ctx.isDenied(rel)) continue;
     if (gitignore && (await isIgnoredPath(ctx.rootAbs, rel, isDir, cache))) continue;
@@ -269,6 +271,16 @@ export async function globFiles(ctx: SearchContext, pattern: string, startRel: s
   }
   paths.sort();
   return { paths, total: paths.length };
+}
+
+/** `abs` (inside the root) is not a link to outside it, directly or through a chain (dangling links followed lexically). */
+async function leadsInside(root: string, abs: string): Promise<boolean> {
+  const st = await fsp.lstat(abs).catch(() => null);
+  if (!st?.isSymbolicLink()) return true;
+  const real = await fsp.realpath(abs).catch(() => null);
+  if (real !== null) return isUnder(root, real);
+  const target = await fsp.readlink(abs).catch(() => null);
+  return target !== null && isUnder(root, path.resolve(path.dirname(abs), target));
 }
 
 type Cb<T> = (err: NodeJS.ErrnoException | null, value?: T) => void;
