@@ -7,7 +7,7 @@ import { decodeText, isBinary, type TextEncodingInfo } from './encoding';
 import { lineHunksBytes, type LineHunk } from './buffer-hunks';
 import { isUnder } from './paths';
 import { CommitJournal, type JournalStep } from './commit-journal';
-import { AnchorSet, anchoringSupported, readVerified } from './anchored';
+import { AnchorSet, anchoringSupported, lstatAnchored, readVerified } from './anchored';
 
 /**
  * The one module through which file content is viewed and written. Without a bridge it is the disk.
@@ -395,7 +395,9 @@ export class FileAccess {
 
   /** Size check before reading (file_too_large) for callers that will show the content. */
   async assertReadable(abs: string, rel: string): Promise<void> {
-    const st = await statOrNull(abs).catch((err: unknown) => {
+    // Through the verified folder (anchored.ts): a swapped link cannot make the error tell an outside file's size.
+    const anchored = this.root !== null && anchoringSupported() && isUnder(this.root, abs);
+    const st = await (anchored ? lstatAnchored(this.root!, abs) : statOrNull(abs)).catch((err: unknown) => {
       throw isPermissionError(err) ? unreadableError(rel) : err;
     });
     if (st && st.isFile() && st.size > this.maxFileBytes) {
