@@ -75,13 +75,14 @@ async function session(source: KeySource, checks: Checks, figures: string[]): Pr
       // The command's own environment and the host's (/proc/$PPID/environ: the key must not be there either).
       { toolCalls: [{ name: 'bash', arguments: { command: "env > env-dump.txt; tr '\\0' '\\n' < /proc/$PPID/environ >> env-dump.txt; echo dumped" } }] },
       { toolCalls: [{ name: 'read_file', arguments: { path: 'env-dump.txt' } }] },
-      // With the sha256 just read: the deletes must really put both files in the trash (checked below).
+      // Both deletes carry the sha256 of what was read (without it they fail as invalid arguments and
+      // nothing reaches the trash: the trash check would pass vacuously, issue 18).
       (req) => {
-        const read = firstToolResult(req);
-        const sha = read.ok ? (read.data as { sha256: string }).sha256 : '';
+        const dumpRead = firstToolResult(req);
+        const dumpSha = typeof dumpRead.data?.sha256 === 'string' ? dumpRead.data.sha256 : '';
         return {
           toolCalls: [
-            { name: 'delete_file', arguments: { path: 'env-dump.txt', expectedSha256: sha } },
+            { name: 'delete_file', arguments: { path: 'env-dump.txt', expectedSha256: dumpSha } },
             { name: 'delete_file', arguments: { path: 'notes.txt', expectedSha256: createHash('sha256').update('some notes\n').digest('hex') } },
           ],
         };
@@ -117,11 +118,12 @@ async function session(source: KeySource, checks: Checks, figures: string[]): Pr
     checks.record("not in Neovim's state (ShaDa, state/data/cache folders)", state.hits.length ? `${source}: ${state.hits.map((h) => path.relative(home, h)).join(', ')}` : null);
     checks.record('the ShaDa file was written (the check is not vacuous)', fs.existsSync(shada) ? null : `${source}: no ${shada}`);
     const trash = filesUnder(path.join(dataDir, 'trash')).length;
-    // The precondition of the trash check: both deletes succeeded and their bytes are in the trash.
+    // The precondition of the trash check: both deleted files really are in the trash.
     const deletes = [...lastToolResults(fake.chatRequests[4]).values()];
+    const deleted = deletes.filter((d) => d.ok && typeof d.data?.trashId === 'string');
     checks.record(
       'the deleted files really went to the trash (the trash check is not vacuous)',
-      deletes.length === 2 && deletes.every((r) => r.ok) && trash >= 2 ? null : `${source}: ${trash} files in the trash; delete results ${JSON.stringify(deletes).slice(0, 300)}`,
+      deleted.length === 2 && trash >= 2 ? null : `${source}: ${deleted.length} of 2 deletes ok (${deletes.map((d) => (d.ok ? 'ok' : d.error?.kind)).join(', ')}), ${trash} files in the trash`,
     );
     figures.push(
       `key from ${source}: scanned ${filesUnder(dataDir).length} files in the data folder (${(data.bytes / 1024).toFixed(0)} KB, ${trash} in the trash), ` +
