@@ -7,7 +7,7 @@ import { decodeText, isBinary, type TextEncodingInfo } from './encoding';
 import { lineHunksBytes, type LineHunk } from './buffer-hunks';
 import { isUnder } from './paths';
 import { CommitJournal, type JournalStep } from './commit-journal';
-import { AnchorSet, anchoringSupported, lstatAnchored, readVerified } from './anchored';
+import { AnchorSet, AnchoredDir, anchoringSupported, lstatAnchored, readVerified, readdirVerified } from './anchored';
 
 /**
  * The one module through which file content is viewed and written. Without a bridge it is the disk.
@@ -596,7 +596,7 @@ export class FileAccess {
       await rollback(steps, at);
       for (const t of temps.values()) await fsp.unlink(at(t)).catch(() => undefined);
       await anchors?.close();
-      for (const d of createdDirs.reverse()) await removeTreeIfEmpty(d);
+      for (const d of createdDirs.reverse()) await removeTreeIfEmpty(d, this.root);
       await journal?.end();
       throw err;
     }
@@ -846,18 +846,28 @@ async function rollback(steps: Step[], at: (p: string) => string = (p) => p): Pr
   }
 }
 
-async function removeTreeIfEmpty(dir: string): Promise<boolean> {
+/** With `root` (anchored.ts): listed and removed through verified folders, never through a swapped link. */
+async function removeTreeIfEmpty(dir: string, root: string | null = null): Promise<boolean> {
+  const anchored = root !== null && anchoringSupported() && isUnder(root, dir) && dir !== root;
   let entries: fs.Dirent[];
   try {
-    entries = await fsp.readdir(dir, { withFileTypes: true });
+    entries = anchored ? await readdirVerified(root, dir) : await fsp.readdir(dir, { withFileTypes: true });
   } catch {
     return true;
   }
   for (const e of entries) {
     if (!e.isDirectory()) return false;
-    if (!(await removeTreeIfEmpty(path.join(dir, e.name)))) return false;
+    if (!(await removeTreeIfEmpty(path.join(dir, e.name), root))) return false;
   }
-  await fsp.rmdir(dir).catch(() => undefined);
+  if (!anchored) {
+    await fsp.rmdir(dir).catch(() => undefined);
+    return true;
+  }
+  const parent = await AnchoredDir.open(root, path.dirname(dir)).catch(() => null);
+  if (parent) {
+    await fsp.rmdir(parent.at(path.basename(dir))).catch(() => undefined);
+    await parent.close();
+  }
   return true;
 }
 
