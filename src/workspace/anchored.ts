@@ -20,15 +20,19 @@ import { isUnder } from './paths';
 const PROC_FD = '/proc/self/fd';
 
 let supported: boolean | undefined;
-/** Linux with /proc mounted: handles can be verified. */
+/** Linux with /proc mounted: an open handle's real path can be read back (checked once, on a handle of "/"). */
 export function anchoringSupported(): boolean {
   if (supported === undefined) {
-    supported = process.platform === 'linux' && process.env.CABOOSE_NO_PROC_FD !== '1' && safeReadlink(`${PROC_FD}/0`) !== null;
-    if (supported) {
+    supported = false;
+    if (process.platform === 'linux' && process.env.CABOOSE_NO_PROC_FD !== '1') {
+      let fd: number | null = null;
       try {
-        fs.accessSync(`${PROC_FD}`);
+        fd = fs.openSync('/', O_RDONLY | O_DIRECTORY);
+        supported = safeReadlink(`${PROC_FD}/${fd}`) === '/';
       } catch {
         supported = false;
+      } finally {
+        if (fd !== null) fs.closeSync(fd);
       }
     }
   }
