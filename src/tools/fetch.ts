@@ -4,7 +4,11 @@ import { ToolError } from './errors';
 import { deadline } from './deadline';
 import { capText, truncationNotice } from './output';
 import type { ToolDefinition } from './tool';
-import { assertPublicDestination, type Lookup } from './net-guard';
+import http from 'node:http';
+import https from 'node:https';
+import { Readable, pipeline } from 'node:stream';
+import zlib from 'node:zlib';
+import { BLOCKED_CODE, assertPublicDestination, guardedLookup, type Lookup } from './net-guard';
 import { makeVisible, maskHeaderValue } from './visible';
 
 export const DEFAULT_FETCH_MAX_BYTES = 1024 * 1024;
@@ -148,6 +152,41 @@ async function readCapped(res: Response, maxBytes: number): Promise<{ bytes: Uin
   return { bytes, truncated };
 }
 
+/**
+ * A minimal fetch over node:http(s) whose connections resolve names through `guardedLookup`: the address
+ * connected to is the address checked (no DNS rebinding between the check and the request). No
+ * redirects (the tool follows them itself), no compression asked for.
+ */
+export function pinnedFetch(allow: readonly string[], lookup?: Lookup): typeof fetch {
+  const guard = guardedLookup(allow, lookup);
+  return ((input: string | URL, init: RequestInit = {}) =>
+    new Promise<Response>((resolve, reject) => {
+      const url = new URL(String(input));
+      const mod = url.protocol === 'https:' ? https : http;
+      const headers: Record<string, string> = {};
+      new Headers(init.headers as ConstructorParameters<typeof Headers>[0]).forEach((v, k) => (headers[k] = v));
+      headers['accept-encoding'] ??= 'gzip, deflate, br';
+      const req = mod.request(url, { method: init.method ?? 'GET', headers, lookup: guard, signal: init.signal ?? undefined }, (res) => {
+        const h = new Headers();
+        for (const [k, v] of Object.entries(res.headers)) {
+          if (Array.isArray(v)) for (const x of v) h.append(k, x);
+          else if (v !== undefined) h.set(k, v);
+        }
+        const status = res.statusCode ?? 502;
+        const noBody = [204, 205, 304].includes(status) || init.method === 'HEAD';
+        if (noBody) res.resume();
+        // Decoded as fetch does; destroying the decoder (a download cut at maxBytes) destroys the response too.
+        const enc = String(res.headers['content-encoding'] ?? '').trim().toLowerCase();
+        const decoder = enc === 'gzip' || enc === 'x-gzip' ? zlib.createGunzip() : enc === 'deflate' ? zlib.createInflate() : enc === 'br' ? zlib.createBrotliDecompress() : null;
+        const body: Readable = decoder ? (pipeline(res, decoder, () => undefined) as Readable) : res;
+        resolve(new Response(noBody ? null : (Readable.toWeb(body) as unknown as ReadableStream<Uint8Array>), { status, statusText: res.statusMessage ?? '', headers: h }));
+      });
+      req.on('error', reject);
+      if (typeof init.body === 'string') req.write(init.body);
+      req.end();
+    })) as typeof fetch;
+}
+
 function parseUrl(raw: string): URL {
   let url: URL;
   try {
@@ -229,7 +268,8 @@ export function createFetchTool(opts: FetchToolOptions = {}): ToolDefinition<typ
       if (ctx.signal.aborted) throw new ToolError('cancelled', 'The request was cancelled.');
       const maxBytes = args.maxBytes ?? defaultMaxBytes;
       const timeoutMs = args.timeoutMs ?? defaultTimeoutMs;
-      const doFetch = opts.fetchImpl ?? fetch;
+      // Connections check the address they really use (pinnedFetch); tests may inject their own fetch.
+      const doFetch = opts.fetchImpl ?? pinnedFetch(opts.allowHosts ?? [], opts.lookup);
 
       const allow = opts.allowHosts ?? [];
       await assertPublicDestination(url, allow, 0, opts.lookup);
@@ -277,6 +317,11 @@ export function createFetchTool(opts: FetchToolOptions = {}): ToolDefinition<typ
         body = await readCapped(res, maxBytes);
       } catch (err) {
         if (err instanceof ToolError) throw err;
+        if ((err as { code?: string }).code === BLOCKED_CODE) {
+          throw new ToolError('permission_denied', `fetch refused ${current.href}: ${(err as Error).message}; loopback, link-local and private addresses are not fetched unless listed in fetch_allow_hosts.`, {
+            suggestedAction: 'Fetch a public URL, or ask the user to add this host to fetch_allow_hosts in setup().',
+          });
+        }
         if (limit.timedOut()) {
           throw new ToolError('timeout', `No complete response from ${url.href} within ${timeoutMs} ms.`, {
             suggestedAction: 'Retry with a larger timeoutMs, or try another URL.',

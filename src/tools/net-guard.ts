@@ -127,3 +127,33 @@ export async function assertPublicDestination(url: URL, allow: readonly string[]
     });
   }
 }
+
+/** The error a connection gets when its name resolves to a refused address at connect time. */
+export const BLOCKED_CODE = 'CABOOSE_BLOCKED_ADDRESS';
+
+/**
+ * A `lookup` for net/tls connections that checks every address at connect time (the address the socket
+ * really uses), so a name cannot resolve to a public address for the check and to a private one for the
+ * connection (DNS rebinding).
+ */
+export function guardedLookup(allow: readonly string[], lookup: Lookup = systemLookup): net.LookupFunction {
+  return ((hostname: string, options: { all?: boolean } | number | undefined, callback: (...args: unknown[]) => void) => {
+    const all = typeof options === 'object' && options !== null && options.all === true;
+    lookup(hostname).then(
+      (addresses) => {
+        const bad = hostAllowed(hostname, allow) ? undefined : addresses.find((a) => blockedReason(a) !== null);
+        if (bad !== undefined || addresses.length === 0) {
+          const err = Object.assign(new Error(`${hostname} resolves to ${bad ?? 'no address'} (${bad ? blockedReason(bad) : 'none'}) at connect time`), {
+            code: bad !== undefined ? BLOCKED_CODE : 'ENOTFOUND',
+            address: bad,
+          });
+          return callback(err);
+        }
+        const list = addresses.map((address) => ({ address, family: net.isIP(address) === 6 ? 6 : 4 }));
+        if (all) callback(null, list);
+        else callback(null, list[0].address, list[0].family);
+      },
+      (err: unknown) => callback(err),
+    );
+  }) as unknown as net.LookupFunction;
+}

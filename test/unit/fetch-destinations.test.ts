@@ -97,3 +97,38 @@ test('address classification', () => {
   assert.ok(hostAllowed('::1', ['[::1]']));
   assert.ok(!hostAllowed('evil-localhost', ['localhost']));
 });
+
+test('DNS rebinding: a name checked as public but resolving to loopback at connect time is refused; the server is never reached', async () => {
+  let calls = 0;
+  // The check sees a public address, the connection would get the test server's.
+  const lookup = async () => (++calls === 1 ? ['93.184.216.34'] : ['127.0.0.1']);
+  const reg = new ToolRegistry([createFetchTool({ lookup })]);
+  hits = [];
+  const res = await call(reg, `http://rebind.example:${port()}/secret`);
+  assert.ok(!res.ok, JSON.stringify(res));
+  assert.equal(res.error.kind, 'permission_denied', JSON.stringify(res.error));
+  assert.match(res.error.message, /127\.0\.0\.1.*connect time/);
+  assert.ok(calls >= 2, 'the connection resolved the name again, through the guard');
+  assert.deepEqual(hits, []);
+  // A name listed in fetch_allow_hosts connects (the guard lets it through).
+  const allowed = new ToolRegistry([createFetchTool({ lookup: async () => ['127.0.0.1'], allowHosts: ['rebind.example'] })]);
+  const ok = await call(allowed, `http://rebind.example:${port()}/secret`);
+  assert.ok(ok.ok && JSON.stringify(ok.data).includes('INTERNAL-SECRET'), JSON.stringify(ok));
+});
+
+test('the pinned connection decodes gzip like fetch', async () => {
+  const zlib = await import('node:zlib');
+  const { startLocalHttp } = await import('../support/local-http');
+  const gz = await startLocalHttp((req, res) => {
+    res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' });
+    res.end(zlib.gzipSync(`compressed hello ${req.headers['accept-encoding']}\n`));
+  });
+  try {
+    const reg = new ToolRegistry([createFetchTool({ allowHosts: ['127.0.0.1'] })]);
+    const res = await call(reg, `${gz.base}/`);
+    assert.ok(res.ok, JSON.stringify(res));
+    assert.match((res.data as { content: string }).content, /^compressed hello gzip/);
+  } finally {
+    await gz.close();
+  }
+});
