@@ -536,13 +536,14 @@ export class Agent {
       // Invalid arguments never reach the user: the registry reports them to the model.
       const valid = def.parameters.safeParse(p.args ?? {});
       if (!valid.success) return this.runTool(p, signal);
-      // A call that cannot apply (stale file, text not found…) fails now: the user is not asked about it.
-      const preview = await this.previewFor(p, def, valid.data, signal);
-      if ('error' in preview) return err(preview.error);
+      // A call that cannot apply (stale file, text not found…) fails now: the user is not asked about it —
+      // unless it touches a secret file: its error (closest lines…) could show the content, so the user is asked first.
       const secrets = this.unapprovedSecrets(p);
+      const preview = await this.previewFor(p, def, valid.data, signal);
+      if ('error' in preview && secrets.length === 0) return err(preview.error);
       const reason = secrets.length > 0 ? secretReason(def.name, secrets) : undefined;
       if (reason) this.emit('notice', reason);
-      const decision = await this.askApproval(p, def, valid.data, preview.preview, signal, reason);
+      const decision = await this.askApproval(p, def, valid.data, 'preview' in preview ? preview.preview : undefined, signal, reason);
       if (decision === null) {
         return this.refuse(p, { kind: 'rejected_by_user', message: 'The user stopped the agent before approving this call.' });
       }
@@ -559,6 +560,7 @@ export class Agent {
         if (secrets.length > 0) for (const s of secrets) this.approvedSecrets.add(s);
         else this.alwaysAllowed.add(def.name);
       }
+      if ('error' in preview) return err(preview.error);
       this.setState('executing_tools');
       const review = decision.review?.files.some((f) => f.rejected.length > 0) ? decision.review : undefined;
       return this.runTool(p, signal, review);

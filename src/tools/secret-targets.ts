@@ -1,8 +1,11 @@
 import { FileWorkspace, type Workspace } from '../workspace/workspace';
 import { parsePatch } from '../workspace/patch';
 
-/** Tools whose result shows a file's content (or a diff of it, or lines matching in it). */
-const READING_TOOLS = new Set(['read_file', 'edit_file', 'write_file', 'grep', 'search_files', 'apply_patch']);
+/**
+ * Tools whose result shows a file's content (or a diff of it, or lines matching in it), and those that
+ * could give a secret file another name to read it by (move_file, restore_file to another path).
+ */
+const READING_TOOLS = new Set(['read_file', 'edit_file', 'write_file', 'grep', 'search_files', 'apply_patch', 'move_file', 'restore_file']);
 
 /**
  * The files that usually hold secrets (secret_globs) a call would read or search, workspace-relative
@@ -16,6 +19,12 @@ export function secretTargets(tool: string, args: unknown, workspace: Workspace)
   const paths: string[] = [];
   if (tool === 'search_files' && a.mode === 'glob') return [];
   if (typeof a.path === 'string') paths.push(a.path);
+  if (tool === 'move_file' && typeof a.from === 'string') paths.push(a.from);
+  if (tool === 'restore_file' && typeof a.trashId === 'string' && typeof a.targetPath === 'string') {
+    // Restoring a trashed secret under another name would let it be read by that name.
+    const entry = workspace.trash.get(a.trashId);
+    if (entry && workspace.isSecret(entry.originalPath) && !workspace.isSecret(a.targetPath)) return [entry.originalPath];
+  }
   if (tool === 'apply_patch' && typeof a.patch === 'string') {
     try {
       for (const op of parsePatch(a.patch)) if (op.type === 'update') paths.push(op.path);
@@ -37,6 +46,7 @@ export function secretTargets(tool: string, args: unknown, workspace: Workspace)
 
 /** What the approval and the chat say about such a call. */
 export function secretReason(tool: string, rels: string[]): string {
-  const what = tool === 'grep' || tool === 'search_files' ? 'search' : tool === 'read_file' ? 'read' : 'read and change';
+  const what =
+    tool === 'grep' || tool === 'search_files' ? 'search' : tool === 'read_file' ? 'read' : tool === 'move_file' || tool === 'restore_file' ? 'give another name to' : 'read and change';
   return `${tool} would ${what} ${rels.join(', ')}: ${rels.length === 1 ? 'a file that usually holds' : 'files that usually hold'} secrets (secret_globs), so you are asked in every mode.`;
 }

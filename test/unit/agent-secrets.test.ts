@@ -43,7 +43,7 @@ async function setup(t: import('node:test').TestContext, mode: PermissionMode, a
     fs.rmSync(tmp, { recursive: true, force: true });
   });
   const sent = () => JSON.stringify(fake.chatRequests.map((r) => r.body?.messages));
-  return { agent, fake, approvals, notices, sent };
+  return { agent, fake, approvals, notices, sent, ws };
 }
 
 for (const mode of ['plan', 'create', 'auto-edit', 'chug'] as const) {
@@ -98,4 +98,41 @@ test('secret_globs is configurable', async (t) => {
   h.agent.send('read');
   await h.agent.idle();
   assert.deepEqual(h.approvals.map((a) => (a.args as { path: string }).path), ['vault.txt']);
+});
+
+test('a secret file cannot be read under another name or through an error hint without asking: move_file, a patch moving it, a failing edit', async (t) => {
+  const h = await setup(t, 'chug', () => ({ decision: 'reject' }));
+  const envSha = (await import('node:crypto')).createHash('sha256').update(`API_TOKEN=${KEY}\n`).digest('hex');
+  h.fake.script(
+    {
+      toolCalls: [
+        { id: 'm1', name: 'move_file', arguments: { from: '.env', to: 'innocent.txt', expectedSha256: envSha } },
+        { id: 'p1', name: 'apply_patch', arguments: { patch: '*** Begin Patch\n*** Update File: .env\n*** Move to: plain.txt\n@@\n-x\n+y\n*** End Patch\n' } },
+        // Fails in its preview (old_text_not_found with the closest lines): asked first all the same.
+        { id: 'e1', name: 'edit_file', arguments: { path: '.env', expectedSha256: envSha, edits: [{ oldText: 'API_TOKEN=nope', newText: 'x' }] } },
+      ],
+    },
+    { toolCalls: [{ id: 'r1', name: 'read_file', arguments: { path: 'innocent.txt' } }] },
+    { text: 'ok' },
+  );
+  h.agent.send('move it');
+  await h.agent.idle();
+  assert.deepEqual(h.approvals.map((a) => a.tool), ['move_file', 'apply_patch', 'edit_file']);
+  assert.match(h.approvals[0].reason ?? '', /move_file would give another name to \.env/);
+  assert.ok(!h.sent().includes(KEY));
+});
+
+test('restoring a trashed secret file under another name asks first', async (t) => {
+  const h = await setup(t, 'chug', () => ({ decision: 'reject' }));
+  const envSha = (await import('node:crypto')).createHash('sha256').update(`API_TOKEN=${KEY}\n`).digest('hex');
+  const del = await h.ws.call('delete_file', { path: '.env', expectedSha256: envSha });
+  assert.ok(del.ok, JSON.stringify(del));
+  const trashId = (del.data as { trashId: string }).trashId;
+  h.fake.script(
+    { toolCalls: [{ id: 'x1', name: 'restore_file', arguments: { trashId, targetPath: 'plain.txt' } }, { id: 'x2', name: 'restore_file', arguments: { trashId, targetPath: '.env.restored' } }] },
+    { text: 'ok' },
+  );
+  h.agent.send('restore');
+  await h.agent.idle();
+  assert.deepEqual(h.approvals.map((a) => `${a.tool} ${(a.args as { targetPath: string }).targetPath}`), ['restore_file plain.txt']);
 });
