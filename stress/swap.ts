@@ -17,6 +17,27 @@ const CANARY = 'OUTSIDE-SWAP-CANARY';
 const OUTSIDE_NAME = 'only-outside-name';
 const SAME = 'same content on both sides\n';
 
+/** Every entry under `dir` (names, symlink targets, inode, size, mtime in ns): cheap enough to take after every call. */
+function statTree(dir: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (rel: string): void => {
+    for (const e of fs.readdirSync(path.join(dir, rel), { withFileTypes: true })) {
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      const st = fs.lstatSync(path.join(dir, r), { bigint: true });
+      out.set(r, e.isSymbolicLink() ? `link ${fs.readlinkSync(path.join(dir, r))}` : `${e.isDirectory() ? 'dir' : 'file'} ${st.ino} ${st.size} ${st.mtimeNs}`);
+      if (e.isDirectory()) walk(r);
+    }
+  };
+  walk('');
+  return out;
+}
+
+function statDiff(a: Map<string, string>, b: Map<string, string>): string | null {
+  for (const [k, v] of a) if (b.get(k) !== v) return b.has(k) ? `${k} changed` : `${k} disappeared`;
+  for (const k of b.keys()) if (!a.has(k)) return `${k} appeared`;
+  return null;
+}
+
 type Op = 'read_file' | 'grep' | 'search_files' | 'glob' | 'list_directory' | 'create_file' | 'write_file' | 'edit_file' | 'delete_file' | 'move_file (out of the folder)' | 'move_file (into the folder)' | 'apply_patch';
 
 export async function run(): Promise<SuiteReport> {
@@ -53,6 +74,7 @@ export async function run(): Promise<SuiteReport> {
     fs.symlinkSync(victim, path.join(root, 'lnk'));
     const ws = openWorkspace({ root, dataDir: path.join(base, 'data'), sessionId: 'stress-swap' });
     const outsideBefore = snapshotTree(outside);
+    const statsBefore = statTree(outside);
     const sha = sha256(SAME);
     const ops: [Op, (i: number) => Promise<ToolResult>][] = [
       ['read_file', () => ws.call('read_file', { path: 'd/f.txt' })],
@@ -95,16 +117,18 @@ export async function run(): Promise<SuiteReport> {
           if (!res.ok) s.refused++;
           const text = JSON.stringify(res);
           const leaked = text.includes(CANARY) || text.includes(OUTSIDE_NAME);
-          const now = snapshotTree(outside);
-          const changed = sameTree(outsideBefore, now) ? null : treeDiff(outsideBefore, now);
+          // After every call: names, inodes, sizes and nanosecond mtimes (any write changes one); bytes at the end.
+          const changed = statDiff(statsBefore, statTree(outside));
           if (leaked || changed) s.escaped++;
           checks.record('no outside content or name in any result', leaked && `${op} #${i}: ${text.slice(0, 300)}`);
-          checks.record('nothing outside created, changed or deleted (temp files included)', changed && `${op} #${i}: ${changed}`);
+          checks.record('nothing outside created, changed or deleted (temp files included; checked by stat after each call)', changed && `${op} #${i}: ${changed}`);
           if (changed) {
             // Put the outside back so the next calls are judged on their own.
             fs.rmSync(victim, { recursive: true, force: true });
             fs.mkdirSync(victim, { recursive: true });
             for (const [rel, bytes] of outsideBefore) fs.writeFileSync(path.join(outside, rel), bytes);
+            statsBefore.clear();
+            for (const [k, v] of statTree(outside)) statsBefore.set(k, v);
           }
         }
       }
@@ -116,7 +140,7 @@ export async function run(): Promise<SuiteReport> {
     // The precondition: the folder really was exchanged, many times per call on average.
     checks.record(`the swapper exchanged the folder at least once per call (${attempts} calls)`, swaps < attempts && `only ${swaps} swaps`);
     const end = snapshotTree(outside);
-    checks.record('files outside the workspace unchanged at the end', !sameTree(outsideBefore, end) && treeDiff(outsideBefore, end));
+    checks.record('files outside the workspace unchanged at the end (every byte)', !sameTree(outsideBefore, end) && treeDiff(outsideBefore, end));
     const verify = ws.verifyAuditLog();
     checks.record('the audit chain verifies', !verify.ok && JSON.stringify(verify));
     ws.close();
