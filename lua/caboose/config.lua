@@ -10,8 +10,10 @@ local H = {}
 ---@field unsaved_buffers 'edit_buffer'|'refuse' What the agent does with buffers holding unsaved changes.
 ---@field allow_readonly_writes boolean Let the agent change read-only files (no owner write bit, or not writable by you).
 ---@field deny_globs string[] Paths the agent may never touch.
+---@field secret_globs string[] Files that usually hold secrets: reading or searching one asks first, in every mode.
 ---@field trash_retention_days number How long deleted files stay restorable.
 ---@field bash_timeout_ms integer Default timeout of the bash tool.
+---@field fetch_allow_hosts string[] Hosts fetch may reach although they are loopback, link-local or private.
 ---@field web_search table|nil `{ searxng_url = 'http://…' }` enables web_search.
 ---@field system_prompt string|nil Replaces the built-in system prompt (project rules are still appended).
 ---@field rules caboose.RulesOptions|false Project instruction files added to the system prompt; false: none.
@@ -88,8 +90,11 @@ local defaults = {
   unsaved_buffers = 'edit_buffer',
   allow_readonly_writes = false,
   deny_globs = { '.git/**' },
+  -- Files that usually hold secrets: reading or searching one asks the user first, in every mode.
+  secret_globs = { '.env*', '*.pem', '*.key', 'id_*', '.npmrc', '.netrc', '.pypirc', '.pgpass', '.git-credentials', '*.p12', '*.pfx' },
   trash_retention_days = 30,
   bash_timeout_ms = 120000,
+  fetch_allow_hosts = {},
   web_search = nil,
   system_prompt = nil,
   rules = {
@@ -186,8 +191,10 @@ H.checks = {
     return type(v) == 'boolean', 'a boolean'
   end,
   ['deny_globs'] = H.string_list,
+  ['secret_globs'] = H.string_list,
   ['trash_retention_days'] = H.positive,
   ['bash_timeout_ms'] = H.positive,
+  ['fetch_allow_hosts'] = H.string_list,
   ['web_search'] = function(v)
     local ok = v == nil or (type(v) == 'table' and type(v.searxng_url) == 'string' and v.searxng_url:match('^https?://') ~= nil)
     return ok, 'nil or { searxng_url = "http(s)://…" }'
@@ -441,8 +448,10 @@ function M.host_part(cfg)
     unsaved_buffers = cfg.unsaved_buffers,
     allow_readonly_writes = cfg.allow_readonly_writes,
     deny_globs = cfg.deny_globs,
+    secret_globs = cfg.secret_globs,
     trash_retention_days = cfg.trash_retention_days,
     bash_timeout_ms = cfg.bash_timeout_ms,
+    fetch_allow_hosts = cfg.fetch_allow_hosts,
     web_search = cfg.web_search,
     system_prompt = cfg.system_prompt,
     rules = cfg.rules,

@@ -17,6 +17,8 @@ import type { ReviewSelection } from '../workspace/review';
 import { ToolError, type ToolErrorInfo } from '../tools/errors';
 import { OpenAIProvider, ProviderError, type AssembledToolCall, type ChatMessage, type ModelClient, type ProviderConfig, type Usage } from './provider';
 import { DEFAULT_MODE, blockedByModeMessage, permissionFor, type PermissionMode } from './permissions';
+import { secretReason, secretTargets } from '../tools/secret-targets';
+import { redactDeep } from '../store/redact';
 import { assistantMessage, interruptedAssistantMessage, parseToolArguments, toolMessage, userMessage } from './messages';
 import { defaultSystemPrompt } from './prompt';
 import { compactedHistory, DEFAULT_COMPACT_AT, DEFAULT_CONTEXT_WINDOW, estimateTokens, fitForSummary, fitToolOutputs, needsCompaction, pruneToolOutputs, splitForCompaction, SUMMARIZE_INSTRUCTION, SUMMARY_INPUT_SHARE, type StoredRef } from './context';
@@ -34,6 +36,8 @@ export interface ApprovalRequest {
   preview?: ApprovalPreview;
   /** Who asks, when it is not the main agent (a subagent: "agent #2: fix the parser"). */
   label?: string;
+  /** Why the user is asked although the mode would not ask (a file that usually holds secrets). */
+  reason?: string;
 }
 
 /** `review`: with 'once'/'always', the hunks the user rejected in a file change (the rest are written). */
@@ -140,6 +144,8 @@ export class Agent {
   /** Queued messages a stop() dropped while a turn ran: reported once that turn has ended. */
   private readonly discardedOnStop: QueuedMessage[] = [];
   private readonly alwaysAllowed: Set<string>;
+  /** Secret files (secret_globs) the user allowed for this session with "always". */
+  private readonly approvedSecrets = new Set<string>();
   private readonly idleWaiters: (() => void)[] = [];
   private currentMode: PermissionMode;
   private currentState: AgentState = 'idle';
@@ -538,8 +544,17 @@ export class Agent {
   private permission(p: PendingCall): 'run' | 'ask' | 'block' {
     if (!p.def) return 'run'; // the registry answers invalid_arguments (unknown tool)
     const perm = permissionFor(this.currentMode, p.def.policy, p.def.allowed);
+    // Reading or searching a file that usually holds secrets asks in every mode, whatever was always allowed.
+    if (perm !== 'block' && this.unapprovedSecrets(p).length > 0) return 'ask';
     if (perm === 'ask' && this.alwaysAllowed.has(p.def.name)) return 'run';
     return perm;
+  }
+
+  /** The secret files (secret_globs) this call would read or search that the user has not allowed yet. */
+  private unapprovedSecrets(p: PendingCall): string[] {
+    if (!p.def || p.parseError !== undefined) return [];
+    const workspace = this.opts.makeContext(new AbortController().signal).workspace;
+    return secretTargets(p.def.name, p.args, workspace).filter((rel) => !this.approvedSecrets.has(rel));
   }
 
   /** Mode check, approval (when needed), then the tool. */
@@ -553,10 +568,14 @@ export class Agent {
       // Invalid arguments never reach the user: the registry reports them to the model.
       const valid = def.parameters.safeParse(p.args ?? {});
       if (!valid.success) return this.runTool(p, signal);
-      // A call that cannot apply (stale file, text not found…) fails now: the user is not asked about it.
+      // A call that cannot apply (stale file, text not found…) fails now: the user is not asked about it —
+      // unless it touches a secret file: its error (closest lines…) could show the content, so the user is asked first.
+      const secrets = this.unapprovedSecrets(p);
       const preview = await this.previewFor(p, def, valid.data, signal);
-      if ('error' in preview) return err(preview.error);
-      const decision = await this.askApproval(p, def, valid.data, preview.preview, signal);
+      if ('error' in preview && secrets.length === 0) return err(preview.error);
+      const reason = secrets.length > 0 ? secretReason(def.name, secrets) : undefined;
+      if (reason) this.emit('notice', reason);
+      const decision = await this.askApproval(p, def, valid.data, 'preview' in preview ? preview.preview : undefined, signal, reason);
       if (decision === null) {
         return this.refuse(p, { kind: 'rejected_by_user', message: 'The user stopped the agent before approving this call.' });
       }
@@ -568,7 +587,12 @@ export class Agent {
           suggestedAction: 'Do not repeat the same call; adjust your approach or ask the user.',
         });
       }
-      if (decision.decision === 'always') this.alwaysAllowed.add(def.name);
+      // "always" for a secret file allows that file for the session, not the tool for every file.
+      if (decision.decision === 'always') {
+        if (secrets.length > 0) for (const s of secrets) this.approvedSecrets.add(s);
+        else this.alwaysAllowed.add(def.name);
+      }
+      if ('error' in preview) return err(preview.error);
       this.setState('executing_tools');
       const review = decision.review?.files.some((f) => f.rejected.length > 0) ? decision.review : undefined;
       return this.runTool(p, signal, review);
@@ -599,8 +623,15 @@ export class Agent {
   }
 
   /** Waits for the user; null when stop() withdrew the request. */
-  private async askApproval(p: PendingCall, def: ToolDefinition, args: unknown, preview: ApprovalPreview | undefined, signal: AbortSignal): Promise<ApprovalDecision | null> {
-    const req: ApprovalRequest = { id: randomUUID(), toolCallId: p.call.id, tool: def.name, args, ...(preview ? { preview } : {}) };
+  private async askApproval(
+    p: PendingCall,
+    def: ToolDefinition,
+    args: unknown,
+    preview: ApprovalPreview | undefined,
+    signal: AbortSignal,
+    reason?: string,
+  ): Promise<ApprovalDecision | null> {
+    const req: ApprovalRequest = { id: randomUUID(), toolCallId: p.call.id, tool: def.name, args, ...(preview ? { preview } : {}), ...(reason ? { reason } : {}) };
     const aborted = abortPromise(signal);
     try {
       // The request goes out before the state change, so whoever reacts to `pending_approval` finds it.
@@ -624,7 +655,8 @@ export class Agent {
     try {
       const ctx = review ? { ...this.contextFor(p, signal), review } : this.contextFor(p, signal);
       const result = await Promise.race([this.registry.call(p.call.name, p.args, ctx), aborted.promise]);
-      return result ?? cancelledResult();
+      // The API key (and a base_url's password) never reach the model, even when a command prints them.
+      return result ? redactDeep(result) : cancelledResult();
     } finally {
       aborted.dispose();
     }

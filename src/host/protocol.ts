@@ -44,8 +44,10 @@ export const HostConfigSchema = z
     unsaved_buffers: z.enum(['edit_buffer', 'refuse']).optional(),
     allow_readonly_writes: z.boolean().optional(),
     deny_globs: z.array(z.string()).optional(),
+    secret_globs: z.array(z.string()).optional(),
     trash_retention_days: z.number().positive().optional(),
     bash_timeout_ms: z.number().int().positive().optional(),
+    fetch_allow_hosts: z.array(z.string()).optional(),
     web_search: z.object({ searxng_url: z.string() }).optional().nullable(),
     system_prompt: z.string().optional().nullable(),
     rules: RulesConfigSchema.optional().nullable(),
@@ -66,6 +68,8 @@ export const InitParams = z.object({
   log_file: z.string().optional().nullable(),
   log_level: z.enum(['debug', 'info', 'warn', 'error', 'off']).optional(),
   nvim_version: z.string().optional(),
+  /** Neovim's OPENAI_API_KEY: sent here, never through the host's environment (issue 18, item 12). */
+  env_api_key: z.string().optional().nullable(),
 });
 
 /** :checkhealth caboose: `cwd` is Neovim's current directory (the rules a new conversation there would read). */

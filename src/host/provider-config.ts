@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import type { HostConfig } from './protocol';
+import { registerSecret, registerUrlCredentials } from '../store/redact';
 import type { ProviderConfig } from '../agent/provider';
 
 export const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
@@ -18,17 +19,34 @@ function runKeyCommand(cmd: string | string[], env: NodeJS.ProcessEnv): Promise<
   });
 }
 
-/** Setup options first, then the environment (OPENAI_BASE_URL, OPENAI_API_KEY, CABOOSE_MODEL), then defaults. */
+let editorApiKey: string | null = null;
+
+/**
+ * OPENAI_API_KEY as Neovim has it. The editor starts the host WITHOUT the key in its environment (a
+ * command could read /proc/<host pid>/environ) and sends it over the RPC channel instead (host.init).
+ */
+export function setEditorApiKey(key: string | null | undefined): void {
+  editorApiKey = key ? key : null;
+  registerSecret(editorApiKey);
+}
+
+/**
+ * Setup options first, then the environment (OPENAI_BASE_URL, OPENAI_API_KEY — the editor's, sent over
+ * RPC, or this process's —, CABOOSE_MODEL), then defaults. The key and a base_url's userinfo are
+ * registered for redaction (store/redact.ts): they are never stored or logged.
+ */
 export async function resolveProvider(config: HostConfig, env: NodeJS.ProcessEnv = process.env): Promise<ResolvedProvider> {
   const p = config.provider ?? {};
   let apiKey = p.api_key ?? '';
   if (!apiKey && p.api_key_cmd) apiKey = await runKeyCommand(p.api_key_cmd, env);
-  if (!apiKey) apiKey = env.OPENAI_API_KEY ?? '';
+  if (!apiKey) apiKey = env.OPENAI_API_KEY || editorApiKey || '';
   const out: ResolvedProvider = {
     baseURL: (p.base_url || env.OPENAI_BASE_URL || DEFAULT_BASE_URL).replace(/\/+$/, ''),
     apiKey,
     model: p.model || env.CABOOSE_MODEL || DEFAULT_MODEL,
   };
+  registerSecret(apiKey);
+  registerUrlCredentials(out.baseURL);
   if (p.max_tokens) out.maxTokens = p.max_tokens;
   if (p.context_window) out.contextWindow = p.context_window;
   if (p.headers) out.headers = p.headers;

@@ -89,6 +89,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     dataDir: path.resolve(o.dataDir),
     sessionId: session.id,
     denyGlobs: config.deny_globs,
+    secretGlobs: config.secret_globs,
     trashRetentionDays: config.trash_retention_days,
     // The file tools see and edit live buffers (issue 4).
     bridge: new NvimBufferBridge(ui),
@@ -137,6 +138,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     todos,
     webSearch: config.web_search ? { searxngUrl: config.web_search.searxng_url } : null,
     bashTimeoutMs: config.bash_timeout_ms,
+    fetchAllowHosts: config.fetch_allow_hosts,
     hideEnvValues: o.provider.apiKey ? [o.provider.apiKey] : [],
   })) {
     registry.add(def);

@@ -316,6 +316,7 @@ export class HostServer {
     if (p.log_file) this.log.setFile(p.log_file);
     if (p.log_level) this.log.setLevel(p.log_level);
     this.init = { config: p.config, cwd: p.cwd, dataDir: p.data_dir, nvimVersion: p.nvim_version };
+    if (p.env_api_key) (require('./provider-config') as typeof import('./provider-config')).setEditorApiKey(p.env_api_key);
     this.log.info('init cwd=%s data=%s nvim=%s', p.cwd, p.data_dir, p.nvim_version ?? '?');
     // Get the session ready while the user is still typing: the first message then streams at once. Loading
     // happens in this process, so Neovim never waits for it; a failure surfaces again at the first message.

@@ -50,6 +50,8 @@ export class ChatSession {
         mode: this.agent.mode,
         // A subagent's request says which one asks ("agent #2: fix the parser").
         ...(req.label ? { label: req.label } : {}),
+        // Why the user is asked although the mode would not (a file that usually holds secrets).
+        ...(req.reason ? { reason: req.reason } : {}),
       });
     });
 

@@ -6,6 +6,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { z } from 'zod';
 import { ToolError } from './errors';
 import { capText, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from './output';
+import { commandDisplay } from './visible';
 import type { ToolDefinition } from './tool';
 import { confine } from '../workspace/paths';
 import { RUN_TAG_VAR, signalPids, taggedPids, taggedPidsSync } from './process-sweep';
@@ -298,7 +299,7 @@ export function createBashTool(opts: BashToolOptions = {}): ToolDefinition<typeo
     policy: 'exec',
 
     async preview(args, ctx) {
-      return { kind: 'command', command: args.command, cwd: path.resolve(ctx.workspace.root, args.cwd ?? '.') };
+      return { kind: 'command', command: args.command, cwd: path.resolve(ctx.workspace.root, args.cwd ?? '.'), display: commandDisplay(args.command) };
     },
 
     async execute(args, ctx) {

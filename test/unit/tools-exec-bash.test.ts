@@ -111,7 +111,7 @@ describe('bash: basics', () => {
   test('preview shows the command and its directory without running it', async () => {
     const tool = createBashTool();
     const p = await tool.preview!({ command: 'touch made-by-preview', cwd: 'sub' }, makeCtx());
-    assert.deepEqual(p, { kind: 'command', command: 'touch made-by-preview', cwd: path.join(root, 'sub') });
+    assert.deepEqual(p, { kind: 'command', command: 'touch made-by-preview', cwd: path.join(root, 'sub'), display: '$ touch made-by-preview' });
     assert.equal(existsSync(path.join(root, 'sub', 'made-by-preview')), false);
   });
 
