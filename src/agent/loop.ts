@@ -43,6 +43,8 @@ export interface AgentEvents {
   state?(state: AgentState, previous: AgentState): void;
   assistantStart?(): void;
   text?(delta: string): void;
+  /** The model's reasoning as it streams (never part of the reply). */
+  reasoning?(delta: string): void;
   assistantEnd?(info: { interrupted: boolean }): void;
   toolCall?(call: { id: string; name: string; args: unknown }): void;
   toolResult?(r: { id: string; name: string; result: ToolResult }): void;
@@ -415,10 +417,13 @@ export class Agent {
             this.emit('retry', { attempt: ev.attempt, delayMs: ev.delayMs, message: ev.error.message });
             this.emit('notice', `${ev.error.message}; retrying in ${formatDelay(ev.delayMs)} (attempt ${ev.attempt})`);
             break;
+          case 'reasoning':
+            this.emit('reasoning', ev.delta);
+            break;
           case 'tool_call_delta':
             break;
           case 'done':
-            this.push(assistantMessage(ev.text, ev.toolCalls));
+            this.push(assistantMessage(ev.text, ev.toolCalls, { model: this.model.model, ...(ev.reasoning ? { reasoning: ev.reasoning } : {}), ...(ev.reasoningOpaque ? { reasoningOpaque: ev.reasoningOpaque } : {}) }));
             this.emit('assistantEnd', { interrupted: false });
             if (ev.finishReason === 'length' && ev.toolCalls.length === 0) {
               this.emit('notice', 'the reply was cut at the max_tokens limit');

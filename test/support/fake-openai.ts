@@ -88,7 +88,17 @@ export interface FakeHangReply {
   hang: true;
 }
 
-export type FakeReplySpec = FakeTextReply | FakeToolCallsReply | FakeErrorReply | FakeHangReply;
+/**
+ * A recorded stream replayed byte for byte (status 200, `text/event-stream` unless told otherwise): how real
+ * providers' streams (test/fixtures/streams/) reach the client. `fake.replay(path)` loads one.
+ */
+export interface FakeRawReply {
+  raw: string;
+  status?: number;
+  headers?: Record<string, string>;
+}
+
+export type FakeReplySpec = FakeTextReply | FakeToolCallsReply | FakeErrorReply | FakeHangReply | FakeRawReply;
 /** A reply, or a function computing it from the request (e.g. to echo the last message). */
 export type FakeReply = FakeReplySpec | ((req: FakeRequest) => FakeReplySpec);
 
@@ -272,6 +282,11 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
 
   async function answerChat(record: FakeRequest, spec: FakeReplySpec, res: http.ServerResponse): Promise<void> {
     if ('hang' in spec) return; // leave the request open
+    if ('raw' in spec) {
+      res.writeHead(spec.status ?? 200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...(spec.headers ?? {}) });
+      res.end(spec.raw);
+      return;
+    }
     if ('status' in spec) {
       const headers = { 'content-type': 'application/json', ...(spec.headers ?? {}) };
       const payload =
