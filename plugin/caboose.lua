@@ -104,6 +104,16 @@ end, {
   end,
 })
 
+vim.api.nvim_create_user_command('CabooseModel', function(o)
+  require('caboose.model').command(o)
+end, {
+  nargs = '?',
+  desc = 'Caboose: choose the model of the next request ([provider/model], or check: does each provider stream tool calls)',
+  complete = function(lead)
+    return require('caboose.model').complete(lead)
+  end,
+})
+
 vim.api.nvim_create_user_command('CabooseChat', function()
   caboose().focus_chat()
 end, { desc = 'Caboose: open the chat and go to its message area' })

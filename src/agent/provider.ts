@@ -35,6 +35,11 @@ export interface ProviderConfig {
   retryBaseDelayMs?: number;
   /** Upper bound for one backoff delay, including Retry-After. Default 30,000. */
   retryMaxDelayMs?: number;
+  /**
+   * Per-model request fields (reasoning_effort, temperature, …). One the server rejects with a 400 naming
+   * it is dropped, the request sent again once, and the model remembered as not accepting it.
+   */
+  options?: Record<string, unknown>;
 }
 
 export type ChatMessage = ChatCompletionMessageParam;
@@ -163,6 +168,7 @@ export class OpenAIProvider implements ModelClient {
 
   async *stream(req: ModelRequest): AsyncGenerator<ModelEvent> {
     const maxRetries = this.config.maxRetries ?? DEFAULTS.maxRetries;
+    let droppedOne = false;
     for (let attempt = 0; ; attempt++) {
       const yielded = { any: false };
       try {
@@ -173,6 +179,15 @@ export class OpenAIProvider implements ModelClient {
         return;
       } catch (err) {
         const e = err instanceof ProviderError ? err : this.mapError(err, req.signal);
+        // A 400 naming a per-model option: sent again once without it, and remembered for this model.
+        const param = !yielded.any && !droppedOne && e.kind === 'bad_response' && (e.status === 400 || e.status === undefined || e.status === 422) ? this.rejectedOption(e, req) : undefined;
+        if (param !== undefined) {
+          droppedOne = true;
+          unsupportedFor(this.config).add(param);
+          attempt--;
+          yield { type: 'retry', attempt: 1, delayMs: 0, error: new ProviderError('bad_response', `${this.config.model} does not accept \`${param}\`: sending the request again without it`) };
+          continue;
+        }
         if (yielded.any || !e.retryable || attempt >= maxRetries || req.signal?.aborted) throw e;
         const delayMs = this.backoff(attempt, e.retryAfterMs);
         yield { type: 'retry', attempt: attempt + 1, delayMs, error: e };
@@ -181,6 +196,23 @@ export class OpenAIProvider implements ModelClient {
         });
       }
     }
+  }
+
+  /** The per-model option (or max_tokens) a rejection names, when it is one this request sent. */
+  private rejectedOption(e: ProviderError, req: ModelRequest): string | undefined {
+    const sent = [...Object.keys(this.sentOptions()), ...((req.maxTokens ?? this.config.maxTokens) && !unsupportedFor(this.config).has('max_tokens') ? ['max_tokens'] : [])];
+    const cause = e.cause as { param?: unknown } | undefined;
+    const param = typeof cause?.param === 'string' ? cause.param : undefined;
+    if (param && sent.includes(param)) return param;
+    return sent.find((k) => new RegExp(`['"\`\\s(]${k.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}['"\`\\s):,]`).test(` ${e.message} `) && /unsupported|not supported|unrecognized|unknown|not allowed|does not support|invalid|extra|unexpected/i.test(e.message));
+  }
+
+  /** The per-model options still sent (those the model rejected before are left out). */
+  private sentOptions(): Record<string, unknown> {
+    const dropped = unsupportedFor(this.config);
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(this.config.options ?? {})) if (!dropped.has(k)) out[k] = v;
+    return out;
   }
 
   /** Exponential backoff with a little jitter; a server's Retry-After wins (capped). */
@@ -213,7 +245,8 @@ export class OpenAIProvider implements ModelClient {
         stream: true as const,
         stream_options: { include_usage: true },
         ...(tools ? { tools } : {}),
-        ...(maxTokens ? { max_tokens: maxTokens } : {}),
+        ...(maxTokens && !unsupportedFor(this.config).has('max_tokens') ? { max_tokens: maxTokens } : {}),
+        ...this.sentOptions(),
         ...(req.extraBody ?? {}),
       };
       // The SDK sends the request and turns a non-2xx answer into an APIError; the body is read here, so
@@ -348,6 +381,15 @@ export function createModelClient(config: ProviderConfig): ModelClient {
 /* ------------------------------------------------------------------------------------------------
  * Helpers
  * ---------------------------------------------------------------------------------------------- */
+
+/** Request fields each model rejected (by base URL and model), for the life of the host. */
+const UNSUPPORTED = new Map<string, Set<string>>();
+function unsupportedFor(c: ProviderConfig): Set<string> {
+  const key = `${c.baseURL} ${c.model}`;
+  let set = UNSUPPORTED.get(key);
+  if (!set) UNSUPPORTED.set(key, (set = new Set()));
+  return set;
+}
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);
 

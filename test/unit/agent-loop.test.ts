@@ -173,7 +173,7 @@ test('a full turn: read → edit → exec → final answer, with the exact state
   assert.deepEqual(h.approvals.map((a) => a.tool), ['edit_thing', 'run_cmd']);
   assert.deepEqual(h.approvals[0].preview, { kind: 'diff', path: 'a.ts', diff: '+x' });
   // Calls carry ids of our own (the provider's 'e1' goes back to it on the wire).
-  const editCall = h.agent.messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []) : [])).find((c) => c.function.name === 'edit_thing');
+  const editCall = h.agent.messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []) : [])).find((c) => (c as { function: { name: string } }).function.name === 'edit_thing');
   assert.equal(h.approvals[0].toolCallId, editCall?.id);
   assert.ok(JSON.stringify(h.fake.chatRequests[2].body?.messages).includes('"e1"'), 'the provider id is sent back');
   assert.equal(h.approvals[1].preview, undefined, 'a throwing preview is dropped, the approval still happens');

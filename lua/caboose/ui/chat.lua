@@ -204,6 +204,7 @@ H.keys = {
   { 'n', 'gy', 'yank the code block under the cursor' },
   { 'n', 'za zo zc', 'open/close a tool call\'s details (on its line)' },
   { 'n', 'ga', 'go to the pending approval (:CabooseApproval)' },
+  { 'n', 'gL', 'choose the model of the next request (:CabooseModel)' },
   { 'n', 'q', 'transcript: close the chat' },
   { 'n', '?', 'this list' },
   { 'i', '@', 'complete a file path to attach' },
@@ -250,6 +251,9 @@ H.set_transcript_keymaps = function(buf)
       vim.notify('(caboose) no approval is pending', vim.log.levels.INFO)
     end
   end, 'go to the pending approval')
+  H.map(buf, 'n', 'gL', function()
+    require('caboose.model').pick()
+  end, 'choose the model')
   H.map(buf, 'n', '?', M.show_keys, 'list the chat keys')
 end
 
@@ -753,7 +757,20 @@ function M.status_line(width)
   end
   if s.usage then
     local u = s.usage
-    add(3, string.format('↑%s ↓%s Σ%s', H.tokens(u.prompt), H.tokens(u.completion), H.tokens((u.session_prompt or 0) + (u.session_completion or 0))))
+    local total = H.tokens((u.session_prompt or 0) + (u.session_completion or 0))
+    local short = string.format('↑%s ↓%s Σ%s', H.tokens(u.prompt), H.tokens(u.completion), total)
+    -- Cached prompt tokens and reasoning tokens, only when the server reported real figures (issue 21).
+    local cached = tonumber(u.cached) or 0
+    local reasoning = tonumber(u.reasoning) or 0
+    local full = string.format(
+      '↑%s%s ↓%s%s Σ%s',
+      H.tokens(u.prompt),
+      cached > 0 and (' (' .. H.tokens(cached) .. ' cached)') or '',
+      H.tokens(u.completion),
+      reasoning > 0 and (' (' .. H.tokens(reasoning) .. ' thinking)') or '',
+      total
+    )
+    add(3, full, nil, full ~= short and short or nil)
   end
   if s.title then
     add(4, s.title, 'CabooseTitle')
@@ -1190,11 +1207,67 @@ function M.assistant_delta(text)
   if H.status.retry then
     M.set_status(nil, nil, { retry = false })
   end
+  H.close_thinking()
   H.ensure_reply('text')
   M.append(text)
 end
 
+-- The model's reasoning: a "thinking" line with the text below it as detail lines, folded once the
+-- reasoning ends (the reply's text, a tool call or the end of the step); `za` on the line opens it.
+H.THINKING = '💭 thinking'
+H.thinking = nil ---@type { row: integer, text: string, count: integer }|nil
+
+--- A reasoning delta (issue 21). Off with `chat.show_thinking = false`.
+function M.reasoning_delta(text)
+  if text == nil or text == '' or (require('caboose').config().chat or {}).show_thinking == false then
+    return
+  end
+  if H.status.retry then
+    M.set_status(nil, nil, { retry = false })
+  end
+  local buf = M.buf()
+  if not H.thinking then
+    H.put_tool_line(H.reply, H.THINKING .. '…', H.buffer_out)
+    H.thinking = { row = vim.api.nvim_buf_line_count(buf) - 1, text = '', count = 0 }
+  end
+  local th = H.thinking
+  th.text = th.text .. text
+  -- Only the last detail line and the new ones are rewritten (long reasoning streams thousands of deltas).
+  local lines = vim.split(th.text, '\n', { plain = true })
+  local from = math.max(th.count, 1) -- 1-based index of the first line to (re)write
+  local tail = H.detail_lines({ table.concat(vim.list_slice(lines, from), '\n') })
+  local follow = H.followers(buf)
+  H.edit(buf, function()
+    vim.api.nvim_buf_set_lines(buf, th.row + from, th.row + 1 + th.count, false, tail)
+  end)
+  th.count = #lines
+  local last = vim.api.nvim_buf_line_count(buf)
+  for _, win in ipairs(follow) do
+    pcall(vim.api.nvim_win_set_cursor, win, { last, 0 })
+  end
+end
+
+--- Ends a streaming thinking block: its line says how long it is and its text folds away.
+H.close_thinking = function()
+  local th = H.thinking
+  if not th then
+    return
+  end
+  H.thinking = nil
+  local buf = M.buf()
+  H.edit(buf, function()
+    H.rewrite_line(buf, th.row, string.format('%s (%d line%s, za)', H.THINKING, th.count, th.count == 1 and '' or 's'))
+  end)
+  H.fold(buf, { { th.row + 2, th.row + 1 + th.count } })
+end
+
+--- The thinking block's text while it streams or once done (tests, statuslines): nil when there is none.
+function M.thinking_text()
+  return H.thinking and H.thinking.text or nil
+end
+
 function M.assistant_end(info)
+  H.close_thinking()
   if info and info.interrupted then
     H.ensure_reply('text')
     M.append(H.INTERRUPTED)
@@ -1216,6 +1289,7 @@ end
 
 --- One compact line per tool call; its status and summary are filled in when the result arrives.
 function M.tool_call(p)
+  H.close_thinking()
   local text = p.summary or p.name or '?'
   H.put_tool_line(H.reply, H.tool_line('running', text), H.buffer_out)
   local buf = H.buf
