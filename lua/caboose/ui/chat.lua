@@ -701,6 +701,10 @@ end
 -- Folds for tool details -----------------------------------------------------------------------------
 
 function M.foldtext()
+  local first = vim.fn.getline(vim.v.foldstart)
+  if first:sub(1, #H.THINKING) == H.THINKING then
+    return first
+  end
   local n = vim.v.foldend - vim.v.foldstart + 1
   return string.format('%s%d line%s of details (za)', H.DETAIL, n, n == 1 and '' or 's')
 end
@@ -1113,7 +1117,8 @@ H.detail_ranges = function(buf)
   local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
   for i, l in ipairs(lines) do
     if l:sub(1, n) == H.DETAIL then
-      start = start or i
+      -- A thinking block's fold starts at its "thinking" line.
+      start = start or ((i > 1 and lines[i - 1]:sub(1, #H.THINKING) == H.THINKING) and i - 1 or i)
     elseif start then
       table.insert(ranges, { start, i - 1 })
       start = nil
@@ -1258,7 +1263,8 @@ H.close_thinking = function()
   H.edit(buf, function()
     H.rewrite_line(buf, th.row, string.format('%s (%d line%s, za)', H.THINKING, th.count, th.count == 1 and '' or 's'))
   end)
-  H.fold(buf, { { th.row + 2, th.row + 1 + th.count } })
+  -- The fold holds the "thinking" line too: one line of reasoning still folds ('foldminlines').
+  H.fold(buf, { { th.row + 1, th.row + 1 + th.count } })
 end
 
 --- The thinking block's text while it streams or once done (tests, statuslines): nil when there is none.
