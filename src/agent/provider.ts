@@ -96,7 +96,7 @@ export interface ModelClient {
 export type ProviderErrorKind = 'unreachable' | 'auth' | 'not_found' | 'rate_limited' | 'server' | 'interrupted' | 'aborted' | 'bad_response' | 'context_length';
 
 /** How servers say the prompt does not fit (OpenAI's code, vLLM, llama.cpp, Ollama, OpenRouter, Anthropic-compatible). */
-const CONTEXT_LENGTH_RE = /context[_ ]length[_ ]exceeded|available context size|exceed_context_size|compared to KV size|maximum context length|context window|exceeds? the (?:model'?s? )?(?:maximum )?context|too many tokens|prompt is too long|input is too long|reduce the length of the (?:messages|prompt)/i;
+const CONTEXT_LENGTH_RE = /context[_ ]length[_ ]exceeded|compared to KV size|maximum context length|context window|exceeds? the (?:model'?s? )?(?:maximum )?context|too many tokens|prompt is too long|input is too long|reduce the length of the (?:messages|prompt)/i;
 
 /** True when an error text from the server means "the prompt is longer than the model's context". */
 export function isContextLengthMessage(text: string): boolean {
