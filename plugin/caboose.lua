@@ -108,6 +108,7 @@ vim.api.nvim_create_user_command('CabooseModel', function(o)
   require('caboose.model').command(o)
 end, {
   nargs = '?',
+  bang = true,
   desc = 'Caboose: choose the model of the next request ([provider/model], or check: does each provider stream tool calls)',
   complete = function(lead)
     return require('caboose.model').complete(lead)

@@ -168,7 +168,7 @@ end
 function M.command(o)
   local arg = vim.trim(o.args or '')
   if arg == '' then
-    return M.pick()
+    return M.pick({ refresh = o.bang == true })
   end
   if arg == 'check' then
     return M.check()
