@@ -5,7 +5,7 @@ import { isOffered } from '../tools/offered';
 import { createExecTools } from '../tools/exec-tools';
 import { TodoList } from '../tools/todo-list';
 import { openWorkspace } from '../index';
-import type { ResolvedProvider } from './provider-config';
+import { configuredProviders, type ResolvedProvider } from './provider-config';
 import type { HostConfig } from './protocol';
 import { EVENTS } from './protocol';
 import type { ChatSession } from './session';
@@ -109,6 +109,13 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   const { config, session, ui, log } = o;
   let provider: ResolvedProvider = o.provider;
   let label = o.modelLabel ?? o.provider.model;
+  // Keys the bash tool keeps out of commands' environment: the current provider's, and every configured
+  // provider's literal or environment key (a key from api_key_cmd joins once that provider is chosen).
+  const secrets: string[] = [o.provider.apiKey];
+  for (const p of configuredProviders(config).values()) {
+    if (p.api_key) secrets.push(p.api_key);
+    if (p.api_key_env && process.env[p.api_key_env]) secrets.push(process.env[p.api_key_env] as string);
+  }
   const model = new SwitchableModel(createModelClient(provider));
   const ws = openWorkspace({
     root: o.cwd,
@@ -171,7 +178,8 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     todos,
     webSearch: config.web_search ? { searxngUrl: config.web_search.searxng_url } : null,
     bashTimeoutMs: config.bash_timeout_ms,
-    hideEnvValues: o.provider.apiKey ? [o.provider.apiKey] : [],
+    // Every provider's key (this list grows when :CabooseModel resolves another one).
+    hideEnvValues: secrets,
   })) {
     registry.add(def);
   }
@@ -405,6 +413,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     setModel(p, newLabel) {
       provider = p;
       label = newLabel;
+      if (p.apiKey && !secrets.includes(p.apiKey)) secrets.push(p.apiKey);
       model.set(createModelClient(p));
       agent.setContextWindow(p.contextWindow ?? knownContextWindow(p.model) ?? DEFAULT_CONTEXT_WINDOW);
       ui.emit(EVENTS.sessionInfo, { session: session.id, model: label, cwd: o.cwd, title: sessions.get(session.id)?.title ?? null });

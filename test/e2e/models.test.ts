@@ -79,6 +79,10 @@ forEachNvim((bin) => {
         await waitChat(/from a/);
         await waitState('idle');
         assert.equal(e.fake.chatRequests[0].headers.authorization, 'Bearer key-of-a');
+        // The other provider's key (not chosen yet) does not reach the shell's environment either.
+        const env = await e.t.lua<{ ok: boolean; data: { output: string } }>("return require('caboose').tool_call('bash', { command = 'env' })");
+        assert.equal(env.ok, true);
+        assert.doesNotMatch(env.data.output, /key-of-b|B_KEY/);
         const completions = await e.t.lua<string[]>("return vim.fn.getcompletion('CabooseModel ', 'cmdline')");
         assert.ok(completions.includes('b/b-model') && completions.includes('check'), completions.join(' '));
         await e.t.cmd('CabooseModel b/b-model');
@@ -131,6 +135,68 @@ forEachNvim((bin) => {
       await e.t.cmd('Caboose hi');
       await waitChat(/It is 4\./);
       assert.doesNotMatch(await chat(), /thinking|Thinking about/);
+    });
+
+    it('the session stores which model wrote each reply; :checkhealth checks every provider; :CabooseModel check', async () => {
+      const other = await startFakeOpenAI({ models: ['b-model'] });
+      try {
+        await e.start({
+          initLua: `require('caboose').setup({ mode = 'chug', provider = 'a', providers = {
+            a = { base_url = '${e.fake.url}', api_key = 'key-of-a', model = 'fake-model', max_retries = 0 },
+            b = { base_url = '${other.url}', api_key = 'key-of-b', model = 'b-model', max_retries = 0 },
+            gone = { base_url = 'http://127.0.0.1:9/v1', model = 'x' },
+          } })`,
+        });
+        e.fake.script({ text: 'reply by a' });
+        other.script({ text: 'reply by b' });
+        await e.t.cmd('Caboose one');
+        await waitChat(/reply by a/);
+        await waitState('idle');
+        await e.t.cmd('CabooseModel b/b-model');
+        await waitWinbar(/b\/b-model/);
+        await e.t.cmd('Caboose two');
+        await waitChat(/reply by b/);
+        await waitState('idle');
+        const Database = (await import('better-sqlite3')).default;
+        const db = new Database(path.join(e.t.dataDir, 'caboose.sqlite'), { readonly: true });
+        try {
+          const rows = db.prepare("SELECT message_json FROM session_messages WHERE role = 'assistant' ORDER BY id").all() as { message_json: string }[];
+          assert.deepEqual(
+            rows.map((r) => JSON.parse(r.message_json) as { content: string; caboose?: { model?: string } }).map((m) => [m.content, m.caboose?.model]),
+            [['reply by a', 'fake-model'], ['reply by b', 'b-model']],
+          );
+        } finally {
+          db.close();
+        }
+        await e.t.cmd('checkhealth caboose');
+        const health = (await e.t.lua<string[]>('return vim.api.nvim_buf_get_lines(0, 0, -1, false)')).join('\n');
+        assert.match(health, /OK.*a \(http:\/\/127\.0\.0\.1:\d+\/v1, model fake-model\): reachable, key present/);
+        assert.match(health, /OK.*b \(.*model b-model\): reachable/);
+        assert.match(health, /ERROR.*gone .*not reachable/);
+        assert.doesNotMatch(health, /key-of-a|key-of-b/);
+        await e.t.cmd('bwipeout');
+        e.fake.script({ toolCalls: [{ name: 'ping', arguments: { n: 1 } }] });
+        other.script({ text: 'no tools here' });
+        await e.t.cmd('CabooseModel check');
+        const results = await e.t.waitFor(() => e.t.lua<{ provider: string; ok: boolean; tool_calls: boolean }[] | null>("return require('caboose.model').last_check"), 'check results');
+        const by = new Map(results.map((r) => [r.provider, r]));
+        assert.deepEqual([by.get('a')?.ok, by.get('a')?.tool_calls], [true, true]);
+        assert.deepEqual([by.get('b')?.ok, by.get('b')?.tool_calls], [true, false]);
+        assert.equal(by.get('gone')?.ok, false);
+        const shown = (await e.t.notifications()).map((n) => n.msg).join('\n');
+        assert.match(shown, /✓ a\/fake-model: streamed a tool call/);
+      } finally {
+        await other.close();
+      }
+    });
+
+    it('setup() validates providers: an unknown default, a bad key', async () => {
+      await e.start();
+      const err = (o: string) => e.t.lua<string>(`local ok, err = pcall(require('caboose').setup, ${o}) return ok and '' or err`);
+      assert.match(await err("{ provider = 'nope', providers = { a = {} } }"), /`provider` should be one of the configured providers \(a\)/);
+      assert.match(await err("{ providers = { a = { base_urll = 'x' } } }"), /`providers\.a\.base_urll` should be one of base_url/);
+      assert.match(await err("{ provider = 'a' }"), /`provider` should be a table/);
+      assert.equal(await err("{ provider = 'a', providers = { a = { model = 'm', models = { x = { temperature = 0.1 } } } } }"), '');
     });
 
     it('an error inside a 200 stream is shown once and not retried', async () => {
