@@ -129,6 +129,17 @@ forEachNvim((bin) => {
       assert.doesNotMatch(JSON.stringify(e.fake.chatRequests[1].body?.messages), /greeting/);
     });
 
+    it('usage details from a real stream reach the winbar: cached prompt tokens; zero placeholders are not shown', async () => {
+      await e.start({ initLua: "require('caboose').setup({ mode = 'chug', provider = { max_retries = 0 } })" });
+      e.fake.script({ raw: fixture('copilot/reasoning-text.sse') }, { raw: fixture('deepseek/reasoning.sse') });
+      await e.t.cmd('Caboose hi');
+      await waitChat(/Yes\./);
+      await waitWinbar(/↑2\.0k \(1\.8k cached\) ↓30 Σ/);
+      await e.t.cmd('Caboose again');
+      await waitWinbar(/↓219 \(205 thinking\)/);
+      assert.doesNotMatch(await winbar(), /cached/, 'DeepSeek’s cached_tokens: 0 is a placeholder');
+    });
+
     it('chat.show_thinking = false leaves the reasoning out of the chat', async () => {
       await e.start({ initLua: "require('caboose').setup({ mode = 'chug', provider = { max_retries = 0 }, chat = { show_thinking = false } })" });
       e.fake.script({ raw: fixture('llamacpp/reasoning.sse') });
