@@ -161,7 +161,10 @@ export class StreamAssembler {
     const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
     const choice: unknown = choices[0];
     if (!isRecord(choice)) return out;
-    const delta = isRecord(choice.delta) ? choice.delta : isRecord(choice.message) ? choice.message : undefined;
+    // A server answering a stream with one whole `message` (no deltas) is read like a delta; a final
+    // `message` repeating what the deltas already said is not.
+    const whole = isRecord(choice.message) && this.text === '' && this.reasoning === '' && this.slots.length === 0 ? choice.message : undefined;
+    const delta = isRecord(choice.delta) ? choice.delta : whole;
     if (delta) {
       for (const key of ['reasoning_content', 'reasoning', 'reasoning_text', 'thinking'] as const) {
         const r = delta[key];

@@ -244,3 +244,14 @@ test('6b/5b. what goes back: reasoning stays out (DeepSeek), Copilot gets its op
   assert.equal((wire[0] as { tool_calls: { id: string }[] }).tool_calls[0].id, 'call_eee');
   assert.equal((wire[1] as { tool_call_id: string }).tool_call_id, 'call_eee');
 });
+
+test('a whole `message` instead of deltas is read once; a final `message` repeating the deltas is not added again', () => {
+  const whole = new StreamAssembler();
+  whole.push({ choices: [{ message: { role: 'assistant', content: 'all at once' }, finish_reason: 'stop' }] });
+  assert.equal(whole.text, 'all at once');
+  const repeated = new StreamAssembler();
+  repeated.push({ choices: [{ delta: { content: 'Hel' } }] });
+  repeated.push({ choices: [{ delta: { content: 'lo' } }] });
+  repeated.push({ choices: [{ message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' }] });
+  assert.equal(repeated.text, 'Hello');
+});
