@@ -255,3 +255,35 @@ test('a whole `message` instead of deltas is read once; a final `message` repeat
   repeated.push({ choices: [{ message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' }] });
   assert.equal(repeated.text, 'Hello');
 });
+
+test('every fixture reads the same however the bytes are split (UTF-8 and lines cut anywhere)', async () => {
+  const { readdirSync } = await import('node:fs');
+  const files = readdirSync(FIXTURES, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.sse'));
+  assert.ok(files.length >= 20, `${files.length} fixtures`);
+  let seed = 7;
+  const rand = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % n;
+  };
+  const read = async (bytes: Uint8Array, cut: () => number) => {
+    async function* body(): AsyncGenerator<Uint8Array> {
+      for (let i = 0; i < bytes.length; ) {
+        const n = Math.max(1, cut());
+        yield bytes.slice(i, i + n);
+        i += n;
+      }
+    }
+    const asm = new StreamAssembler(() => 'fixedid00');
+    const items: unknown[] = [];
+    for await (const it of readSse(body())) {
+      items.push(it.kind === 'data' ? 'data' : it);
+      if (it.kind === 'data') asm.push(it.data);
+    }
+    return { items, text: asm.text, reasoning: asm.reasoning, calls: asm.calls(), usage: asm.usage, finish: asm.finishReason };
+  };
+  for (const f of files) {
+    const bytes = new TextEncoder().encode(fixture(f));
+    const whole = await read(bytes, () => bytes.length);
+    for (let round = 0; round < 5; round++) assert.deepEqual(await read(bytes, () => 1 + rand(40)), whole, f);
+  }
+});
