@@ -158,23 +158,31 @@ export class StreamAssembler {
       this.usage = usage;
       out.push({ type: 'usage', usage });
     }
+    // One reply is asked for (n = 1); a server that still splits it over several choices (GitHub
+    // Copilot puts a tool call in a second choice) is read choice after choice.
     const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
-    const choice: unknown = choices[0];
-    if (!isRecord(choice)) return out;
-    // A server answering a stream with one whole `message` (no deltas) is read like a delta; a final
-    // `message` repeating what the deltas already said is not.
-    const whole = isRecord(choice.message) && this.text === '' && this.reasoning === '' && this.slots.length === 0 ? choice.message : undefined;
-    const delta = isRecord(choice.delta) ? choice.delta : whole;
-    if (delta) {
-      for (const key of ['reasoning_content', 'reasoning', 'reasoning_text', 'thinking'] as const) {
-        const r = delta[key];
-        if (typeof r === 'string' && r.length > 0) this.addReasoning(r, out);
+    for (const choice of choices) {
+      if (!isRecord(choice)) continue;
+      // A server answering a stream with one whole `message` (no deltas) is read like a delta; a final
+      // `message` repeating what the deltas already said is not.
+      const whole = isRecord(choice.message) && this.text === '' && this.reasoning === '' && this.slots.length === 0 ? choice.message : undefined;
+      const delta = isRecord(choice.delta) ? choice.delta : whole;
+      if (delta) {
+        for (const key of ['reasoning_content', 'reasoning', 'reasoning_text', 'thinking'] as const) {
+          const r = delta[key];
+          if (typeof r === 'string' && r.length > 0) this.addReasoning(r, out);
+        }
+        if (typeof delta.reasoning_opaque === 'string') this.reasoningOpaque += delta.reasoning_opaque;
+        this.addContent(delta.content, out);
+        // OpenAI's refusal is what the model says instead of a reply: shown as the reply.
+        if (typeof delta.refusal === 'string') this.addContent(delta.refusal, out);
+        if (Array.isArray(delta.tool_calls)) {
+          const touched = new Set<Slot>();
+          for (const tc of delta.tool_calls) this.addToolCall(tc, out, touched);
+        }
       }
-      if (typeof delta.reasoning_opaque === 'string') this.reasoningOpaque += delta.reasoning_opaque;
-      this.addContent(delta.content, out);
-      if (Array.isArray(delta.tool_calls)) for (const tc of delta.tool_calls) this.addToolCall(tc, out);
+      if (typeof choice.finish_reason === 'string' && choice.finish_reason.length > 0) this.finishReason = choice.finish_reason;
     }
-    if (typeof choice.finish_reason === 'string' && choice.finish_reason.length > 0) this.finishReason = choice.finish_reason;
     return out;
   }
 
@@ -206,7 +214,8 @@ export class StreamAssembler {
     }
   }
 
-  private addToolCall(tc: unknown, out: AssemblerEvent[]): void {
+  /** `touched`: the calls earlier entries of the same chunk went to (a second entry is another call). */
+  private addToolCall(tc: unknown, out: AssemblerEvent[], touched: Set<Slot>): void {
     if (!isRecord(tc)) return;
     const fn = isRecord(tc.function) ? tc.function : {};
     const id = typeof tc.id === 'string' && tc.id.length > 0 ? tc.id : undefined;
@@ -227,12 +236,17 @@ export class StreamAssembler {
     } else if (index !== undefined) {
       slot = this.lastAt(index);
     } else {
-      slot = this.slots.at(-1); // a continuation chunk without index joins the open call
+      // Without id or index (Gemini): a continuation joins the open call, unless it plainly starts another
+      // one (another entry of the same chunk, another name, or a name after complete arguments).
+      slot = this.slots.at(-1);
+      if (slot && touched.has(slot)) slot = undefined;
+      if (slot && name !== undefined && slot.name !== '' && (slot.name !== name || isCompleteJson(slot.arguments))) slot = undefined;
     }
     if (!slot) {
       slot = { ownId: this.makeId(), name: '', arguments: '', ...(index !== undefined ? { index } : {}) };
       this.slots.push(slot);
     }
+    touched.add(slot);
     if (id !== undefined && slot.providerId === undefined) slot.providerId = id;
     if (index !== undefined) slot.index = index;
     if (name !== undefined && slot.name !== name) slot.name += name; // a repeated name is never appended
@@ -258,6 +272,16 @@ export class StreamAssembler {
         name: s.name,
         arguments: s.arguments,
       }));
+  }
+}
+
+function isCompleteJson(s: string): boolean {
+  if (s.trim() === '') return false;
+  try {
+    JSON.parse(s);
+    return true;
+  } catch {
+    return false;
   }
 }
 

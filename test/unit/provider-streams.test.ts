@@ -287,3 +287,23 @@ test('every fixture reads the same however the bytes are split (UTF-8 and lines 
     for (let round = 0; round < 5; round++) assert.deepEqual(await read(bytes, () => 1 + rand(40)), whole, f);
   }
 });
+
+test('calls without id or index: two in one chunk, or a new name after complete arguments, are two calls', () => {
+  const asm = new StreamAssembler();
+  asm.push({ choices: [{ delta: { tool_calls: [{ id: '', function: { name: 'a', arguments: '{"x":1}' } }, { id: '', function: { name: 'b', arguments: '{}' } }] } }] });
+  asm.push({ choices: [{ delta: { tool_calls: [{ function: { name: 'c', arguments: '{"y":' } }] } }] });
+  asm.push({ choices: [{ delta: { tool_calls: [{ function: { arguments: '2}' } }] } }] });
+  asm.push({ choices: [{ delta: { tool_calls: [{ function: { name: 'c', arguments: '{}' } }] } }] });
+  assert.deepEqual(asm.calls().map((c) => [c.name, c.arguments]), [['a', '{"x":1}'], ['b', '{}'], ['c', '{"y":2}'], ['c', '{}']]);
+});
+
+test('a reply split over several choices (Copilot) and a refusal are read', () => {
+  const asm = new StreamAssembler();
+  asm.push({ choices: [{ index: 0, delta: { content: 'Let me look.' } }, { index: 1, delta: { tool_calls: [{ index: 0, id: 'toolu_1', function: { name: 'read_file', arguments: '{}' } }] } }] });
+  asm.push({ choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] });
+  assert.equal(asm.text, 'Let me look.');
+  assert.deepEqual(asm.calls().map((c) => c.name), ['read_file']);
+  const r = new StreamAssembler();
+  r.push({ choices: [{ delta: { content: null, refusal: 'I can’t help with that.' } }] });
+  assert.equal(r.text, 'I can’t help with that.');
+});
