@@ -1013,6 +1013,7 @@ H.queue = {} ---@type { id: integer, text: string }[]
 --- What the transcript's rendering keeps about its text: reset with a new buffer or a reopened session.
 H.clear_state = function()
   H.reply = { open = false, last = nil }
+  H.thinking = nil
   H.tools, H.queue = {}, {}
   H.rules = nil
 end
@@ -1056,6 +1057,7 @@ function M.user_message(p)
   end
   M.buf()
   H.queue_remove({ p.id })
+  H.close_thinking()
   H.reply = { open = false, last = nil }
   M.block(H.user_text(p.text, p.context))
 end
