@@ -400,6 +400,7 @@ export class Agent {
     }
     this.emit('assistantStart');
     let partial = '';
+    let lastRetryMessage: string | undefined;
     try {
       const messages: ChatMessage[] = [{ role: 'system', content: this.systemPrompt() }, ...prompt];
       const tools = this.registry.specs(this.opts.toolFilter).map(({ name, description, parameters }) => ({ name, description, parameters }));
@@ -415,7 +416,9 @@ export class Agent {
             break;
           case 'retry':
             this.emit('retry', { attempt: ev.attempt, delayMs: ev.delayMs, message: ev.error.message });
-            this.emit('notice', `${ev.error.message}; retrying in ${formatDelay(ev.delayMs)} (attempt ${ev.attempt})`);
+            // The server's message once: a retry failing the same way says so without repeating it.
+            this.emit('notice', `${ev.error.message === lastRetryMessage ? 'the same error again' : ev.error.message}; retrying in ${formatDelay(ev.delayMs)} (attempt ${ev.attempt})`);
+            lastRetryMessage = ev.error.message;
             break;
           case 'reasoning':
             this.emit('reasoning', ev.delta);

@@ -307,3 +307,27 @@ test('a reply split over several choices (Copilot) and a refusal are read', () =
   r.push({ choices: [{ delta: { content: null, refusal: 'I can’t help with that.' } }] });
   assert.equal(r.text, 'I can’t help with that.');
 });
+
+test('3b. a retryable error inside the stream: the server’s message is said once, later attempts say "the same error again"', async (t) => {
+  const fake = await startFakeOpenAI();
+  t.after(() => fake.close());
+  const overloaded = { raw: 'data: {"error":{"message":"Model is overloaded","code":503}}\n\n' };
+  fake.script(overloaded, overloaded, { text: 'finally' });
+  const notices: string[] = [];
+  const errors: string[] = [];
+  const agent = new Agent({
+    provider: { baseURL: fake.url, apiKey: 'k', model: 'm', retryBaseDelayMs: 1 },
+    registry: new ToolRegistry([]),
+    makeContext: (signal) => ({ signal }) as never,
+    requestApproval: async () => ({ decision: 'once' }),
+    events: { notice: (n) => notices.push(n), error: (e) => errors.push(e.message) },
+  });
+  agent.send('hi');
+  await agent.idle();
+  assert.equal(fake.chatRequests.length, 3);
+  assert.deepEqual(errors, []);
+  assert.equal(notices.length, 2);
+  assert.match(notices[0], /Model is overloaded; retrying/);
+  assert.match(notices[1], /^the same error again; retrying/);
+  assert.equal(agent.messages.at(-1)?.content, 'finally');
+});
