@@ -1222,7 +1222,7 @@ end
 -- The model's reasoning: a "thinking" line with the text below it as detail lines, folded once the
 -- reasoning ends (the reply's text, a tool call or the end of the step); `za` on the line opens it.
 H.THINKING = '💭 thinking'
-H.thinking = nil ---@type { row: integer, text: string, count: integer }|nil
+H.thinking = nil ---@type { row: integer, parts: string[], last: string, count: integer }|nil
 
 --- A reasoning delta (issue 21). Off with `chat.show_thinking = false`.
 function M.reasoning_delta(text)
@@ -1235,19 +1235,19 @@ function M.reasoning_delta(text)
   local buf = M.buf()
   if not H.thinking then
     H.put_tool_line(H.reply, H.THINKING .. '…', H.buffer_out)
-    H.thinking = { row = vim.api.nvim_buf_line_count(buf) - 1, text = '', count = 0 }
+    H.thinking = { row = vim.api.nvim_buf_line_count(buf) - 1, parts = {}, last = '', count = 0 }
   end
   local th = H.thinking
-  th.text = th.text .. text
-  -- Only the last detail line and the new ones are rewritten (long reasoning streams thousands of deltas).
-  local lines = vim.split(th.text, '\n', { plain = true })
-  local from = math.max(th.count, 1) -- 1-based index of the first line to (re)write
-  local tail = H.detail_lines({ table.concat(vim.list_slice(lines, from), '\n') })
+  table.insert(th.parts, text)
+  -- Only the last line and the new ones are written: a long reasoning streams thousands of deltas.
+  local lines = vim.split(th.last .. text, '\n', { plain = true })
+  local first = th.count > 0 and th.count or 1 -- 1-based detail line where `lines` start
   local follow = H.followers(buf)
   H.edit(buf, function()
-    vim.api.nvim_buf_set_lines(buf, th.row + from, th.row + 1 + th.count, false, tail)
+    vim.api.nvim_buf_set_lines(buf, th.row + first, th.row + 1 + th.count, false, H.detail_lines({ table.concat(lines, '\n') }))
   end)
-  th.count = #lines
+  th.count = first - 1 + #lines
+  th.last = lines[#lines]
   local last = vim.api.nvim_buf_line_count(buf)
   for _, win in ipairs(follow) do
     pcall(vim.api.nvim_win_set_cursor, win, { last, 0 })
@@ -1271,7 +1271,7 @@ end
 
 --- The thinking block's text while it streams or once done (tests, statuslines): nil when there is none.
 function M.thinking_text()
-  return H.thinking and H.thinking.text or nil
+  return H.thinking and table.concat(H.thinking.parts) or nil
 end
 
 function M.assistant_end(info)
