@@ -140,6 +140,29 @@ forEachNvim((bin) => {
       assert.doesNotMatch(await winbar(), /cached/, 'DeepSeek’s cached_tokens: 0 is a placeholder');
     });
 
+    it('a thinking block is collapsed while it streams; za on its line shows it, and it then stays open', async () => {
+      await e.start({ initLua: "require('caboose').setup({ mode = 'chug', provider = { max_retries = 0 } })" });
+      const chunk = (delta: Record<string, unknown>, finish: string | null = null) => `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      e.fake.script({ raw: [chunk({ reasoning_content: 'step one\nstep two' }), chunk({ reasoning_content: '\nstep three' }), chunk({ content: 'Answer.' }), chunk({}, 'stop') + 'data: [DONE]\n\n'], gate });
+      await e.t.cmd('Caboose think');
+      await waitChat(/💭 thinking… \(2 lines, za\)/);
+      assert.doesNotMatch(await chat(), /step one/, 'collapsed while it streams');
+      const row = (await e.t.chatLines()).findIndex((l) => l.startsWith('💭 thinking'));
+      const win = await e.t.lua<number>("return vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1]");
+      await e.t.lua('local w, r = ... vim.api.nvim_set_current_win(w) vim.api.nvim_win_set_cursor(0, { r, 0 })', [win, row + 1]);
+      await e.t.nvim.input('za');
+      await waitChat(/step one\n {2}┆ step two/);
+      release();
+      await waitChat(/Answer\./);
+      await waitState('idle');
+      const lines = await e.t.chatLines();
+      assert.match(lines[row], /💭 thinking \(3 lines, za\)/);
+      assert.match(lines[row + 3], /step three/);
+      assert.equal(await e.t.lua<number>('local w, r = ... return vim.api.nvim_win_call(w, function() return vim.fn.foldclosed(r) end)', [win, row + 2]), -1, 'opened by the user: stays open');
+    });
+
     it('chat.show_thinking = false leaves the reasoning out of the chat', async () => {
       await e.start({ initLua: "require('caboose').setup({ mode = 'chug', provider = { max_retries = 0 }, chat = { show_thinking = false } })" });
       e.fake.script({ raw: fixture('llamacpp/reasoning.sse') });

@@ -93,9 +93,11 @@ export interface FakeHangReply {
  * providers' streams (test/fixtures/streams/) reach the client. `fake.replay(path)` loads one.
  */
 export interface FakeRawReply {
-  raw: string;
+  /** The body; pieces are written in turn (with `gate`, the rest waits for it after the first). */
+  raw: string | string[];
   status?: number;
   headers?: Record<string, string>;
+  gate?: Promise<unknown>;
 }
 
 export type FakeReplySpec = FakeTextReply | FakeToolCallsReply | FakeErrorReply | FakeHangReply | FakeRawReply;
@@ -284,7 +286,13 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     if ('hang' in spec) return; // leave the request open
     if ('raw' in spec) {
       res.writeHead(spec.status ?? 200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...(spec.headers ?? {}) });
-      res.end(spec.raw);
+      const pieces = typeof spec.raw === 'string' ? [spec.raw] : spec.raw;
+      for (const [i, piece] of pieces.entries()) {
+        if (i === 1 && spec.gate) await spec.gate;
+        if (res.destroyed) return;
+        res.write(piece);
+      }
+      res.end();
       return;
     }
     if ('status' in spec) {

@@ -218,6 +218,10 @@ end
 --- za, zo, zc on a tool call's line act on its details (the fold on the lines below it).
 H.fold_key = function(key)
   local row = vim.api.nvim_win_get_cursor(0)[1]
+  local th = H.thinking
+  if th and not th.shown and key ~= 'zc' and row - 1 == th.row and vim.api.nvim_get_current_buf() == H.buf then
+    return "<Cmd>lua require('caboose.ui.chat')._show_thinking()<CR>"
+  end
   local lines = vim.api.nvim_buf_get_lines(0, row - 1, row + 1, false)
   local n = #H.DETAIL
   if not (lines[2] and lines[1]:sub(1, n) ~= H.DETAIL and lines[2]:sub(1, n) == H.DETAIL) then
@@ -1222,7 +1226,7 @@ end
 -- The model's reasoning: a "thinking" line with the text below it as detail lines, folded once the
 -- reasoning ends (the reply's text, a tool call or the end of the step); `za` on the line opens it.
 H.THINKING = '💭 thinking'
-H.thinking = nil ---@type { row: integer, parts: string[], last: string, count: integer }|nil
+H.thinking = nil ---@type { row: integer, parts: string[], lines: integer, last: string, shown: boolean, written: integer }|nil
 
 --- A reasoning delta (issue 21). Off with `chat.show_thinking = false`.
 function M.reasoning_delta(text)
@@ -1235,18 +1239,34 @@ function M.reasoning_delta(text)
   local buf = M.buf()
   if not H.thinking then
     H.put_tool_line(H.reply, H.THINKING .. '…', H.buffer_out)
-    H.thinking = { row = vim.api.nvim_buf_line_count(buf) - 1, parts = {}, last = '', count = 0 }
+    -- parts: the text; lines: how many lines it has; last: its last line; shown: its lines are in the buffer.
+    H.thinking = { row = vim.api.nvim_buf_line_count(buf) - 1, parts = {}, lines = 1, last = '', shown = false, written = 0 }
   end
   local th = H.thinking
   table.insert(th.parts, text)
-  -- Only the last line and the new ones are written: a long reasoning streams thousands of deltas.
+  local _, newlines = text:gsub('\n', '')
+  local before = th.lines
+  th.lines = th.lines + newlines
+  if th.shown then
+    H.write_thinking(buf, th, text)
+  elseif before ~= th.lines or #th.parts == 1 then
+    -- Collapsed while it streams: the line counts what arrived (za shows it).
+    H.edit(buf, function()
+      H.rewrite_line(buf, th.row, string.format('%s… (%d line%s, za)', H.THINKING, th.lines, th.lines == 1 and '' or 's'))
+    end)
+  end
+end
+
+--- Writes `text` (the reasoning that arrived since the last write) under the thinking line: only its
+--- last line and the new ones are rewritten (a long reasoning streams thousands of deltas).
+H.write_thinking = function(buf, th, text)
   local lines = vim.split(th.last .. text, '\n', { plain = true })
-  local first = th.count > 0 and th.count or 1 -- 1-based detail line where `lines` start
+  local first = th.written > 0 and th.written or 1 -- 1-based detail line where `lines` start
   local follow = H.followers(buf)
   H.edit(buf, function()
-    vim.api.nvim_buf_set_lines(buf, th.row + first, th.row + 1 + th.count, false, H.detail_lines({ table.concat(lines, '\n') }))
+    vim.api.nvim_buf_set_lines(buf, th.row + first, th.row + 1 + th.written, false, H.detail_lines({ table.concat(lines, '\n') }))
   end)
-  th.count = first - 1 + #lines
+  th.written = first - 1 + #lines
   th.last = lines[#lines]
   local last = vim.api.nvim_buf_line_count(buf)
   for _, win in ipairs(follow) do
@@ -1254,7 +1274,21 @@ function M.reasoning_delta(text)
   end
 end
 
---- Ends a streaming thinking block: its line says how long it is and its text folds away.
+--- `za` on a thinking line that is still streaming: its text so far is shown, and follows the stream.
+function M._show_thinking()
+  local th = H.thinking
+  if not th or th.shown then
+    return
+  end
+  th.shown = true
+  local buf = M.buf()
+  H.edit(buf, function()
+    H.rewrite_line(buf, th.row, H.THINKING .. '…')
+  end)
+  H.write_thinking(buf, th, table.concat(th.parts))
+end
+
+--- Ends a streaming thinking block: its line says how long it is and its text is folded under it.
 H.close_thinking = function()
   local th = H.thinking
   if not th then
@@ -1262,11 +1296,24 @@ H.close_thinking = function()
   end
   H.thinking = nil
   local buf = M.buf()
+  local shown = th.shown
+  if not shown then
+    H.write_thinking(buf, th, table.concat(th.parts))
+  end
   H.edit(buf, function()
-    H.rewrite_line(buf, th.row, string.format('%s (%d line%s, za)', H.THINKING, th.count, th.count == 1 and '' or 's'))
+    H.rewrite_line(buf, th.row, string.format('%s (%d line%s, za)', H.THINKING, th.written, th.written == 1 and '' or 's'))
   end)
   -- The fold holds the "thinking" line too: one line of reasoning still folds ('foldminlines').
-  H.fold(buf, { { th.row + 1, th.row + 1 + th.count } })
+  local range = { th.row + 1, th.row + 1 + th.written }
+  H.fold(buf, { range })
+  if shown then
+    -- Opened while it streamed: it stays open.
+    for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+      pcall(vim.api.nvim_win_call, win, function()
+        vim.cmd(string.format('silent! %dfoldopen', range[1]))
+      end)
+    end
+  end
 end
 
 --- The thinking block's text while it streams or once done (tests, statuslines): nil when there is none.
