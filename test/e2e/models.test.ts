@@ -127,6 +127,18 @@ forEachNvim((bin) => {
       await e.t.cmd('Caboose again');
       await waitChat(/again[\s\S]*ok/);
       assert.doesNotMatch(JSON.stringify(e.fake.chatRequests[1].body?.messages), /greeting/);
+      // Reopened, the session shows the thinking block folded again.
+      await e.t.cmd('CabooseNew');
+      await e.t.waitFor(async () => !/Hello!/.test(await chat()), 'a new chat');
+      await e.t.lua('vim.ui.select = function(items, opts, cb) cb(items[1], 1) end');
+      await e.t.cmd('CabooseSessions');
+      await waitChat(/💭 thinking \(1 line, za\)\n {2}┆ The user wants a greeting\.\n\nHello!/).catch(async (err: unknown) => {
+        throw new Error(`${String(err)}\n${await chat()}`);
+      });
+      const lines2 = await e.t.chatLines();
+      const row2 = lines2.findIndex((l) => l.startsWith('💭 thinking'));
+      const win2 = await e.t.lua<number>("return vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1]");
+      assert.equal(await e.t.lua<number>('local w, r = ... return vim.api.nvim_win_call(w, function() return vim.fn.foldclosed(r) end)', [win2, row2 + 2]), row2 + 1, 'folded with its line');
     });
 
     it('usage details from a real stream reach the winbar: cached prompt tokens; zero placeholders are not shown', async () => {

@@ -1481,6 +1481,11 @@ function M.load(items)
         table.insert(folds, { w.row() + 2, w.row() + 1 + #details })
         w.append('\n' .. table.concat(details, '\n'))
       end
+    elseif it.t == 'thinking' and it.text and it.text ~= '' and (require('caboose').config().chat or {}).show_thinking ~= false then
+      local details = H.detail_lines({ it.text })
+      H.put_tool_line(reply, string.format('%s (%d line%s, za)', H.THINKING, #details, #details == 1 and '' or 's'), w)
+      table.insert(folds, { w.row() + 1, w.row() + 1 + #details })
+      w.append('\n' .. table.concat(details, '\n'))
     elseif it.t == 'notice' then
       w.block(H.notice_text(it.text))
     elseif it.t == 'error' then
