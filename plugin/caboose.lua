@@ -108,6 +108,17 @@ vim.api.nvim_create_user_command('CabooseBuild', function()
   require('caboose.build').start({ progress = true })
 end, { desc = 'Caboose: finish (or resume) the install: dependencies, native SQLite module, compiled host' })
 
+vim.api.nvim_create_user_command('CabooseModel', function(o)
+  require('caboose.model').command(o)
+end, {
+  nargs = '?',
+  bang = true,
+  desc = 'Caboose: choose the model of the next request ([provider/model], or check: does each provider stream tool calls)',
+  complete = function(lead)
+    return require('caboose.model').complete(lead)
+  end,
+})
+
 vim.api.nvim_create_user_command('CabooseChat', function()
   caboose().focus_chat()
 end, { desc = 'Caboose: open the chat and go to its message area' })

@@ -3,7 +3,8 @@ local M = {}
 local H = {}
 
 ---@class caboose.Config
----@field provider caboose.ProviderConfig Model endpoint (falls back to OPENAI_BASE_URL, OPENAI_API_KEY, CABOOSE_MODEL).
+---@field provider caboose.ProviderConfig|string Model endpoint (falls back to OPENAI_BASE_URL, OPENAI_API_KEY, CABOOSE_MODEL), or the name of the default one among `providers`.
+---@field providers table<string, caboose.NamedProvider>|nil Several named providers; `:CabooseModel` switches between their models.
 ---@field mode 'plan'|'create'|'auto-edit'|'chug' Permission mode at start.
 ---@field step_limit integer Model calls per message before the agent stops.
 ---@field max_queue integer Messages queued while the agent is busy.
@@ -37,6 +38,16 @@ local H = {}
 ---@field max_retries integer|nil Retries on 429/5xx/network errors (default 3).
 ---@field retry_base_delay_ms integer|nil First backoff delay (default 500 ms, doubled each retry).
 
+---@class caboose.NamedProvider: caboose.ProviderConfig
+---@field api_key_env string|nil Name of the environment variable holding the key.
+---@field models string[]|table<string, caboose.ModelOptions>|nil Models offered in the picker (besides the server's /models), or names → their options.
+
+---@class caboose.ModelOptions
+---@field context_window integer|nil
+---@field max_tokens integer|nil
+---@field reasoning_effort string|nil Sent only to this model ('low', 'medium', 'high', …).
+---@field temperature number|nil Sent only to this model.
+
 ---@class caboose.RulesOptions
 ---@field files string[] Names or globs looked up in the working directory and each parent up to the repository root.
 ---@field max_bytes_per_file integer Bytes read from one file at most (the rest is left out, with a notice).
@@ -58,6 +69,7 @@ local H = {}
 ---@field min_size integer|nil Smallest size (default 40 columns, or 8 lines for top/bottom).
 ---@field max_size integer|nil Largest size (default 120 columns, or 30 lines for top/bottom).
 ---@field input_height integer Lines of the message area under the transcript.
+---@field show_thinking boolean Show the model's reasoning as a folded "thinking" block (za opens it).
 
 ---@class caboose.ApprovalOptions
 ---@field grace_ms integer When a new request replaces the one in the focused float, its decision keys are ignored this long (ms), so a double press does not answer it unseen. 0 disables.
@@ -105,7 +117,7 @@ local defaults = {
   diagnostics = { enabled = true, wait_ms = 2000, settle_ms = 300 },
   data_dir = vim.fn.stdpath('data') .. '/caboose',
   host = { node = 'node', transport = 'job', prestart = true },
-  chat = { position = 'right', size = 0.4, min_size = nil, max_size = nil, input_height = 5 },
+  chat = { position = 'right', size = 0.4, min_size = nil, max_size = nil, input_height = 5, show_thinking = true },
   approval = { grace_ms = 400, style = 'inline' },
   edit = { keymap = nil }, -- e.g. '<leader>ce' in Visual mode for <Plug>(CabooseEdit)
   review = {
@@ -168,7 +180,9 @@ end
 
 -- dotted key → checker(value) returning ok, expected
 H.checks = {
-  ['provider'] = H.opt_type('table'),
+  ['provider'] = function(v)
+    return v == nil or type(v) == 'table' or (type(v) == 'string' and v ~= ''), "a table, or the name of one of `providers`"
+  end,
   ['provider.base_url'] = H.opt_type('string'),
   ['provider.api_key'] = H.opt_type('string'),
   ['provider.api_key_cmd'] = function(v)
@@ -235,6 +249,9 @@ H.checks = {
   ['chat.max_size'] = function(v)
     return v == nil or (type(v) == 'number' and v >= 1), 'nil or a number >= 1'
   end,
+  ['chat.show_thinking'] = function(v)
+    return type(v) == 'boolean', 'a boolean'
+  end,
   ['chat.input_height'] = function(v)
     return type(v) == 'number' and v >= 1 and v == math.floor(v), 'a whole number >= 1'
   end,
@@ -285,7 +302,7 @@ H.provider_keys = { 'base_url', 'api_key', 'api_key_cmd', 'model', 'max_tokens',
 H.normalize = function(opts)
   opts = vim.deepcopy(opts or {})
   for _, k in ipairs(H.provider_keys) do
-    if opts[k] ~= nil then
+    if opts[k] ~= nil and type(opts.provider) ~= 'string' then
       opts.provider = opts.provider or {}
       if opts.provider[k] == nil then
         opts.provider[k] = opts[k]
@@ -304,7 +321,7 @@ H.normalize = function(opts)
     opts.web_search = { searxng_url = opts.web_search.url }
   end
   for k in pairs(opts) do
-    if defaults[k] == nil and k ~= 'web_search' and k ~= 'system_prompt' then
+    if defaults[k] == nil and k ~= 'web_search' and k ~= 'system_prompt' and k ~= 'providers' then
       vim.notify(string.format('(caboose) setup(): unknown option `%s` (ignored)', k), vim.log.levels.WARN)
     end
   end
@@ -325,7 +342,57 @@ function M.build(opts)
     end
   end
   H.check_mcp_servers(cfg.mcp.servers)
+  H.check_providers(cfg)
   return cfg
+end
+
+H.provider_fields = {
+  base_url = 'string', api_key = 'string', api_key_env = 'string', model = 'string', max_tokens = 'number',
+  context_window = 'number', headers = 'table', timeout_ms = 'number', max_retries = 'number', retry_base_delay_ms = 'number',
+}
+
+--- `providers = { name = {…} }` and `provider = 'name'`.
+H.check_providers = function(cfg)
+  local providers = cfg.providers
+  if providers == nil then
+    if type(cfg.provider) == 'string' then
+      H.fail('provider', 'a table (there are no `providers` to name)', cfg.provider)
+    end
+    return
+  end
+  if type(providers) ~= 'table' or vim.islist(providers) then
+    H.fail('providers', 'a table of providers by name', providers)
+  end
+  for name, p in pairs(providers) do
+    local at = 'providers.' .. tostring(name)
+    if type(name) ~= 'string' or not name:match('^[%w][%w_.-]*$') then
+      H.fail(at, 'named with letters, digits, ".", "-" and "_"', name)
+    end
+    if type(p) ~= 'table' then
+      H.fail(at, 'a table { base_url, api_key | api_key_cmd | api_key_env, model, models, … }', p)
+    end
+    for k, v in pairs(p) do
+      local t = H.provider_fields[k]
+      if k == 'api_key_cmd' then
+        if type(v) ~= 'string' and type(v) ~= 'table' then
+          H.fail(at .. '.api_key_cmd', 'a string or a list of strings', v)
+        end
+      elseif k == 'models' then
+        if type(v) ~= 'table' then
+          H.fail(at .. '.models', 'a list of model names, or a table of model names → options', v)
+        end
+      elseif not t then
+        H.fail(at .. '.' .. tostring(k), 'one of base_url, api_key, api_key_cmd, api_key_env, model, models, max_tokens, context_window, headers, timeout_ms, max_retries, retry_base_delay_ms', v)
+      elseif type(v) ~= t then
+        H.fail(at .. '.' .. k, 'a ' .. t, v)
+      end
+    end
+  end
+  if type(cfg.provider) == 'string' and providers[cfg.provider] == nil then
+    local names = vim.tbl_keys(providers)
+    table.sort(names)
+    H.fail('provider', 'one of the configured providers (' .. table.concat(names, ', ') .. ')', cfg.provider)
+  end
 end
 
 H.fail = function(key, expected, got)
@@ -435,13 +502,33 @@ end
 ---@param cfg caboose.Config
 function M.host_part(cfg)
   local provider = vim.deepcopy(cfg.provider)
-  if provider.headers and vim.tbl_isempty(provider.headers) then
-    provider.headers = nil
+  if type(provider) == 'table' then
+    if provider.headers and vim.tbl_isempty(provider.headers) then
+      provider.headers = nil
+    end
+    -- An empty Lua table travels as an array; the host expects an object.
+    setmetatable(provider, getmetatable(vim.empty_dict()))
   end
-  -- An empty Lua table travels as an array; the host expects an object.
-  setmetatable(provider, getmetatable(vim.empty_dict()))
+  local providers = nil
+  if cfg.providers then
+    providers = setmetatable({}, getmetatable(vim.empty_dict()))
+    for name, p in pairs(cfg.providers) do
+      local out = setmetatable(vim.deepcopy(p), getmetatable(vim.empty_dict()))
+      if out.headers then
+        setmetatable(out.headers, getmetatable(vim.empty_dict()))
+      end
+      if type(out.models) == 'table' and not vim.islist(out.models) then
+        setmetatable(out.models, getmetatable(vim.empty_dict()))
+        for _, o in pairs(out.models) do
+          setmetatable(o, getmetatable(vim.empty_dict()))
+        end
+      end
+      providers[name] = out
+    end
+  end
   return {
     provider = provider,
+    providers = providers,
     mode = cfg.mode,
     step_limit = cfg.step_limit,
     max_queue = cfg.max_queue,

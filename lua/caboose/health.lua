@@ -182,6 +182,30 @@ function M.check()
   else
     h.error('endpoint not reachable: ' .. tostring(ep.error), { 'check provider.base_url / OPENAI_BASE_URL' })
   end
+  H.providers(h, report.providers)
+end
+
+--- Every configured provider (`providers = { name = {…} }`): reachable, key accepted, model listed.
+H.providers = function(h, providers)
+  if type(providers) ~= 'table' or #providers <= 1 then
+    return
+  end
+  h.start('caboose: providers')
+  for _, p in ipairs(providers) do
+    local what = string.format('%s (%s, model %s)', tostring(p.name), tostring(p.base_url), tostring(p.model))
+    if not p.reachable then
+      h.error(what .. ': not reachable: ' .. tostring(p.error), { 'check providers.' .. tostring(p.name) .. '.base_url' })
+    elseif p.status == 401 or p.status == 403 then
+      h.error(string.format('%s: the key was refused (HTTP %d)', what, p.status), { 'check providers.' .. tostring(p.name) .. '.api_key / api_key_cmd / api_key_env' })
+    elseif p.status and p.status >= 400 then
+      h.warn(string.format('%s: GET /models answered HTTP %d', what, p.status))
+    elseif p.model_listed == false then
+      h.warn(what .. ': reachable, but its model list does not name the model', { ':CabooseModel lists what it offers' })
+    else
+      h.ok(string.format('%s: reachable%s%s', what, p.key_present and ', key present' or ', no key', p.models and string.format(', %d models', p.models) or ''))
+    end
+  end
+  h.info('whether each streams tool calls: :CabooseModel check (one tiny request per provider)')
 end
 
 return M

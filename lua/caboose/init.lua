@@ -137,6 +137,9 @@ H.handlers = {
   assistant_delta = function(p)
     H.chat().assistant_delta(p.text)
   end,
+  reasoning_delta = function(p)
+    H.chat().reasoning_delta(p.text)
+  end,
   assistant_end = function(p)
     H.chat().assistant_end(p)
   end,
@@ -562,6 +565,20 @@ function M.command_mcp(o)
     return M.mcp_restart(args[2])
   end
   H.notify('usage: :CabooseMcp [restart {server}]', vim.log.levels.ERROR)
+end
+
+--- Open the model picker (vim.ui.select over every provider's models): the same one :CabooseModel and
+--- the chat's gL open. `opts.on_choice(item|nil)` runs after the switch. Returns at once.
+---@param opts { refresh: boolean|nil, on_choice: fun(item: table|nil)|nil }|nil
+function M.pick_model(opts)
+  return require('caboose.model').pick(opts)
+end
+
+--- Set the model of the next request: 'provider/model', a model of the current provider, or a provider.
+---@param spec string
+---@param on_done fun(res: { provider: string, model: string, label: string })|nil
+function M.set_model(spec, on_done)
+  return require('caboose.model').set(spec, on_done)
 end
 
 --- Run one tool directly, as the user (no model, no approval). Returns `{ ok, data }` or `{ ok = false, error }`.

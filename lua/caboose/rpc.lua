@@ -32,6 +32,9 @@ M.methods = {
   audit_diff = 'audit.diff',
   mcp_list = 'mcp.list',
   mcp_restart = 'mcp.restart',
+  model_list = 'model.list',
+  model_set = 'model.set',
+  model_check = 'model.check',
 }
 
 H.chan = nil ---@type integer|nil

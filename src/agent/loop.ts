@@ -47,6 +47,8 @@ export interface AgentEvents {
   state?(state: AgentState, previous: AgentState): void;
   assistantStart?(): void;
   text?(delta: string): void;
+  /** The model's reasoning as it streams (never part of the reply). */
+  reasoning?(delta: string): void;
   assistantEnd?(info: { interrupted: boolean }): void;
   toolCall?(call: { id: string; name: string; args: unknown }): void;
   toolResult?(r: { id: string; name: string; result: ToolResult }): void;
@@ -436,6 +438,7 @@ export class Agent {
     }
     this.emit('assistantStart');
     let partial = '';
+    let lastRetryMessage: string | undefined;
     try {
       const tools = this.registry.specs(this.opts.toolFilter).map(({ name, description, parameters }) => ({ name, description, parameters }));
       const messages: ChatMessage[] = [{ role: 'system', content: this.systemPrompt() }, ...this.fitToWindow(prompt, tools)];
@@ -451,12 +454,17 @@ export class Agent {
             break;
           case 'retry':
             this.emit('retry', { attempt: ev.attempt, delayMs: ev.delayMs, message: ev.error.message });
-            this.emit('notice', `${ev.error.message}; retrying in ${formatDelay(ev.delayMs)} (attempt ${ev.attempt})`);
+            // The server's message once: a retry failing the same way says so without repeating it.
+            this.emit('notice', `${ev.error.message === lastRetryMessage ? 'the same error again' : ev.error.message}; retrying in ${formatDelay(ev.delayMs)} (attempt ${ev.attempt})`);
+            lastRetryMessage = ev.error.message;
+            break;
+          case 'reasoning':
+            this.emit('reasoning', ev.delta);
             break;
           case 'tool_call_delta':
             break;
           case 'done':
-            this.push(assistantMessage(ev.text, ev.toolCalls));
+            this.push(assistantMessage(ev.text, ev.toolCalls, { model: this.model.model, ...(ev.reasoning ? { reasoning: ev.reasoning } : {}), ...(ev.reasoningOpaque ? { reasoningOpaque: ev.reasoningOpaque } : {}) }));
             this.emit('assistantEnd', { interrupted: false });
             if (ev.finishReason === 'length' && ev.toolCalls.length === 0) {
               this.emit('notice', 'the reply was cut at the max_tokens limit');

@@ -23,6 +23,27 @@ export const ProviderConfigSchema = z
   })
   .partial();
 
+/**
+ * Per-model settings: its context window, and options sent only to it (`reasoning_effort`, `temperature`,
+ * `max_tokens`, or any other top-level request field).
+ */
+export const ModelOptionsSchema = z
+  .object({
+    context_window: z.number().int().positive().optional().nullable(),
+    max_tokens: z.number().int().positive().optional().nullable(),
+    reasoning_effort: z.string().optional().nullable(),
+    temperature: z.number().min(0).max(2).optional().nullable(),
+  })
+  .catchall(z.union([z.string(), z.number(), z.boolean(), z.null()]));
+
+/** A named provider (issue 21): the single provider's fields, its env key source and its models. */
+export const NamedProviderSchema = ProviderConfigSchema.extend({
+  /** Name of an environment variable holding the key. */
+  api_key_env: optStr,
+  /** Models offered in the picker besides the server's list: names, or names → their options. */
+  models: z.union([z.array(z.string()), z.record(z.string(), ModelOptionsSchema)]).optional().nullable(),
+}).partial();
+
 /** `false` turns project rules off; each key left out keeps its default (src/workspace/rules.ts). */
 export const RulesConfigSchema = z.union([
   z.literal(false),
@@ -37,7 +58,9 @@ export const RulesConfigSchema = z.union([
 
 export const HostConfigSchema = z
   .object({
-    provider: ProviderConfigSchema.optional(),
+    /** The single-table form, or the name of the default provider among `providers`. */
+    provider: z.union([z.string().min(1), ProviderConfigSchema]).optional(),
+    providers: z.record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/), NamedProviderSchema).optional().nullable(),
     mode: z.enum(PERMISSION_MODES).optional(),
     step_limit: z.number().int().positive().optional(),
     max_queue: z.number().int().min(0).optional(),
@@ -74,6 +97,11 @@ export const InitParams = z.object({
 
 /** :checkhealth caboose: `cwd` is Neovim's current directory (the rules a new conversation there would read). */
 export const HealthParams = z.object({ cwd: z.string().min(1).optional().nullable() });
+/** model.list: `refresh` asks each provider's /models again (else a cached list is used). */
+export const ModelListParams = z.object({ refresh: z.boolean().optional().nullable() });
+/** model.set: `provider` may be omitted with a single provider (or to keep the current one). */
+export const ModelSetParams = z.object({ provider: z.string().min(1).max(200).optional().nullable(), model: z.string().min(1).max(500) });
+
 export const SessionListParams = z.object({ query: z.string().max(1000).optional().nullable() });
 export const SessionOpenParams = z.object({ id: z.string().min(1).max(200) });
 export const SessionRenameParams = z.object({ title: z.string().min(1).max(1000) });

@@ -42,6 +42,9 @@ export class HostServer {
   private runtimes = 0;
   /** The MCP servers, shared by the sessions; created on first need when any is configured. */
   private mcp: McpPool | null | undefined;
+  /** The model chosen with :CabooseModel: kept for the sessions that follow (:CabooseNew, reopening). */
+  private choice: { provider: string; model: string } | null = null;
+  private catalogueInstance: import('./models').ModelCatalogue | null = null;
 
   constructor(
     private readonly ui: LuaUi,
@@ -194,6 +197,48 @@ export class HostServer {
         const { checkHealth } = require('./health') as typeof import('./health');
         return checkHealth(init.config, init.dataDir, cwd ?? init.cwd, this.mcpPool());
       }
+      case METHODS.modelList: {
+        const { refresh } = parse(protocol().ModelListParams, params, method);
+        const listed = await this.catalogue().list(refresh ?? false);
+        const current = this.runtime?.model() ?? (await this.currentProvider());
+        const { modelLabel } = require('./provider-config') as typeof import('./provider-config');
+        return { ...listed, current: { provider: current.name, model: current.model, label: modelLabel(this.requireInit().config, current) } };
+      }
+      case METHODS.modelSet: {
+        const p = parse(protocol().ModelSetParams, params, method);
+        const { resolveProvider, modelLabel } = require('./provider-config') as typeof import('./provider-config');
+        const config = this.requireInit().config;
+        const rt = await this.ensureRuntime();
+        const choice = p.provider ? { provider: p.provider, model: p.model } : await this.catalogue().parse(p.model, rt.model().name);
+        let resolved;
+        try {
+          resolved = await resolveProvider(config, process.env, choice);
+        } catch (err) {
+          userError(err);
+        }
+        this.choice = { provider: resolved.name ?? choice.provider, model: resolved.model };
+        const label = modelLabel(config, resolved);
+        rt.setModel(resolved, label);
+        return { provider: resolved.name, model: resolved.model, label, base_url: resolved.baseURL };
+      }
+      case METHODS.modelCheck: {
+        const { configuredProviders, resolveProvider } = require('./provider-config') as typeof import('./provider-config');
+        const { checkStreaming } = require('./models') as typeof import('./models');
+        const config = this.requireInit().config;
+        const names = [...configuredProviders(config).keys()];
+        const results = await Promise.all(
+          names.map(async (name) => {
+            const current = this.runtime?.model();
+            const pick = current?.name === name ? { provider: name, model: current.model } : { provider: name };
+            try {
+              return await checkStreaming(await resolveProvider(config, process.env, pick));
+            } catch (err) {
+              return { provider: name, model: '', ok: false, tool_calls: false, detail: err instanceof Error ? err.message : String(err) };
+            }
+          }),
+        );
+        return { results };
+      }
       case METHODS.mcpList: {
         const p = parse(protocol().McpListParams, params, method);
         const pool = this.mcpPool();
@@ -312,6 +357,20 @@ export class HostServer {
     return { mode, servers: pool ? mcpServerViews(pool.status(), mode, grants) : [] };
   }
 
+  private catalogue(): import('./models').ModelCatalogue {
+    if (!this.catalogueInstance) {
+      const { ModelCatalogue } = require('./models') as typeof import('./models');
+      this.catalogueInstance = new ModelCatalogue(() => this.requireInit().config);
+    }
+    return this.catalogueInstance;
+  }
+
+  /** The provider and model the next session would use. */
+  private async currentProvider(): Promise<import('./provider-config').ResolvedProvider> {
+    const { resolveProvider } = require('./provider-config') as typeof import('./provider-config');
+    return resolveProvider(this.requireInit().config, process.env, this.choice ?? {});
+  }
+
   private onInit(p: z.infer<ReturnType<typeof protocol>['InitParams']>) {
     if (p.log_file) this.log.setFile(p.log_file);
     if (p.log_level) this.log.setLevel(p.log_level);
@@ -351,11 +410,17 @@ export class HostServer {
         const { resolveProvider } = require('./provider-config') as typeof import('./provider-config');
         const { ChatSession } = require('./session') as typeof import('./session');
         const { createSessionRuntime } = require('./runtime') as typeof import('./runtime');
-        const provider = await resolveProvider(init.config);
+        const { modelLabel } = require('./provider-config') as typeof import('./provider-config');
+        // A choice the configuration no longer has (setup() changed it) falls back to the default.
+        const provider = await resolveProvider(init.config, process.env, this.choice ?? {}).catch((err: unknown) => {
+          if (!this.choice) throw err;
+          this.choice = null;
+          return resolveProvider(init.config);
+        });
         // The session's own view of the UI: closed when it is replaced (see LuaUi.scope).
         const ui = this.ui.scope(++this.runtimes);
         const session = new ChatSession(ui, this.log, resumeId);
-        const rt = await createSessionRuntime({ ...init, provider, session, ui, log: this.log, resume: resumeId !== undefined, mcp: this.mcpPool() });
+        const rt = await createSessionRuntime({ ...init, provider, modelLabel: modelLabel(init.config, provider), session, ui, log: this.log, resume: resumeId !== undefined, mcp: this.mcpPool() });
         this.runtime = rt;
         return rt;
       })();

@@ -204,6 +204,7 @@ H.keys = {
   { 'n', 'gy', 'yank the code block under the cursor' },
   { 'n', 'za zo zc', 'open/close a tool call\'s details (on its line)' },
   { 'n', 'ga', 'go to the pending approval (:CabooseApproval)' },
+  { 'n', 'gL', 'choose the model of the next request (:CabooseModel)' },
   { 'n', 'q', 'transcript: close the chat' },
   { 'n', '?', 'this list' },
   { 'i', '@', 'complete a file path to attach' },
@@ -217,6 +218,10 @@ end
 --- za, zo, zc on a tool call's line act on its details (the fold on the lines below it).
 H.fold_key = function(key)
   local row = vim.api.nvim_win_get_cursor(0)[1]
+  local th = H.thinking
+  if th and not th.shown and key ~= 'zc' and row - 1 == th.row and vim.api.nvim_get_current_buf() == H.buf then
+    return "<Cmd>lua require('caboose.ui.chat')._show_thinking()<CR>"
+  end
   local lines = vim.api.nvim_buf_get_lines(0, row - 1, row + 1, false)
   local n = #H.DETAIL
   if not (lines[2] and lines[1]:sub(1, n) ~= H.DETAIL and lines[2]:sub(1, n) == H.DETAIL) then
@@ -250,6 +255,9 @@ H.set_transcript_keymaps = function(buf)
       vim.notify('(caboose) no approval is pending', vim.log.levels.INFO)
     end
   end, 'go to the pending approval')
+  H.map(buf, 'n', 'gL', function()
+    require('caboose.model').pick()
+  end, 'choose the model')
   H.map(buf, 'n', '?', M.show_keys, 'list the chat keys')
 end
 
@@ -697,6 +705,10 @@ end
 -- Folds for tool details -----------------------------------------------------------------------------
 
 function M.foldtext()
+  local first = vim.fn.getline(vim.v.foldstart)
+  if first:sub(1, #H.THINKING) == H.THINKING then
+    return first
+  end
   local n = vim.v.foldend - vim.v.foldstart + 1
   return string.format('%s%d line%s of details (za)', H.DETAIL, n, n == 1 and '' or 's')
 end
@@ -753,7 +765,20 @@ function M.status_line(width)
   end
   if s.usage then
     local u = s.usage
-    add(3, string.format('↑%s ↓%s Σ%s', H.tokens(u.prompt), H.tokens(u.completion), H.tokens((u.session_prompt or 0) + (u.session_completion or 0))))
+    local total = H.tokens((u.session_prompt or 0) + (u.session_completion or 0))
+    local short = string.format('↑%s ↓%s Σ%s', H.tokens(u.prompt), H.tokens(u.completion), total)
+    -- Cached prompt tokens and reasoning tokens, only when the server reported real figures (issue 21).
+    local cached = tonumber(u.cached) or 0
+    local reasoning = tonumber(u.reasoning) or 0
+    local full = string.format(
+      '↑%s%s ↓%s%s Σ%s',
+      H.tokens(u.prompt),
+      cached > 0 and (' (' .. H.tokens(cached) .. ' cached)') or '',
+      H.tokens(u.completion),
+      reasoning > 0 and (' (' .. H.tokens(reasoning) .. ' thinking)') or '',
+      total
+    )
+    add(3, full, nil, full ~= short and short or nil)
   end
   if s.title then
     add(4, s.title, 'CabooseTitle')
@@ -992,6 +1017,7 @@ H.queue = {} ---@type { id: integer, text: string }[]
 --- What the transcript's rendering keeps about its text: reset with a new buffer or a reopened session.
 H.clear_state = function()
   H.reply = { open = false, last = nil }
+  H.thinking = nil
   H.tools, H.queue = {}, {}
   H.rules = nil
 end
@@ -1035,6 +1061,7 @@ function M.user_message(p)
   end
   M.buf()
   H.queue_remove({ p.id })
+  H.close_thinking()
   H.reply = { open = false, last = nil }
   M.block(H.user_text(p.text, p.context))
 end
@@ -1096,7 +1123,8 @@ H.detail_ranges = function(buf)
   local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
   for i, l in ipairs(lines) do
     if l:sub(1, n) == H.DETAIL then
-      start = start or i
+      -- A thinking block's fold starts at its "thinking" line.
+      start = start or ((i > 1 and lines[i - 1]:sub(1, #H.THINKING) == H.THINKING) and i - 1 or i)
     elseif start then
       table.insert(ranges, { start, i - 1 })
       start = nil
@@ -1190,11 +1218,111 @@ function M.assistant_delta(text)
   if H.status.retry then
     M.set_status(nil, nil, { retry = false })
   end
+  H.close_thinking()
   H.ensure_reply('text')
   M.append(text)
 end
 
+-- The model's reasoning: a "thinking" line with the text below it as detail lines, folded once the
+-- reasoning ends (the reply's text, a tool call or the end of the step); `za` on the line opens it.
+H.THINKING = '💭 thinking'
+H.thinking = nil ---@type { row: integer, parts: string[], lines: integer, last: string, shown: boolean, written: integer }|nil
+
+--- A reasoning delta (issue 21). Off with `chat.show_thinking = false`.
+function M.reasoning_delta(text)
+  if text == nil or text == '' or (require('caboose').config().chat or {}).show_thinking == false then
+    return
+  end
+  if H.status.retry then
+    M.set_status(nil, nil, { retry = false })
+  end
+  local buf = M.buf()
+  if not H.thinking then
+    H.put_tool_line(H.reply, H.THINKING .. '…', H.buffer_out)
+    -- parts: the text; lines: how many lines it has; last: its last line; shown: its lines are in the buffer.
+    H.thinking = { row = vim.api.nvim_buf_line_count(buf) - 1, parts = {}, lines = 1, last = '', shown = false, written = 0 }
+  end
+  local th = H.thinking
+  table.insert(th.parts, text)
+  local _, newlines = text:gsub('\n', '')
+  local before = th.lines
+  th.lines = th.lines + newlines
+  if th.shown then
+    H.write_thinking(buf, th, text)
+  elseif before ~= th.lines or #th.parts == 1 then
+    -- Collapsed while it streams: the line counts what arrived (za shows it).
+    H.edit(buf, function()
+      H.rewrite_line(buf, th.row, string.format('%s… (%d line%s, za)', H.THINKING, th.lines, th.lines == 1 and '' or 's'))
+    end)
+  end
+end
+
+--- Writes `text` (the reasoning that arrived since the last write) under the thinking line: only its
+--- last line and the new ones are rewritten (a long reasoning streams thousands of deltas).
+H.write_thinking = function(buf, th, text)
+  local lines = vim.split(th.last .. text, '\n', { plain = true })
+  local first = th.written > 0 and th.written or 1 -- 1-based detail line where `lines` start
+  local follow = H.followers(buf)
+  H.edit(buf, function()
+    vim.api.nvim_buf_set_lines(buf, th.row + first, th.row + 1 + th.written, false, H.detail_lines({ table.concat(lines, '\n') }))
+  end)
+  th.written = first - 1 + #lines
+  th.last = lines[#lines]
+  local last = vim.api.nvim_buf_line_count(buf)
+  for _, win in ipairs(follow) do
+    pcall(vim.api.nvim_win_set_cursor, win, { last, 0 })
+  end
+end
+
+--- `za` on a thinking line that is still streaming: its text so far is shown, and follows the stream.
+function M._show_thinking()
+  local th = H.thinking
+  if not th or th.shown then
+    return
+  end
+  th.shown = true
+  local buf = M.buf()
+  H.edit(buf, function()
+    H.rewrite_line(buf, th.row, H.THINKING .. '…')
+  end)
+  H.write_thinking(buf, th, table.concat(th.parts))
+end
+
+--- Ends a streaming thinking block: its line says how long it is and its text is folded under it.
+H.close_thinking = function()
+  local th = H.thinking
+  if not th then
+    return
+  end
+  H.thinking = nil
+  local buf = M.buf()
+  local shown = th.shown
+  if not shown then
+    H.write_thinking(buf, th, table.concat(th.parts))
+  end
+  H.edit(buf, function()
+    H.rewrite_line(buf, th.row, string.format('%s (%d line%s, za)', H.THINKING, th.written, th.written == 1 and '' or 's'))
+  end)
+  -- The fold holds the "thinking" line too: one line of reasoning still folds ('foldminlines').
+  local range = { th.row + 1, th.row + 1 + th.written }
+  H.fold(buf, { range })
+  if shown then
+    -- Opened while it streamed: it stays open.
+    for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+      pcall(vim.api.nvim_win_call, win, function()
+        vim.cmd(string.format('silent! %dfoldopen', range[1]))
+      end)
+    end
+  end
+end
+
+--- The thinking block's text while it streams or once done (tests, statuslines): nil when there is none.
+function M.thinking_text()
+  return H.thinking and table.concat(H.thinking.parts) or nil
+end
+
 function M.assistant_end(info)
+  H.close_thinking()
   if info and info.interrupted then
     H.ensure_reply('text')
     M.append(H.INTERRUPTED)
@@ -1216,6 +1344,7 @@ end
 
 --- One compact line per tool call; its status and summary are filled in when the result arrives.
 function M.tool_call(p)
+  H.close_thinking()
   local text = p.summary or p.name or '?'
   H.put_tool_line(H.reply, H.tool_line('running', text), H.buffer_out)
   local buf = H.buf
@@ -1352,6 +1481,11 @@ function M.load(items)
         table.insert(folds, { w.row() + 2, w.row() + 1 + #details })
         w.append('\n' .. table.concat(details, '\n'))
       end
+    elseif it.t == 'thinking' and it.text and it.text ~= '' and (require('caboose').config().chat or {}).show_thinking ~= false then
+      local details = H.detail_lines({ it.text })
+      H.put_tool_line(reply, string.format('%s (%d line%s, za)', H.THINKING, #details, #details == 1 and '' or 's'), w)
+      table.insert(folds, { w.row() + 1, w.row() + 1 + #details })
+      w.append('\n' .. table.concat(details, '\n'))
     elseif it.t == 'notice' then
       w.block(H.notice_text(it.text))
     elseif it.t == 'error' then
