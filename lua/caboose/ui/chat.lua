@@ -145,7 +145,16 @@ H.md_steps = {
     vim.treesitter.query.get('markdown', 'injections')
     vim.treesitter.query.get('markdown_inline', 'injections')
   end,
+  function()
+    require('vim.treesitter.highlighter')
+  end,
 }
+
+--- Runs fn in a later turn of the main loop: a libuv timer, so typed keys and other events get their
+--- turn first (a callback queued with vim.schedule from a scheduled callback runs in the same turn).
+H.next_turn = function(fn)
+  vim.defer_fn(fn, 0)
+end
 
 --- The chat's markdown injections: fenced code and inline markup. The stock query also injects HTML as
 --- one combined region of the whole buffer, and front matter: each appended frame then re-parsed all of a
@@ -155,13 +164,20 @@ H.MD_INJECTIONS = table.concat({
   '([(inline) (pipe_table_cell)] @injection.content (#set! injection.language "markdown_inline"))',
 }, '\n')
 
-H.md_apply = function(buf)
+--- The buffer's markdown parser, with the chat's injections.
+H.md_parser = function(buf)
   if vim.api.nvim_buf_is_valid(buf) then
     -- Made before the filetype is set: the markdown ftplugin's vim.treesitter.start() then finds it.
     local ok, parser = pcall(vim.treesitter.get_parser, buf, 'markdown', { injections = { markdown = H.MD_INJECTIONS } })
     if ok and parser and vim.b[buf].caboose_chat then
       H.split_watch(buf, parser)
     end
+  end
+end
+
+H.md_apply = function(buf)
+  if vim.api.nvim_buf_is_valid(buf) then
+    H.md_parser(buf)
     vim.bo[buf].filetype = 'markdown'
     if vim.b[buf].caboose_input then
       -- The markdown ftplugin sets its own (HTML tags); ours completes @paths.
@@ -306,15 +322,21 @@ H.set_markdown = function(buf)
     i = i + 1
     if H.md_steps[i] then
       pcall(H.md_steps[i])
-      return vim.schedule(step)
+      return H.next_turn(step)
     end
-    H.md_ready = true
+    -- The parsers in this turn; the filetype (the markdown ftplugin, the highlighter) in the next.
     for _, b in ipairs(H.md_waiting) do
-      H.md_apply(b)
+      H.md_parser(b)
     end
-    H.md_waiting = {}
+    H.next_turn(function()
+      H.md_ready = true
+      for _, b in ipairs(H.md_waiting) do
+        H.md_apply(b)
+      end
+      H.md_waiting = {}
+    end)
   end
-  vim.schedule(step)
+  H.next_turn(step)
 end
 
 -- Keys ---------------------------------------------------------------------------------------------
