@@ -157,6 +157,8 @@ H.start_job = function(cfg)
     env = {
       CABOOSE_LOG_FILE = cfg.log.file,
       CABOOSE_LOG_LEVEL = cfg.log.level,
+      -- Where the host keeps its compiled code between starts (rplugin/node/caboose/index.js).
+      CABOOSE_CACHE_DIR = vim.fn.stdpath('cache') .. '/caboose',
     },
     on_stderr = function(_, data)
       for _, line in ipairs(data or {}) do
