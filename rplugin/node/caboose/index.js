@@ -29,8 +29,12 @@ function loadWithCodeCache(file, cacheDir) {
   const mod = { exports: {}, filename: file, id: file, loaded: false };
   script.runInThisContext().call(mod.exports, mod.exports, nodeModule.createRequire(file), mod, file, path.dirname(file));
   if (cachedData === undefined || script.cachedDataRejected) {
-    // After the first message has loaded the agent, so its code is in the cache too.
-    const timer = setTimeout(() => {
+    // Once the first messages have loaded the agent (its code is then in the cache too): a few seconds
+    // after the start, or when the host exits before that.
+    let written = false;
+    const write = () => {
+      if (written) return;
+      written = true;
       try {
         fs.mkdirSync(cacheDir, { recursive: true, mode: 0o700 });
         const tmp = `${cacheFile}.${process.pid}.tmp`;
@@ -42,8 +46,9 @@ function loadWithCodeCache(file, cacheDir) {
       } catch {
         // no cache: only slower
       }
-    }, 5000);
-    timer.unref();
+    };
+    setTimeout(write, 5000).unref();
+    process.once('exit', write);
   }
   return mod.exports;
 }
