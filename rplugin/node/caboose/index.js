@@ -28,28 +28,34 @@ function loadWithCodeCache(file, cacheDir) {
   const script = new vm.Script(nodeModule.wrap(source), { filename: file, cachedData });
   const mod = { exports: {}, filename: file, id: file, loaded: false };
   script.runInThisContext().call(mod.exports, mod.exports, nodeModule.createRequire(file), mod, file, path.dirname(file));
-  if (cachedData === undefined || script.cachedDataRejected) {
-    // Once the first messages have loaded the agent (its code is then in the cache too): a few seconds
-    // after the start, or when the host exits before that.
-    let written = false;
-    const write = () => {
-      if (written) return;
-      written = true;
-      try {
-        fs.mkdirSync(cacheDir, { recursive: true, mode: 0o700 });
-        const tmp = `${cacheFile}.${process.pid}.tmp`;
-        fs.writeFileSync(tmp, script.createCachedData(), { mode: 0o600 });
-        fs.renameSync(tmp, cacheFile);
-        for (const name of fs.readdirSync(cacheDir)) {
-          if (name.startsWith('host-') && name.endsWith('.v8cache') && path.join(cacheDir, name) !== cacheFile) fs.rmSync(path.join(cacheDir, name), { force: true });
-        }
-      } catch {
-        // no cache: only slower
+  // Written a few seconds after a start that found no usable cache, and at exit whenever this host
+  // compiled more than the cache holds (the first message loads the agent: its code is then cached too).
+  let written = false;
+  const write = (data) => {
+    written = true;
+    try {
+      fs.mkdirSync(cacheDir, { recursive: true, mode: 0o700 });
+      const tmp = `${cacheFile}.${process.pid}.tmp`;
+      fs.writeFileSync(tmp, data, { mode: 0o600 });
+      fs.renameSync(tmp, cacheFile);
+      for (const name of fs.readdirSync(cacheDir)) {
+        if (name.startsWith('host-') && name.endsWith('.v8cache') && path.join(cacheDir, name) !== cacheFile) fs.rmSync(path.join(cacheDir, name), { force: true });
       }
-    };
-    setTimeout(write, 5000).unref();
-    process.once('exit', write);
-  }
+    } catch {
+      // no cache: only slower
+    }
+  };
+  const usable = cachedData !== undefined && !script.cachedDataRejected;
+  if (!usable) setTimeout(() => write(script.createCachedData()), 5000).unref();
+  process.once('exit', () => {
+    if (written && usable) return;
+    try {
+      const data = script.createCachedData();
+      if (!usable || data.length > cachedData.length * 1.1) write(data);
+    } catch {
+      // no cache: only slower
+    }
+  });
   return mod.exports;
 }
 
