@@ -150,8 +150,8 @@ H.md_steps = {
   end,
 }
 
---- Runs fn in a later turn of the main loop: a libuv timer, so typed keys and other events get their
---- turn first (a callback queued with vim.schedule from a scheduled callback runs in the same turn).
+--- Runs fn in a later iteration of the main loop (a libuv timer): typed keys, RPC requests and timers
+--- that arrived meanwhile are served between two pieces of work.
 H.next_turn = function(fn)
   vim.defer_fn(fn, 0)
 end
@@ -202,7 +202,10 @@ end
 --- highlighting — as one tree of the whole buffer. Neovim 0.12+ only (its highlighter parses
 --- asynchronously; on older versions the transcript keeps one tree).
 H.SETTLE_MS = 300
-H.splits = {} ---@type table<integer, { timer: uv.uv_timer_t, active: boolean }>
+--- How many quiet spells a boundary move waits for the parser to catch up (a long transcript's first
+--- parse) before it waits for the next change instead.
+H.SETTLE_TRIES = 10
+H.splits = {} ---@type table<integer, { timer: uv.uv_timer_t, active: boolean, tries: integer }>
 
 --- The end of the buffer, past the last line's end of line (row, col, byte offset): the chat appends
 --- there (new lines) or just before it (text continuing the last line), and either way the live part,
@@ -235,7 +238,7 @@ H.split_watch = function(buf, parser)
     return
   end
   local timer = assert(vim.uv.new_timer())
-  local st = { timer = timer, active = false }
+  local st = { timer = timer, active = false, tries = 0 }
   H.splits[buf] = st
   local settle = vim.schedule_wrap(function()
     H.settle(buf)
@@ -245,6 +248,7 @@ H.split_watch = function(buf, parser)
       if st.active and not H.split_ok(buf, parser) then
         H.split_reset(buf, parser)
       end
+      st.tries = 0
       timer:stop()
       timer:start(H.SETTLE_MS, 0, settle)
     end,
@@ -279,14 +283,17 @@ H.settle = function(buf)
     return
   end
   if not parser:is_valid(true) then
-    -- Still parsing (or not yet redrawn): try again after the next quiet spell.
-    st.timer:start(H.SETTLE_MS, 0, vim.schedule_wrap(function()
-      H.settle(buf)
-    end))
+    -- Still parsing (or not redrawn: a hidden chat is not parsed): try again after a quiet spell.
+    st.tries = st.tries + 1
+    if st.tries < H.SETTLE_TRIES then
+      st.timer:start(H.SETTLE_MS, 0, vim.schedule_wrap(function()
+        H.settle(buf)
+      end))
+    end
     return
   end
-  local trees = parser:trees()
-  local tree = st.active and trees[2] or (not st.active and trees[1]) or nil
+  -- The tree holding the end of the buffer: the live part's, or the one tree.
+  local tree = parser:trees()[st.active and 2 or 1]
   if not tree then
     return
   end
