@@ -205,7 +205,7 @@ H.SETTLE_MS = 300
 --- How many quiet spells a boundary move waits for the parser to catch up (a long transcript's first
 --- parse) before it waits for the next change instead.
 H.SETTLE_TRIES = 10
-H.splits = {} ---@type table<integer, { timer: uv.uv_timer_t, active: boolean, tries: integer }>
+H.splits = {} ---@type table<integer, { timer: uv.uv_timer_t, active: boolean, tries: integer, parser: vim.treesitter.LanguageTree }>
 
 --- The end of the buffer, past the last line's end of line (row, col, byte offset): the chat appends
 --- there (new lines) or just before it (text continuing the last line), and either way the live part,
@@ -238,7 +238,7 @@ H.split_watch = function(buf, parser)
     return
   end
   local timer = assert(vim.uv.new_timer())
-  local st = { timer = timer, active = false, tries = 0 }
+  local st = { timer = timer, active = false, tries = 0, parser = parser }
   H.splits[buf] = st
   local settle = vim.schedule_wrap(function()
     H.settle(buf)
@@ -279,7 +279,8 @@ H.settle = function(buf)
   local st = H.splits[buf]
   local hl = vim.treesitter.highlighter.active[buf]
   local parser = hl and hl.tree
-  if not st or not parser or not H.valid(buf) then
+  -- Only the parser being watched (treesitter restarted on the buffer would bring another one).
+  if not st or not parser or parser ~= st.parser or not H.valid(buf) then
     return
   end
   if not parser:is_valid(true) then
