@@ -167,6 +167,32 @@ forEachNvim((bin) => {
       await assertSameAsOneTree('after the second reply');
     });
 
+    it('an edit in the settled part (the rules lines rewritten) keeps the highlighting exact', async () => {
+      await e.start({ initLua: SETUP });
+      await e.t.nvim.uiAttach(120, 60, { ext_linegrid: true, rgb: true });
+      await e.t.lua("require('caboose.ui.chat').rules({ '> Rules: AGENTS.md (12 lines)' })");
+      e.fake.script({ text: REPLY_1 });
+      await e.t.cmd('Caboose first');
+      await waitState('idle');
+      await e.t.waitFor(async () => /Done one\./.test(await chatText()), 'first reply');
+      if (split) {
+        const plan = (await e.t.chatLines()).indexOf('## Plan');
+        await e.t.waitFor(async () => (await regions())?.[1]?.[0] === plan, 'two parts');
+      }
+      // Rewritten in place, at the top: inside the settled part; then a second reply streams.
+      await e.t.lua("require('caboose.ui.chat').rules({ '> Rules: AGENTS.md (40 lines), **CLAUDE.md** (3 lines)', '> and `.cursor/rules/a.mdc`' })");
+      e.fake.script({ text: REPLY_2, chunks: REPLY_2.match(/[\s\S]{1,9}/g)!, delayMs: 5 });
+      await e.t.cmd('Caboose second');
+      await waitState('idle');
+      await e.t.waitFor(async () => /Done two\./.test(await chatText()), 'second reply');
+      await e.t.cmd('redraw');
+      if (split) {
+        const reg = (await regions())!;
+        assert.ok(reg.length === 2 && reg[0][1] === reg[1][0], `still two contiguous parts: ${JSON.stringify(reg)}`);
+      }
+      await assertSameAsOneTree('after the settled part was edited');
+    });
+
     it('a transcript replaced while split (a reopened session) goes back to one correct tree', async () => {
       await e.start({ initLua: SETUP });
       await e.t.nvim.uiAttach(120, 60, { ext_linegrid: true, rgb: true });
