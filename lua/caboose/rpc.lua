@@ -161,6 +161,8 @@ H.start_job = function(cfg)
   env.OPENAI_API_KEY = nil
   env.CABOOSE_LOG_FILE = cfg.log.file
   env.CABOOSE_LOG_LEVEL = cfg.log.level
+  -- Where the host keeps its compiled code between starts (rplugin/node/caboose/index.js).
+  env.CABOOSE_CACHE_DIR = vim.fn.stdpath('cache') .. '/caboose'
   local job = vim.fn.jobstart({ cfg.host.node, entry }, {
     rpc = true,
     clear_env = true,
