@@ -22,6 +22,10 @@ local H = {}
 ---@field approval caboose.ApprovalOptions Approval float.
 ---@field log caboose.LogOptions Host log file.
 ---@field mcp caboose.McpOptions MCP servers whose tools the agent may call.
+---@field acp caboose.AcpOptions External agents (Claude Code, Codex, Gemini CLI, opencode) :CabooseAgent can run.
+
+---@class caboose.AcpOptions
+---@field agents table<string, { command: string|string[], env: table<string,string>|nil, start_timeout_ms: integer|nil }>
 
 ---@class caboose.ProviderConfig
 ---@field base_url string|nil
@@ -108,6 +112,7 @@ local defaults = {
   },
   log = { level = 'info', file = vim.fn.stdpath('log') .. '/caboose.log' },
   mcp = { servers = {}, start_timeout_ms = 10000 },
+  acp = { agents = {} },
 }
 
 M.defaults = vim.deepcopy(defaults)
@@ -318,6 +323,7 @@ function M.build(opts)
     end
   end
   H.check_mcp_servers(cfg.mcp.servers)
+  H.check_acp_agents(cfg.acp.agents)
   return cfg
 end
 
@@ -424,6 +430,54 @@ H.check_mcp_servers = function(servers)
   end
 end
 
+--- Each agent of `acp.agents`: a valid name, a `command` (a string or a list), string `env` values.
+H.check_acp_agents = function(agents)
+  if type(agents) ~= 'table' then
+    H.fail('acp.agents', 'a table of agents by name', agents)
+  end
+  for name, a in pairs(agents) do
+    local at = 'acp.agents.' .. tostring(name)
+    if type(name) ~= 'string' or #name > 32 or not name:match('^[%w][%w_.-]*$') or name == 'caboose' then
+      H.fail(at, 'named with letters, digits, ".", "-" and "_" (at most 32 characters; not "caboose", the built-in agent)', name)
+    end
+    if type(a) ~= 'table' or not H.mcp_server_keys.command[1](a.command) then
+      H.fail(at .. '.command', 'a non-empty string or a list of strings (the command and its arguments)', type(a) == 'table' and a.command or a)
+    end
+    for k, v in pairs(a) do
+      if k == 'env' then
+        if not H.is_dict_of_strings(v) then
+          H.fail(at .. '.env', 'a table of strings by name', v)
+        end
+      elseif k == 'start_timeout_ms' then
+        if not (type(v) == 'number' and v > 0 and v == math.floor(v)) then
+          H.fail(at .. '.start_timeout_ms', 'a positive whole number', v)
+        end
+      elseif k ~= 'command' then
+        H.fail(at .. '.' .. tostring(k), 'one of command, env, start_timeout_ms', v)
+      end
+    end
+  end
+end
+
+--- The ACP agents as the host expects them: `command` split into the program and its arguments.
+H.acp_part = function(acp)
+  local agents = setmetatable({}, getmetatable(vim.empty_dict()))
+  for name, a in pairs(acp.agents or {}) do
+    local cmd = type(a.command) == 'table' and a.command or { a.command }
+    local program = cmd[1]
+    if program:sub(1, 2) == '~/' then
+      program = vim.fs.normalize(program)
+    end
+    agents[name] = {
+      command = program,
+      args = vim.list_slice(cmd, 2),
+      env = a.env and setmetatable(vim.deepcopy(a.env), getmetatable(vim.empty_dict())) or nil,
+      start_timeout_ms = a.start_timeout_ms,
+    }
+  end
+  return { agents = agents }
+end
+
 --- The part of the config the host owns (model, tools, approvals, store).
 ---@param cfg caboose.Config
 function M.host_part(cfg)
@@ -448,6 +502,7 @@ function M.host_part(cfg)
     rules = cfg.rules,
     diagnostics = cfg.diagnostics,
     mcp = H.mcp_part(cfg.mcp),
+    acp = H.acp_part(cfg.acp),
   }
 end
 

@@ -32,6 +32,8 @@ M.methods = {
   audit_diff = 'audit.diff',
   mcp_list = 'mcp.list',
   mcp_restart = 'mcp.restart',
+  agent_list = 'agent.list',
+  agent_select = 'agent.select',
 }
 
 H.chan = nil ---@type integer|nil

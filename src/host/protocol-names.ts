@@ -29,6 +29,8 @@ export const METHODS = {
   auditDiff: 'audit.diff',
   mcpList: 'mcp.list',
   mcpRestart: 'mcp.restart',
+  agentList: 'agent.list',
+  agentSelect: 'agent.select',
 } as const;
 
 /**

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { PERMISSION_MODES } from '../agent/permissions';
 import { isValidRulesPattern } from '../workspace/rules';
 import { McpConfigSchema } from '../mcp/config';
+import { AcpConfigSchema } from '../acp/config';
 
 export { METHODS, EVENTS } from './protocol-names';
 
@@ -54,6 +55,7 @@ export const HostConfigSchema = z
       .partial()
       .optional(),
     mcp: McpConfigSchema.optional().nullable(),
+    acp: AcpConfigSchema.optional().nullable(),
   })
   .partial();
 
@@ -86,6 +88,8 @@ export const ContextItemParams = z.object({
   modified: z.boolean().optional().nullable(),
 });
 export const SendParams = z.object({ text: z.string().min(1), context: z.array(ContextItemParams).max(50).optional().nullable() });
+/** :CabooseAgent: `name` an `acp.agents` entry or 'caboose' (the built-in agent); `new_chat` always starts a new chat. */
+export const AgentSelectParams = z.object({ name: z.string().min(1).max(64), new_chat: z.boolean().optional().nullable() });
 export const SetModeParams = z.object({ mode: z.enum(PERMISSION_MODES) });
 /** A hunk review's answer: per file, the sha256 the review was shown for and the hunks (1-based) rejected. */
 export const ReviewSelectionParams = z.object({

@@ -61,10 +61,12 @@ export interface SessionRuntime {
   /** Renames this session (the user's title wins over the model's). */
   rename(title: string): { title: string };
   /** Which session the chat shows, its title and whether it holds messages. */
-  info(): { session: string; title: string | null; cwd: string; messages: number };
+  info(): { session: string; title: string | null; cwd: string; messages: number; agent?: string };
   /** :CabooseUndo / :CabooseCheckpoints: the file changes of each user message, rewindable. */
   checkpoints: CheckpointApi;
   dispose(): void;
+  /** An external agent's chat (src/acp): its agent. */
+  acp?: import('../acp/agent').AcpAgent;
 }
 
 export interface RuntimeOptions {

@@ -28,6 +28,8 @@ interface InitState {
   cwd: string;
   dataDir: string;
   nvimVersion?: string;
+  /** The external (ACP) agent new chats run, by its `acp.agents` name; null: the built-in agent. */
+  agent?: string | null;
 }
 
 /**
@@ -119,6 +121,10 @@ export class HostServer {
         const init = this.requireInit();
         const fs = require('node:fs') as typeof import('node:fs');
         if (fs.existsSync(stored.cwd)) init.cwd = stored.cwd;
+        // An external agent's chat reopens with that agent (when it is still configured).
+        const { parseAcpModelTag } = require('./acp-runtime') as typeof import('./acp-runtime');
+        const acpTag = parseAcpModelTag(stored.model);
+        init.agent = acpTag && init.config.acp?.agents?.[acpTag.agent] ? acpTag.agent : null;
         // The transcript first, read through the current store: Neovim renders it while the new runtime
         // (workspace, tools, agent) is built.
         const { transcriptItems } = require('./session-history') as typeof import('./session-history');
@@ -134,6 +140,30 @@ export class HostServer {
         this.log.info('session.open: new runtime in %d ms', Math.round(performance.now() - t0));
         next.session.emitState(next.session.agent.state, next.session.agent.state);
         return next.info();
+      }
+      case METHODS.agentList: {
+        const init = this.requireInit();
+        return { agents: Object.keys(init.config.acp?.agents ?? {}).sort(), current: this.runtime?.acp?.name ?? init.agent ?? null };
+      }
+      case METHODS.agentSelect: {
+        const p = parse(protocol().AgentSelectParams, params, method);
+        const init = this.requireInit();
+        const { BUILTIN_AGENT } = require('../acp/config') as typeof import('../acp/config');
+        const name = p.name === BUILTIN_AGENT ? null : p.name;
+        if (name !== null && !init.config.acp?.agents?.[name]) {
+          const known = Object.keys(init.config.acp?.agents ?? {});
+          throw new HostError(`no ACP agent '${p.name}' is configured (setup({ acp = { agents = { ${p.name} = { command = { … } } } } }))${known.length ? `; configured: ${known.join(', ')}` : ''}`);
+        }
+        const rt = await this.ensureRuntime();
+        const same = (rt.acp?.name ?? null) === name;
+        init.agent = name;
+        if (same && !p.new_chat) return { ...rt.info(), new_chat: false };
+        // The current chat changes agent while it is empty; a conversation keeps its agent (a new chat starts).
+        const fresh = p.new_chat || rt.info().messages > 0;
+        const next = await this.replaceRuntime(fresh ? undefined : rt.session.id);
+        next.session.emitState(next.session.agent.state, next.session.agent.state);
+        void next.prepare();
+        return { ...next.info(), new_chat: fresh };
       }
       case METHODS.sessionRename: {
         const { title } = parse(protocol().SessionRenameParams, params, method);
@@ -347,8 +377,28 @@ export class HostServer {
     if (!this.starting) {
       const init = this.requireInit();
       this.starting = (async () => {
-        const { resolveProvider } = require('./provider-config') as typeof import('./provider-config');
         const { ChatSession } = require('./session') as typeof import('./session');
+        const acpAgent = init.agent ? init.config.acp?.agents?.[init.agent] : undefined;
+        if (init.agent && acpAgent) {
+          const { createAcpRuntime } = require('./acp-runtime') as typeof import('./acp-runtime');
+          const ui = this.ui.scope(++this.runtimes);
+          const session = new ChatSession(ui, this.log, resumeId);
+          const rt = await createAcpRuntime({
+            config: init.config,
+            cwd: init.cwd,
+            dataDir: init.dataDir,
+            session,
+            ui,
+            log: this.log,
+            agentName: init.agent,
+            agent: acpAgent,
+            resume: resumeId !== undefined,
+            clientVersion: HOST_VERSION,
+          });
+          this.runtime = rt;
+          return rt;
+        }
+        const { resolveProvider } = require('./provider-config') as typeof import('./provider-config');
         const { createSessionRuntime } = require('./runtime') as typeof import('./runtime');
         const provider = await resolveProvider(init.config);
         // The session's own view of the UI: closed when it is replaced (see LuaUi.scope).
