@@ -106,6 +106,7 @@ export class AcpAgent {
   private readonly seen = new Map<string, string>();
   private readonly tools = new Map<string, AcpToolCallState>();
   private readonly terminals = new Map<string, Terminal>();
+  private readonly released = new Map<string, string>();
   private readonly permissions = new Map<string, (outcome: acp.RequestPermissionResponse) => void>();
   private thought: { id: string; text: string } | null = null;
   private thoughts = 0;
@@ -201,7 +202,10 @@ export class AcpAgent {
         return {};
       })
       .onRequest('terminal/release', ({ params }) => {
-        this.terminals.get(params.terminalId)?.ac.abort();
+        const t = this.terminals.get(params.terminalId);
+        t?.ac.abort();
+        // Its output stays for the tool line that embeds it (until the turn ends).
+        if (t?.result) this.released.set(params.terminalId, t.result.output);
         this.terminals.delete(params.terminalId);
         return {};
       });
@@ -297,6 +301,7 @@ export class AcpAgent {
       this.closeThought();
       for (const c of this.tools.values()) if (!isFinished(c)) this.finishTool({ ...c, status: 'failed' }, true);
       this.tools.clear();
+      this.released.clear();
       this.turn = null;
       this.host.events.turnEnd({ stopReason, text: turn.text });
       this.setState('idle');
@@ -397,7 +402,7 @@ export class AcpAgent {
 
   private finishTool(c: AcpToolCallState, cancelled: boolean): void {
     const status = toolStatus(c, cancelled || (this.turn?.cancelled ?? false));
-    const details = toolDetails(c, (id) => this.terminals.get(id)?.result?.output);
+    const details = toolDetails(c, (id) => this.terminals.get(id)?.result?.output ?? this.released.get(id));
     this.tools.delete(c.id);
     this.host.events.toolResult({ id: c.id, name: c.kind, ok: status === 'ok', status, summary: '', details });
     if (c.kind === 'execute' || c.kind === 'delete' || c.kind === 'move') this.host.events.diskChanged();

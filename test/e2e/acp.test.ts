@@ -5,6 +5,7 @@ import path from 'node:path';
 import { forEachNvim, REPO_ROOT } from '../support/nvim';
 import { useE2E } from '../support/e2e';
 import { approvalFloat, waitApprovalFloat } from '../support/approval';
+import { processAlive } from '../support/processes';
 
 const AGENT = path.join(REPO_ROOT, 'test', 'support', 'acp-agent.mjs');
 
@@ -117,6 +118,7 @@ forEachNvim((bin) => {
       // In create mode the command asks first through the agent's own permission; the terminal runs in our bash.
       await send('term echo hello-from-terminal');
       await chatHas('TERM exit=0 signal= out=hello-from-terminal');
+      await chatHas('┆ hello-from-terminal'); // the output, folded under the tool line
       await idle();
     });
 
@@ -134,11 +136,32 @@ forEachNvim((bin) => {
       await idle();
       assert.equal(await approvalFloat(e.t), null, 'the float closed');
 
+      // A running terminal command is killed.
+      await send('term sleep 300');
+      await chatHas('Run sleep 300');
+      await new Promise((r) => setTimeout(r, 300));
+      await e.t.cmd('CabooseStop');
+      await chatHas(/TERM exit=null signal=SIG/);
+      await idle();
+
       await send('crash');
       await chatHas(/agent 'tester' exited with code 3; its last output:[\s>]*boom: the agent fell over/);
       await idle();
       await send('hello again');
       await chatHas('ECHO hello again');
+    });
+
+    it("the agent's process ends with Neovim", async () => {
+      await e.start({ initLua: SETUP() });
+      await pick();
+      await send('pid');
+      await chatHas(/PID \d+/);
+      const pid = Number(/PID (\d+)/.exec(await chat())![1]);
+      assert.ok(processAlive(pid), 'the agent runs');
+      await e.t.close();
+      const deadline = Date.now() + 20_000;
+      while (processAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      assert.equal(processAlive(pid), false, 'the agent ended with Neovim');
     });
 
     it('plan mode refuses writes; an ACP chat is stored and reopened with session/load', async () => {

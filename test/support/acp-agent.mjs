@@ -120,6 +120,10 @@ const app = agent({ name: 'caboose-test-agent' })
           cancelled = null;
           return { stopReason: 'cancelled' };
         }
+        case 'pid': {
+          await say(`PID ${process.pid}`);
+          break;
+        }
         case 'crash': {
           process.stderr.write('boom: the agent fell over\n');
           process.exit(3);
