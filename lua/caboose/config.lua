@@ -395,6 +395,12 @@ H.mcp_server_keys = {
     end,
     'a positive whole number',
   },
+  sampling = {
+    function(v)
+      return v == 'ask' or v == 'allow' or v == 'deny'
+    end,
+    "'ask', 'allow' or 'deny'",
+  },
 }
 
 --- Each server of `mcp.servers`: a valid name, either `command` or `url`, known keys of the right types.
@@ -415,7 +421,7 @@ H.check_mcp_servers = function(servers)
     for k, v in pairs(s) do
       local check = H.mcp_server_keys[k]
       if not check then
-        H.fail(at .. '.' .. tostring(k), 'one of type, command, args, env, cwd, url, headers, allow, disabled, timeout_ms', v)
+        H.fail(at .. '.' .. tostring(k), 'one of type, command, args, env, cwd, url, headers, allow, disabled, timeout_ms, sampling', v)
       end
       if k == 'type' and H.MCP_TYPES[v] and H.MCP_TYPES[v] ~= transport then
         H.fail(at .. '.type', string.format("'%s' (the server has %s)", transport, transport == 'stdio' and 'a command' or 'a url'), v)

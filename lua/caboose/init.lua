@@ -552,6 +552,19 @@ function M.command_mcp(o)
   H.notify('usage: :CabooseMcp [restart {server}]', vim.log.levels.ERROR)
 end
 
+--- Completion items for MCP resources and prompts (servers are started first): calls `on_items` with a
+--- list of `{ word, kind = 'resource'|'prompt', menu, info }`, e.g. `#mcp:everything:demo://…` to attach a
+--- resource to a message, `/everything:simple-prompt` to run a prompt (at the start of a message). Returns
+--- at once.
+---@param on_items fun(items: table[])
+function M.mcp_completion_items(on_items)
+  return H.call(require('caboose.rpc').methods.mcp_items, vim.empty_dict(), function(err, res)
+    if not err then
+      on_items(res.items or {})
+    end
+  end)
+end
+
 --- Which agent runs the current chat: an `acp.agents` name, or nil for the built-in agent.
 function M.agent_name()
   return H.state.agent

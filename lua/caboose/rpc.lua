@@ -32,6 +32,7 @@ M.methods = {
   audit_diff = 'audit.diff',
   mcp_list = 'mcp.list',
   mcp_restart = 'mcp.restart',
+  mcp_items = 'mcp.items',
   agent_list = 'agent.list',
   agent_select = 'agent.select',
 }

@@ -29,6 +29,7 @@ export const METHODS = {
   auditDiff: 'audit.diff',
   mcpList: 'mcp.list',
   mcpRestart: 'mcp.restart',
+  mcpItems: 'mcp.items',
   agentList: 'agent.list',
   agentSelect: 'agent.select',
 } as const;

@@ -67,6 +67,8 @@ export interface SessionRuntime {
   dispose(): void;
   /** An external agent's chat (src/acp): its agent. */
   acp?: import('../acp/agent').AcpAgent;
+  /** MCP servers' elicitation and sampling, answered in this chat. */
+  mcpClient?: import('./mcp-client').McpSessionClient;
 }
 
 export interface RuntimeOptions {
@@ -185,7 +187,9 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     },
   };
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const mcp = o.mcp ? (require('../mcp/session') as typeof import('../mcp/session')).attachMcp(o.mcp, registry, log, (text) => notice(text)) : null;
+  const mcp = o.mcp
+    ? (require('../mcp/session') as typeof import('../mcp/session')).attachMcp(o.mcp, registry, log, (text) => notice(text), (id, summary) => ui.emit(EVENTS.toolProgress, { id, summary }))
+    : null;
   registry.add(createExploreTool(subagent));
   registry.add(createAgentTool({ ...subagent, grants, mode: () => agent.mode, requestApproval: session.requestApproval, approvalCancelled: (r) => session.cancelApproval(r.id) }));
   const agent = new Agent({
@@ -316,7 +320,10 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     ensureRestored();
     await rules.freeze();
     const id = ++messageCount;
-    const composed = await composeMessage(text, context, (p) => ws.call('read_file', { path: p }));
+    // `/server:prompt …` and `#mcp:server:uri` (MCP prompts and resources) are expanded first.
+    const expanded = o.mcp && /(^\s*\/[\w-]+:\S)|#mcp:/.test(text) ? await mcpMessage().expandMcpMessage(text, o.mcp, session.askOutsideTurn, titleAbort.signal) : null;
+    const composed = await composeMessage(expanded?.text ?? text, context, (p) => ws.call('read_file', { path: p }));
+    if (expanded) composed.labels.unshift(...expanded.labels);
     // After a rewind the model learns which of its edits are gone.
     const note = ws.workspace.checkpoints.takeNotes();
     const r = agent.send(note ? `${note}\n\n${composed.text}` : composed.text, { id, display: text, labels: composed.labels } satisfies MessageMeta);
@@ -330,6 +337,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     }
     return { id, ...r };
   };
+  const mcpMessage = () => require('./mcp-message') as typeof import('./mcp-message');
   const selectionEdits = new Map<number, AbortController>();
   return {
     session,
@@ -384,6 +392,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     restore: (trashId, targetPath) => ws.call('restore_file', { trashId, targetPath }),
     callTool: (name, args) => ws.call(name, args),
     checkpoints: checkpointApi(ws.workspace, () => session.id, () => agent.state !== 'idle', notice),
+    mcpClient: (require('./mcp-client') as typeof import('./mcp-client')).mcpSessionClient({ session, provider: o.provider, servers: config.mcp?.servers ?? {}, notice }),
     dispose() {
       // Nothing this session emits while it winds down reaches the chat that replaces it.
       ui.close();

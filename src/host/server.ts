@@ -141,6 +141,12 @@ export class HostServer {
         next.session.emitState(next.session.agent.state, next.session.agent.state);
         return next.info();
       }
+      case METHODS.mcpItems: {
+        const pool = this.mcpPool();
+        if (!pool) return { items: [] };
+        const { mcpCompletionItems } = require('./mcp-message') as typeof import('./mcp-message');
+        return { items: await mcpCompletionItems(pool) };
+      }
       case METHODS.agentList: {
         const init = this.requireInit();
         return { agents: Object.keys(init.config.acp?.agents ?? {}).sort(), current: this.runtime?.acp?.name ?? init.agent ?? null };
@@ -325,7 +331,25 @@ export class HostServer {
     const servers = init.config.mcp?.servers ?? {};
     if (Object.keys(servers).length === 0) return (this.mcp = null);
     const { McpPool } = require('../mcp/client-pool') as typeof import('../mcp/client-pool');
-    const pool = new McpPool(init.config.mcp ?? {}, { cwd: init.cwd, log: this.log, clientVersion: HOST_VERSION });
+    const path = require('node:path') as typeof import('node:path');
+    const { pathToFileURL } = require('node:url') as typeof import('node:url');
+    // What servers ask of the client goes to the current chat (none, or an ACP chat: cancelled/refused).
+    const chat = () => this.runtime?.mcpClient;
+    const pool = new McpPool(init.config.mcp ?? {}, {
+      cwd: init.cwd,
+      log: this.log,
+      clientVersion: HOST_VERSION,
+      client: {
+        roots: () => [{ uri: pathToFileURL(init.cwd).href, name: path.basename(init.cwd) }],
+        elicit: async (server, req, signal) => chat()?.elicit(server, req, signal) ?? { action: 'cancel' },
+        sample: async (server, req, signal) => {
+          const c = chat();
+          if (!c) throw new Error('no chat with a model is open to answer the sampling request');
+          return c.sample(server, req, signal);
+        },
+        resourceUpdated: (server, uri) => this.ui.emit(EVENTS.notice, { text: `MCP server '${server}': resource ${uri} changed` }),
+      },
+    });
     pool.onChange((c) => {
       const tools = pool.status().find((s) => s.name === c.server)?.tools.length ?? 0;
       this.ui.emit(EVENTS.mcpChanged, { server: c.server, state: c.state, previous: c.previous, reason: c.reason, tools });

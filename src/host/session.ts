@@ -84,6 +84,14 @@ export class ChatSession {
       this.ui.emit(EVENTS.ask, { id, question: req.question, choices: req.choices });
     });
 
+  /** A question asked while no turn runs (a slash command's arguments): Lua shows it even when idle. */
+  askOutsideTurn: NonNullable<ToolContext['ask']> = (req) =>
+    new Promise((resolve) => {
+      const id = randomUUID();
+      this.asks.set(id, { resolve });
+      this.ui.emit(EVENTS.ask, { id, question: req.question, choices: req.choices, outside_turn: true });
+    });
+
   resolveAsk(id: string, answer: string | null): boolean {
     const p = this.asks.get(id);
     if (!p) return false;
