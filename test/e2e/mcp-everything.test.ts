@@ -144,6 +144,16 @@ for (const transport of ['stdio', 'http'] as const) {
       await idle();
       const progress = await e.t.lua<string[]>('return _G.progress');
       assert.ok(progress.some((p) => /^\d+\/3/.test(p)), `progress shown (${progress.join(' | ')})`);
+
+      // 6. :CabooseStop cancels a running call (the SDK sends notifications/cancelled with the aborted request).
+      await e.t.lua('_G.progress = {}');
+      e.fake.script({ toolCalls: [{ name: 'everything__trigger-long-running-operation', arguments: { duration: 60, steps: 60 } }] }, { text: 'never' });
+      await e.t.cmd('Caboose very long');
+      await approve();
+      await e.t.waitFor(async () => (await e.t.lua<string[]>('return _G.progress')).length > 0, 'the call reports progress');
+      await e.t.cmd('CabooseStop');
+      await idle();
+      await chatHas(/⊘ everything__trigger-long-running-operation/);
     });
 
     it('a resource attached with #mcp: reaches the model; a prompt runs as /server:prompt with its arguments asked for', async () => {
