@@ -44,6 +44,8 @@ export class HostServer {
   private runtimes = 0;
   /** The MCP servers, shared by the sessions; created on first need when any is configured. */
   private mcp: McpPool | null | undefined;
+  /** Settles when a :CabooseAgent switch has its new chat (messages sent meanwhile wait for it). */
+  private switching: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly ui: LuaUi,
@@ -61,6 +63,8 @@ export class HostServer {
         return this.onInit(parse(protocol().InitParams, params, method));
       case METHODS.send: {
         const { text, context } = parse(protocol().SendParams, params, method);
+        // A message sent right after :CabooseAgent goes to the chat it opens, not the one it closes.
+        await this.switching;
         const rt = await this.ensureRuntime();
         return rt.send(
           text,
@@ -153,23 +157,9 @@ export class HostServer {
       }
       case METHODS.agentSelect: {
         const p = parse(protocol().AgentSelectParams, params, method);
-        const init = this.requireInit();
-        const { BUILTIN_AGENT } = require('../acp/config') as typeof import('../acp/config');
-        const name = p.name === BUILTIN_AGENT ? null : p.name;
-        if (name !== null && !init.config.acp?.agents?.[name]) {
-          const known = Object.keys(init.config.acp?.agents ?? {});
-          throw new HostError(`no ACP agent '${p.name}' is configured (setup({ acp = { agents = { ${p.name} = { command = { … } } } } }))${known.length ? `; configured: ${known.join(', ')}` : ''}`);
-        }
-        const rt = await this.ensureRuntime();
-        const same = (rt.acp?.name ?? null) === name;
-        init.agent = name;
-        if (same && !p.new_chat) return { ...rt.info(), new_chat: false };
-        // The current chat changes agent while it is empty; a conversation keeps its agent (a new chat starts).
-        const fresh = p.new_chat || rt.info().messages > 0;
-        const next = await this.replaceRuntime(fresh ? undefined : rt.session.id);
-        next.session.emitState(next.session.agent.state, next.session.agent.state);
-        void next.prepare();
-        return { ...next.info(), new_chat: fresh };
+        const done = this.selectAgent(p);
+        this.switching = done.catch(() => undefined);
+        return done;
       }
       case METHODS.sessionRename: {
         const { title } = parse(protocol().SessionRenameParams, params, method);
@@ -394,6 +384,28 @@ export class HostServer {
     old?.dispose();
     afterDispose?.();
     return this.ensureRuntime(resumeId);
+  }
+
+  /** :CabooseAgent: the chat's agent (see METHODS.agentSelect). */
+  private async selectAgent(p: { name: string; new_chat?: boolean | null }) {
+    const init = this.requireInit();
+    const { BUILTIN_AGENT } = require('../acp/config') as typeof import('../acp/config');
+    const name = p.name === BUILTIN_AGENT ? null : p.name;
+    if (name !== null && !init.config.acp?.agents?.[name]) {
+      const known = Object.keys(init.config.acp?.agents ?? {});
+      throw new HostError(`no ACP agent '${p.name}' is configured (setup({ acp = { agents = { ${p.name} = { command = { … } } } } }))${known.length ? `; configured: ${known.join(', ')}` : ''}`);
+    }
+    const rt = await this.ensureRuntime();
+    const same = (rt.acp?.name ?? null) === name;
+    init.agent = name;
+    if (same && !p.new_chat) return { ...rt.info(), new_chat: false };
+    // The current chat changes agent while it is empty; a conversation keeps its agent (a new chat starts).
+    const fresh = p.new_chat || rt.info().messages > 0;
+    const next = await this.replaceRuntime(fresh ? undefined : rt.session.id);
+    next.session.emitState(next.session.agent.state, next.session.agent.state);
+    // The agent starts while the user types (a failure is reported in the chat and retried at the first message).
+    next.prepare().catch((err: unknown) => this.log.info('agent warm-up: %s', errorMessage(err)));
+    return { ...next.info(), new_chat: fresh };
   }
 
   private ensureRuntime(resumeId?: string): Promise<SessionRuntime> {

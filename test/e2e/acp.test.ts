@@ -84,6 +84,24 @@ forEachNvim((bin) => {
       assert.equal(fs.readFileSync(file, 'utf8'), want, 'the disk is untouched');
       await idle();
 
+      // Paths outside the workspace, and denied ones, are refused both ways.
+      fs.mkdirSync(path.join(e.t.cwd, '.git'), { recursive: true });
+      fs.writeFileSync(path.join(e.t.cwd, '.git', 'config'), 'SECRET=1\n');
+      await send('read /etc/passwd');
+      await chatHas(/ERROR .*outside/i);
+      await idle();
+      await send('read .git/config');
+      await chatHas(/ERROR .*(denied|deny)/i);
+      await idle();
+      await send('write ../escape.txt escaped');
+      await chatHas(/WRITE FAILED: .*outside/i);
+      await idle();
+      assert.equal(fs.existsSync(path.join(e.t.cwd, '..', 'escape.txt')), false);
+      await send('write .git/hooks/pre-commit evil');
+      await chatHas(/WRITE FAILED: .*(denied|deny)/i);
+      await idle();
+      assert.equal(fs.existsSync(path.join(e.t.cwd, '.git', 'hooks', 'pre-commit')), false);
+
       // :CabooseUndo rewinds the agent's turn.
       await e.t.lua("vim.api.nvim_buf_set_lines(vim.fn.bufnr('a.txt'), 8, 9, false, { 'nine' })");
       await e.t.cmd('silent write');
@@ -151,15 +169,15 @@ forEachNvim((bin) => {
       await chatHas('ECHO hello again');
     });
 
-    it("the agent's process ends with Neovim", async () => {
+    it("a message sent right after :CabooseAgent goes to the agent; the agent's process ends with Neovim", async () => {
       await e.start({ initLua: SETUP() });
-      await pick();
-      await send('pid');
+      await e.t.cmd('CabooseAgent tester');
+      await send('pid'); // no wait: the host holds it until the new chat exists
       await chatHas(/PID \d+/);
       const pid = Number(/PID (\d+)/.exec(await chat())![1]);
       assert.ok(processAlive(pid), 'the agent runs');
       await e.t.close();
-      const deadline = Date.now() + 20_000;
+      const deadline = Date.now() + 20_000; // (Neovim is gone: polled from here)
       while (processAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
       assert.equal(processAlive(pid), false, 'the agent ended with Neovim');
     });

@@ -70,6 +70,17 @@ const app = agent({ name: 'caboose-test-agent' })
           }
           break;
         }
+        case 'write': {
+          // write <path> <text>: without reading first.
+          const [p, ...words] = rest;
+          try {
+            await client.request('fs/write_text_file', { sessionId, path: abs(p), content: words.join(' ') + '\n' });
+            await say('WROTE');
+          } catch (e) {
+            await say(`WRITE FAILED: ${e.message}`);
+          }
+          break;
+        }
         case 'permission':
         case 'hangperm': {
           await update({ sessionUpdate: 'tool_call', toolCallId: tool, title: 'Run make test', kind: 'execute', status: 'pending', rawInput: { command: 'make test' } });
