@@ -91,6 +91,23 @@ export async function createAcpRuntime(o: AcpRuntimeOptions): Promise<SessionRun
     ui.emit(EVENTS.notice, { text });
   }
   const usage = { used: 0, size: 0 };
+  // The reply's text since its last tool line: stored as one assistant message before that line.
+  let pendingText = '';
+  const toolTitles = new Map<string, string>();
+  const storeToolLine = (r: { id: string; status: string; summary: string; details: string[] }): void => {
+    try {
+      if (pendingText !== '') recorder.messageAdded({ role: 'assistant', content: pendingText });
+      pendingText = '';
+      const title = toolTitles.get(r.id) ?? r.id;
+      toolTitles.delete(r.id);
+      // Shown when the chat is reopened; kept out of a model's context (these are the agent's own tools).
+      sessions.append(session.id, { kind: 'message', role: 'assistant', message: null, display: { text: '', calls: [{ id: r.id, text: title }] }, text: title, inContext: false });
+      const details = r.details.slice(0, 40);
+      sessions.append(session.id, { kind: 'message', role: 'tool', message: null, display: { id: r.id, status: r.status, summary: r.summary, ...(details.length ? { details } : {}) }, text: '', inContext: false });
+    } catch (e) {
+      log.error('session store: %s', e instanceof Error ? (e.stack ?? e.message) : String(e));
+    }
+  };
   let messageCount = 0;
   let sending: Promise<unknown> = Promise.resolve();
   const maxQueue = config.max_queue ?? 3;
@@ -110,6 +127,7 @@ export async function createAcpRuntime(o: AcpRuntimeOptions): Promise<SessionRun
     events: {
       state: (s, prev) => session.emitState(s, prev),
       turnStart: (m) => {
+        pendingText = '';
         ws.workspace.checkpoints.begin({ sessionId: session.id, messageId: m.id, text: m.text });
         recorder.turnStart({ text: m.text });
         recorder.messageAdded({ role: 'user', content: m.text });
@@ -118,12 +136,20 @@ export async function createAcpRuntime(o: AcpRuntimeOptions): Promise<SessionRun
         ui.emit(EVENTS.assistantStart, {});
       },
       text: (delta) => {
+        pendingText += delta;
         recorder.text(delta);
         ui.emit(EVENTS.assistantDelta, { text: delta });
       },
-      toolCall: (c) => ui.emit(EVENTS.toolCall, c),
+      toolCall: (c) => {
+        toolTitles.set(c.id, c.summary);
+        ui.emit(EVENTS.toolCall, c);
+      },
       toolProgress: (p) => ui.emit(EVENTS.toolProgress, p),
-      toolResult: (r) => ui.emit(EVENTS.toolResult, r),
+      toolResult: (r) => {
+        if (r.name !== 'thinking') storeToolLine(r);
+        else toolTitles.delete(r.id);
+        ui.emit(EVENTS.toolResult, r);
+      },
       todos: (items) => ui.emit(EVENTS.todos, { items }),
       usage: (u) => {
         Object.assign(usage, u);
@@ -131,7 +157,8 @@ export async function createAcpRuntime(o: AcpRuntimeOptions): Promise<SessionRun
       },
       turnEnd: (info) => {
         ws.workspace.checkpoints.end();
-        if (info.text !== '') recorder.messageAdded({ role: 'assistant', content: info.text });
+        if (pendingText !== '') recorder.messageAdded({ role: 'assistant', content: pendingText });
+        pendingText = '';
         recorder.flush();
         ui.emit(EVENTS.assistantEnd, { interrupted: info.stopReason === 'cancelled' });
       },

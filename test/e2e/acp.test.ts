@@ -197,6 +197,8 @@ forEachNvim((bin) => {
       await e.t.lua(`require('caboose.rpc').call(require('caboose.rpc').methods.session_open, { id = ... }, function() end)`, [id]);
       await e.t.waitFor(async () => (await e.t.lua<string | null>("return require('caboose').agent_name()")) === 'tester', 'the reopened chat runs tester again');
       await chatHas(/edit b\.txt b=>B/);
+      await chatHas(/✗ Edit b\.txt/); // its tool line is stored too
+      await chatHas(/WRITE FAILED: .*plan mode/);
       await send('hello');
       await chatHas('ECHO hello');
       const log = fs.readFileSync(e.t.logFile, 'utf8');
