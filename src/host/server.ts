@@ -90,7 +90,10 @@ export class HostServer {
       case METHODS.reset: {
         // A new conversation works in Neovim's current directory (it may have changed with :cd).
         const { cwd } = parse(protocol().ResetParams, params, method);
-        if (cwd && this.init) this.init.cwd = cwd;
+        if (cwd && this.init && cwd !== this.init.cwd) {
+          this.init.cwd = cwd;
+          this.mcp?.rootsChanged();
+        }
         const rt = await this.replaceRuntime();
         // Lua learns the new session (its id, no standing grants) at once, not at the first turn.
         rt.session.emitState(rt.session.agent.state, rt.session.agent.state);
@@ -124,7 +127,10 @@ export class HostServer {
         // The conversation continues in the folder it was about (when it still exists).
         const init = this.requireInit();
         const fs = require('node:fs') as typeof import('node:fs');
-        if (fs.existsSync(stored.cwd)) init.cwd = stored.cwd;
+        if (fs.existsSync(stored.cwd) && stored.cwd !== init.cwd) {
+          init.cwd = stored.cwd;
+          this.mcp?.rootsChanged();
+        }
         // An external agent's chat reopens with that agent (when it is still configured).
         const { parseAcpModelTag } = require('./acp-runtime') as typeof import('./acp-runtime');
         const acpTag = parseAcpModelTag(stored.model);

@@ -213,6 +213,11 @@ export class McpPool {
     return all.filter((x) => x.resources.length + x.templates.length > 0);
   }
 
+  /** The workspace root changed (a new chat in another folder): running servers are told. */
+  rootsChanged(): void {
+    for (const s of this.running()) s.conn.rootsChanged().catch((err: unknown) => this.o.log.debug('mcp %s: roots/list_changed: %s', s.server, String(err)));
+  }
+
   /** Every running server's prompts. */
   async prompts(): Promise<{ server: string; prompts: McpPromptInfo[] }[]> {
     const all = await Promise.all(

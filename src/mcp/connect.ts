@@ -77,6 +77,8 @@ export interface McpConnection {
   /** Resources, templates and prompts (empty when the server does not offer them). */
   listResources(timeoutMs: number): Promise<{ resources: McpResourceInfo[]; templates: McpResourceTemplateInfo[] }>;
   readResource(uri: string, o: { signal: AbortSignal; timeoutMs: number }): Promise<ReadResourceResult>;
+  /** Tells the server the roots changed (it asks for them again). */
+  rootsChanged(): Promise<void>;
   /** Subscribes to a resource's updates (false: the server does not offer subscriptions). */
   subscribe(uri: string, timeoutMs: number): Promise<boolean>;
   listPrompts(timeoutMs: number): Promise<McpPromptInfo[]>;
@@ -191,6 +193,7 @@ export async function connectMcpServer(cfg: McpServerConfig, o: ConnectOptions):
         templates.push(...t.resourceTemplates.map((x) => ({ uriTemplate: x.uriTemplate, name: x.name, ...(x.title ? { title: x.title } : {}), ...(x.description ? { description: x.description } : {}), ...(x.mimeType ? { mimeType: x.mimeType } : {}) })));
         return { resources, templates };
       },
+      rootsChanged: () => (hooks ? client.sendRootsListChanged() : Promise.resolve()),
       readResource: (uri, c) => client.readResource({ uri }, { signal: c.signal, timeout: c.timeoutMs }),
       subscribe: async (uri, timeoutMs) => {
         if (!client.getServerCapabilities()?.resources?.subscribe) return false;

@@ -147,13 +147,24 @@ for (const transport of ['stdio', 'http'] as const) {
 
       // 6. :CabooseStop cancels a running call (the SDK sends notifications/cancelled with the aborted request).
       await e.t.lua('_G.progress = {}');
-      e.fake.script({ toolCalls: [{ name: 'everything__trigger-long-running-operation', arguments: { duration: 60, steps: 60 } }] }, { text: 'never' });
+      e.fake.script({ toolCalls: [{ name: 'everything__trigger-long-running-operation', arguments: { duration: 60, steps: 60 } }] });
       await e.t.cmd('Caboose very long');
       await approve();
       await e.t.waitFor(async () => (await e.t.lua<string[]>('return _G.progress')).length > 0, 'the call reports progress');
       await e.t.cmd('CabooseStop');
       await idle();
       await chatHas(/⊘ everything__trigger-long-running-operation/);
+
+      // 7. A new chat in another folder: the servers are told the roots changed.
+      const other = fs.mkdtempSync(path.join(e.t.cwd, 'other-'));
+      await e.t.cmd(`cd ${other}`);
+      await e.t.cmd('CabooseNew');
+      await e.t.waitFor(async () => (await e.t.lua<string>("return require('caboose').state().state")) === 'idle', 'new chat');
+      await new Promise((r) => setTimeout(r, 500));
+      e.fake.script({ toolCalls: [{ name: 'everything__get-roots-list', arguments: {} }] }, (r) => ({ text: `ROOTS2 ${lastTool(r).includes(path.basename(other)) ? 'has-other' : lastTool(r).slice(0, 300)}` }));
+      await e.t.cmd('Caboose roots again');
+      await approve();
+      await chatHas('ROOTS2 has-other');
     });
 
     it('a resource attached with #mcp: reaches the model; a prompt runs as /server:prompt with its arguments asked for', async () => {
