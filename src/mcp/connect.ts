@@ -71,6 +71,8 @@ export type ArgsValidator = (args: unknown) => { valid: true } | { valid: false;
 
 export interface McpConnection {
   readonly tools: McpToolInfo[];
+  /** The server offers resources (the model then gets mcp_list_resources / mcp_read_resource). */
+  readonly hasResources?: boolean;
   /** The server's name and version from its initialize answer. */
   readonly serverInfo: { name: string; version: string } | undefined;
   callTool(tool: string, args: Record<string, unknown>, o: { signal: AbortSignal; timeoutMs: number; onProgress?: (p: { progress: number; total?: number; message?: string }) => void }): Promise<McpCallResult>;
@@ -169,6 +171,7 @@ export async function connectMcpServer(cfg: McpServerConfig, o: ConnectOptions):
     const info = client.getServerVersion();
     return {
       tools,
+      hasResources: client.getServerCapabilities()?.resources !== undefined,
       serverInfo: info ? { name: info.name, version: info.version } : undefined,
       callTool: async (tool, args, c) => {
         const r = await client.callTool({ name: tool, arguments: args }, undefined, {

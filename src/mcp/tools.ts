@@ -98,7 +98,7 @@ export class McpToolSource {
       );
       s.tools.forEach((t, i) => defs.push({ ...this.definition(s.server, s.config, t, names[i], null), unavailable: true }));
     }
-    if (this.pool.running().length > 0) defs.push(...resourceTools(this.pool));
+    if (this.pool.running().some((s) => s.conn.hasResources)) defs.push(...resourceTools(this.pool));
     this.cache = { version: this.pool.version, defs };
     return defs;
   }
