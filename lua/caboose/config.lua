@@ -38,6 +38,7 @@ local H = {}
 ---@field timeout_ms integer|nil
 ---@field max_retries integer|nil Retries on 429/5xx/network errors (default 3).
 ---@field retry_base_delay_ms integer|nil First backoff delay (default 500 ms, doubled each retry).
+---@field media ('image'|'audio')[]|nil What the model accepts besides text: images/audio tools return reach it.
 
 ---@class caboose.RulesOptions
 ---@field files string[] Names or globs looked up in the working directory and each parent up to the repository root.
@@ -180,6 +181,20 @@ H.checks = {
   ['provider.headers'] = H.opt_type('table'),
   ['provider.timeout_ms'] = H.opt_type('number'),
   ['provider.max_retries'] = H.opt_type('number'),
+  ['provider.media'] = function(v)
+    if v == nil then
+      return true
+    end
+    if type(v) ~= 'table' then
+      return false, "a list of 'image' and/or 'audio'"
+    end
+    for _, x in ipairs(v) do
+      if x ~= 'image' and x ~= 'audio' then
+        return false, "a list of 'image' and/or 'audio'"
+      end
+    end
+    return true
+  end,
   ['provider.retry_base_delay_ms'] = H.opt_type('number'),
   ['mode'] = H.enum({ 'plan', 'create', 'auto-edit', 'chug' }),
   ['step_limit'] = H.positive,

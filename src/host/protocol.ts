@@ -21,6 +21,7 @@ export const ProviderConfigSchema = z
     timeout_ms: z.number().int().positive().optional().nullable(),
     max_retries: z.number().int().min(0).optional().nullable(),
     retry_base_delay_ms: z.number().int().min(0).optional().nullable(),
+    media: z.array(z.enum(['image', 'audio'])).optional().nullable(),
   })
   .partial();
 

@@ -32,6 +32,7 @@ export async function resolveProvider(config: HostConfig, env: NodeJS.ProcessEnv
   if (p.max_tokens) out.maxTokens = p.max_tokens;
   if (p.context_window) out.contextWindow = p.context_window;
   if (p.headers) out.headers = p.headers;
+  if (p.media && p.media.length > 0) out.media = [...new Set(p.media)];
   if (p.timeout_ms) out.timeoutMs = p.timeout_ms;
   if (p.max_retries !== undefined && p.max_retries !== null) out.maxRetries = p.max_retries;
   if (p.retry_base_delay_ms !== undefined && p.retry_base_delay_ms !== null) out.retryBaseDelayMs = p.retry_base_delay_ms;

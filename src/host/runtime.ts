@@ -203,6 +203,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     projectRules,
     toolFilter: isOffered,
     grants,
+    ...(o.provider.media ? { acceptsMedia: o.provider.media } : {}),
     ...(mcp ? { prepareTools: mcp.prepare } : {}),
     // Compaction is always on: the configured window, else a well-known model's, else (asked only when the
     // conversation gets long) the server's model list, else a conservative default.

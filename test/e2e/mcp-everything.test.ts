@@ -27,10 +27,10 @@ const lastUser = (r: FakeRequest) => {
   return String(m[m.length - 1]?.content ?? '');
 };
 
-const SETUP = (server: Record<string, unknown>) => `
+const SETUP = (server: Record<string, unknown>, media = '') => `
   require('caboose').setup({
     mode = 'create',
-    provider = { max_retries = 0 },
+    provider = { max_retries = 0${media ? `, media = { ${media} }` : ''} },
     approval = { style = 'float' },
     mcp = { servers = { everything = vim.json.decode(${JSON.stringify(JSON.stringify(server))}) }, start_timeout_ms = 30000 },
   })
@@ -165,6 +165,24 @@ for (const transport of ['stdio', 'http'] as const) {
       await e.t.cmd('Caboose roots again');
       await approve();
       await chatHas('ROOTS2 has-other');
+    });
+
+    it('images in results reach a model that accepts them (provider.media), as placeholders otherwise', async () => {
+      await e.start({ initLua: SETUP({ ...server(), allow: ['get-tiny-image'] }, "'image'") });
+      e.fake.script({ toolCalls: [{ name: 'everything__get-tiny-image', arguments: {} }] }, { text: 'SAW THE IMAGE' });
+      await e.t.cmd('Caboose show me');
+      await chatHas('SAW THE IMAGE');
+      await idle();
+      const req = e.fake.chatRequests[e.fake.chatRequests.length - 1];
+      const msgs = req.body?.messages ?? [];
+      const toolIdx = msgs.findIndex((m) => m.role === 'tool');
+      assert.match(String(msgs[toolIdx].content), /\[image: image\/png, \d+ bytes, not shown\]/, 'the tool message keeps a placeholder');
+      const media = msgs.slice(toolIdx + 1).find((m) => m.role === 'user' && Array.isArray(m.content));
+      assert.ok(media, 'a user message with the image follows the tool results');
+      const parts = media!.content as { type: string; image_url?: { url: string } }[];
+      assert.ok(parts.some((p) => p.type === 'image_url' && p.image_url!.url.startsWith('data:image/png;base64,')));
+      // The chat does not show that message (it is the model's, not the user's).
+      assert.doesNotMatch((await e.t.chatLines()).join('\n'), /Media returned by tool call/);
     });
 
     it('a resource attached with #mcp: reaches the model; a prompt runs as /server:prompt with its arguments asked for', async () => {
