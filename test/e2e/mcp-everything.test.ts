@@ -202,6 +202,14 @@ for (const transport of ['stdio', 'http'] as const) {
       await idle();
       assert.match(lastUser(e.fake.chatRequests[e.fake.chatRequests.length - 1]), /<mcp-resource server="everything" uri="[^"]+">/);
 
+      // Attaching subscribed to it: the server's update notifications reach the chat.
+      e.fake.script({ toolCalls: [{ name: 'everything__toggle-subscriber-updates', arguments: {} }] }, { text: 'toggled' });
+      await e.t.cmd('Caboose start updates');
+      await approve();
+      await chatHas('toggled');
+      await idle();
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes(`MCP server 'everything': resource ${res!.word.replace('#mcp:everything:', '')} changed`), 'the update notice', 15_000);
+
       await e.t.lua(`_G.answers = { 'Paris' }`);
       e.fake.script((r) => ({ text: `PROMPTED ${lastUser(r).slice(0, 200)}` }));
       await e.t.cmd('stopinsert');
