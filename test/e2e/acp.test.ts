@@ -169,6 +169,19 @@ forEachNvim((bin) => {
       await chatHas('ECHO hello again');
     });
 
+    it(':checkhealth lists the ACP agents and whether their command exists', async () => {
+      await e.start({
+        initLua: `require('caboose').setup({ acp = { agents = {
+          tester = { command = { ${JSON.stringify(process.execPath)}, ${JSON.stringify(AGENT)} } },
+          missing = { command = { 'no-such-acp-agent-xyz' } } } } })`,
+      });
+      await e.t.cmd('checkhealth caboose');
+      const text = (await e.t.lua<string[]>('return vim.api.nvim_buf_get_lines(0, 0, -1, false)')).join('\n');
+      assert.match(text, /ACP agents/);
+      assert.match(text, /tester: .*acp-agent\.mjs \(:CabooseAgent tester\)/);
+      assert.match(text, /missing: command not found: no-such-acp-agent-xyz/);
+    });
+
     it("a message sent right after :CabooseAgent goes to the agent; the agent's process ends with Neovim", async () => {
       await e.start({ initLua: SETUP() });
       await e.t.cmd('CabooseAgent tester');
