@@ -256,6 +256,8 @@ export class AcpAgent {
 
   private onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
     if (this.child !== child) return;
+    // A process that never started was reported by start() ("did not start").
+    const ran = child.pid !== undefined;
     process.removeListener('exit', this.onHostExit);
     this.child = null;
     this.conn = null;
@@ -264,7 +266,7 @@ export class AcpAgent {
     for (const t of this.terminals.values()) t.ac.abort();
     this.terminals.clear();
     this.cancelPermissions();
-    if (this.disposed) return;
+    if (this.disposed || !ran) return;
     // A crash: reported with what the agent said last; the next message starts it again.
     this.host.events.error(`${this.exitMessage(code, signal)}\nThe next message restarts it (or :CabooseAgent picks another).`);
     if (this.turn) this.turn.cancelled = true;

@@ -182,6 +182,22 @@ forEachNvim((bin) => {
       assert.match(text, /missing: command not found: no-such-acp-agent-xyz/);
     });
 
+    it('an agent whose command does not exist is reported once; the chat keeps working after switching back', async () => {
+      await e.start({ initLua: `require('caboose').setup({ provider = { max_retries = 0 }, acp = { agents = { ghost = { command = { 'no-such-acp-agent-xyz' } } } } })` });
+      await e.t.cmd('CabooseAgent ghost');
+      await e.t.waitFor(async () => (await e.t.lua<string | null>("return require('caboose').agent_name()")) === 'ghost', 'the chat runs ghost');
+      await chatHas(/agent 'ghost' did not start \(no-such-acp-agent-xyz\): spawn no-such-acp-agent-xyz ENOENT/);
+      await send('hello?');
+      await e.t.waitFor(async () => ((await chat()).match(/did not start/g) ?? []).length === 2, 'the message tries again and says why');
+      await idle();
+      assert.doesNotMatch(await chat(), /exited with code/);
+      e.fake.script({ text: 'built-in here' });
+      await e.t.cmd('CabooseAgent caboose');
+      await e.t.waitFor(async () => (await e.t.lua<string | null>("return require('caboose').agent_name()")) === null, 'back to the built-in agent');
+      await send('hi');
+      await chatHas('built-in here');
+    });
+
     it("a message sent right after :CabooseAgent goes to the agent; the agent's process ends with Neovim", async () => {
       await e.start({ initLua: SETUP() });
       await e.t.cmd('CabooseAgent tester');
