@@ -175,6 +175,9 @@ export class AcpAgent {
       child.once('spawn', resolve);
       child.once('error', (e) => reject(new Error(`agent '${this.name}' did not start (${this.config.command}): ${e.message}`)));
     });
+    // Writing to an agent that just died fails with EPIPE: its exit is reported, the host must not crash.
+    child.stdin!.on('error', (e) => this.host.log.debug('acp %s stdin: %s', this.name, e.message));
+    child.stdout!.on('error', (e) => this.host.log.debug('acp %s stdout: %s', this.name, e.message));
     child.stderr!.setEncoding('utf8');
     child.stderr!.on('data', (d: string) => {
       this.stderrTail = (this.stderrTail + d).slice(-STDERR_TAIL_BYTES);
