@@ -25,7 +25,7 @@ forEachNvim((bin) => {
   describe(`ACP agents in the chat (Neovim ${bin.version})`, () => {
     const e = useE2E(bin);
     const chat = async () => (await e.t.chatLines()).join('\n');
-    const chatHas = (text: string | RegExp, timeoutMs?: number) =>
+    const chatHas = (text: string | RegExp, timeoutMs = 30_000) =>
       e.t.waitFor(async () => {
         const c = await chat();
         return typeof text === 'string' ? c.includes(text) : text.test(c);
@@ -188,7 +188,7 @@ forEachNvim((bin) => {
       await e.t.waitFor(async () => (await e.t.lua<string | null>("return require('caboose').agent_name()")) === 'ghost', 'the chat runs ghost');
       await chatHas(/agent 'ghost' did not start \(no-such-acp-agent-xyz\): spawn no-such-acp-agent-xyz ENOENT/);
       await send('hello?');
-      await e.t.waitFor(async () => ((await chat()).match(/did not start/g) ?? []).length === 2, 'the message tries again and says why');
+      await e.t.waitFor(async () => ((await chat()).match(/did not start/g) ?? []).length === 2, 'the message tries again and says why', 30_000);
       await idle();
       assert.doesNotMatch(await chat(), /exited with code/);
       e.fake.script({ text: 'built-in here' });
