@@ -16,21 +16,30 @@ export const ACP_AGENTS_DIR = process.env.CABOOSE_ACP_AGENTS_DIR ?? path.join(os
  * Responses API). Returns the path of its bin script, or why it is not available.
  */
 export function codexAcp(): { bin: string } | { skip: string } {
-  const dir = path.join(ACP_AGENTS_DIR, 'codex-acp-0.8.2');
-  const bin = path.join(dir, 'node_modules', '@zed-industries', 'codex-acp', 'bin', 'codex-acp.js');
+  return installAgent('@zed-industries/codex-acp', '0.8.2', path.join('bin', 'codex-acp.js'));
+}
+
+/** Claude Code's ACP adapter: speaks the Anthropic Messages API (the fake in fake-anthropic.ts). */
+export function claudeCodeAcp(): { bin: string } | { skip: string } {
+  return installAgent('@zed-industries/claude-code-acp', '0.16.2', path.join('dist', 'index.js'));
+}
+
+function installAgent(pkg: string, version: string, binPath: string): { bin: string } | { skip: string } {
+  const dir = path.join(ACP_AGENTS_DIR, `${pkg.replace(/[@/]/g, '_')}-${version}`);
+  const bin = path.join(dir, 'node_modules', ...pkg.split('/'), binPath);
   if (fs.existsSync(bin)) return { bin };
   try {
     fs.mkdirSync(dir, { recursive: true });
     const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-    execFileSync(npm, ['install', '--prefix', dir, '--no-audit', '--no-fund', '--no-save', '--loglevel=error', '@zed-industries/codex-acp@0.8.2'], {
+    execFileSync(npm, ['install', '--prefix', dir, '--no-audit', '--no-fund', '--no-save', '--loglevel=error', `${pkg}@${version}`], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: 180_000,
+      timeout: 300_000,
     });
   } catch (e) {
     const msg = e instanceof Error ? e.message.split('\n')[0] : String(e);
-    return { skip: `skipped: @zed-industries/codex-acp@0.8.2 could not be installed into ${dir} (${msg})` };
+    return { skip: `skipped: ${pkg}@${version} could not be installed into ${dir} (${msg})` };
   }
-  return fs.existsSync(bin) ? { bin } : { skip: `skipped: @zed-industries/codex-acp@0.8.2 not found at ${bin} after npm install` };
+  return fs.existsSync(bin) ? { bin } : { skip: `skipped: ${pkg}@${version} not found at ${bin} after npm install` };
 }
 
 /** A CODEX_HOME whose config points Codex at the fake server (Chat Completions, model name test-gpt-5-…). */
