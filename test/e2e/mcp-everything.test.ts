@@ -66,6 +66,8 @@ for (const transport of ['stdio', 'http'] as const) {
       if (transport !== 'http') return;
       const port = await freePort();
       http = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+      const server = http;
+      process.once('exit', () => server.kill('SIGKILL')); // also when the runner is cut short
       await new Promise<void>((resolve, reject) => {
         http!.stderr!.on('data', (d: Buffer) => d.toString().includes('listening') && resolve());
         http!.once('exit', (c) => reject(new Error(`server-everything exited (${c})`)));
