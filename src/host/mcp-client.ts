@@ -34,7 +34,7 @@ const DECLINE = 'Decline';
 const CANCEL = 'Cancel';
 
 export function mcpSessionClient(o: {
-  session: ChatSession;
+  session: Pick<ChatSession, 'ask' | 'requestApproval'>;
   provider: ResolvedProvider;
   servers: Record<string, McpServerConfig>;
   notice(text: string): void;
@@ -66,7 +66,8 @@ export function mcpSessionClient(o: {
             if (!required.has(key) || f.default !== undefined) break;
           } else if (f.type === 'number' || f.type === 'integer') {
             const n = Number(v);
-            if (Number.isFinite(n) && (f.type === 'number' || Number.isInteger(n))) {
+            const inRange = (f.minimum === undefined || n >= f.minimum) && (f.maximum === undefined || n <= f.maximum);
+            if (Number.isFinite(n) && (f.type === 'number' || Number.isInteger(n)) && inRange) {
               content[key] = n;
               break;
             }
