@@ -133,7 +133,7 @@ export async function connectMcpServer(cfg: McpServerConfig, o: ConnectOptions):
         tools: {
           onChanged: (err, tools) => {
             if (err) o.onError(err);
-            else if (tools) o.onToolsChanged(tools.map(toToolInfo));
+            else if (tools) o.onToolsChanged(tools.filter(offered).map(toToolInfo));
           },
         },
       },
@@ -256,12 +256,16 @@ async function listAllTools(client: Client, timeoutMs: number): Promise<McpToolI
   let cursor: string | undefined;
   for (let page = 0; page < MAX_TOOL_PAGES; page++) {
     const r = await client.listTools(cursor ? { cursor } : {}, { timeout: timeoutMs });
-    // Tools that run only as tasks are not offered: this client does not support MCP tasks.
-    out.push(...r.tools.filter((t) => (t as { execution?: { taskSupport?: string } }).execution?.taskSupport !== 'required').map(toToolInfo));
+    out.push(...r.tools.filter(offered).map(toToolInfo));
     cursor = r.nextCursor;
     if (!cursor) break;
   }
   return out;
+}
+
+/** Tools that run only as tasks are not offered: this client does not support MCP tasks. */
+function offered(t: object): boolean {
+  return (t as { execution?: { taskSupport?: string } }).execution?.taskSupport !== 'required';
 }
 
 function toToolInfo(t: { name: string; title?: string; description?: string; inputSchema: object; annotations?: McpToolInfo['annotations'] }): McpToolInfo {

@@ -102,6 +102,9 @@ for (const transport of ['stdio', 'http'] as const) {
         assert.ok(names.includes(`everything__${t}`), `${t} offered (got ${names.join(', ')})`);
       }
       assert.ok(!names.includes('everything__trigger-sampling-request-async'), 'task-based tools are not offered');
+      assert.ok(!names.includes('everything__simulate-research-query'), 'a task-only tool is not offered');
+      // 19 tools: 16 offered; the 3 task tools are not (no MCP tasks here).
+      assert.equal(names.length, 16, names.join(', '));
       assert.ok(toolNames(e.fake.chatRequests[0]).includes('mcp_read_resource'));
 
       // 2. Roots: the workspace root.
@@ -119,6 +122,15 @@ for (const transport of ['stdio', 'http'] as const) {
       await chatHas('ELICITED accepted');
       await idle();
       assert.ok((await e.t.lua<string[]>('return _G.asked')).some((q) => q.includes("MCP server 'everything' asks")));
+
+      // 3b. URL elicitation: the URL is shown; "Done" accepts.
+      await e.t.lua(`_G.answers = { 'Done' }`);
+      e.fake.script({ toolCalls: [{ name: 'everything__trigger-url-elicitation', arguments: { url: 'https://example.com/consent' } }] }, (r) => ({ text: `URL ${/accept/i.test(lastTool(r)) ? 'accepted' : lastTool(r).slice(0, 300)}` }));
+      await e.t.cmd('Caboose open it');
+      await approve();
+      await chatHas('URL accepted');
+      await idle();
+      assert.ok((await e.t.lua<string[]>('return _G.asked')).some((q) => q.includes('https://example.com/consent')));
 
       // 4. Sampling: approved from our float, answered by the current model, shown in the chat.
       e.fake.script(
@@ -156,6 +168,11 @@ for (const transport of ['stdio', 'http'] as const) {
       await e.t.cmd('CabooseStop');
       await idle();
       await chatHas(/⊘ everything__trigger-long-running-operation/);
+
+      // After the server's tool list changed (it adds tools once it knows the client), still no task-only tool.
+      const later = toolNames(e.fake.chatRequests[e.fake.chatRequests.length - 1]).filter((n) => n.startsWith('everything__'));
+      assert.ok(!later.includes('everything__simulate-research-query'), later.join(', '));
+      assert.equal(later.length, 16, later.join(', '));
 
       // 7. A new chat in another folder: the servers are told the roots changed.
       const other = fs.mkdtempSync(path.join(e.t.cwd, 'other-'));
