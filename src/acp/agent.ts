@@ -24,7 +24,14 @@ import { blockText, isFinished, kindPolicy, mergeToolCall, newToolCall, planTodo
 
 /* eslint-disable @typescript-eslint/no-require-imports */
 // The SDK is an ES module: loaded when the first ACP agent starts (Node ≥ 20.19 requires it as CommonJS).
-const sdk = () => require('@agentclientprotocol/sdk') as typeof import('@agentclientprotocol/sdk');
+const sdk = (): typeof import('@agentclientprotocol/sdk') => {
+  try {
+    return require('@agentclientprotocol/sdk') as typeof import('@agentclientprotocol/sdk');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ERR_REQUIRE_ESM') throw new Error(`ACP agents need Node 20.19 or newer (this is ${process.version})`);
+    throw e;
+  }
+};
 
 /** How much of the agent's stderr a crash report shows. */
 const STDERR_TAIL_BYTES = 4096;
