@@ -25,6 +25,10 @@ local H = {}
 ---@field approval caboose.ApprovalOptions Approval float.
 ---@field log caboose.LogOptions Host log file.
 ---@field mcp caboose.McpOptions MCP servers whose tools the agent may call.
+---@field acp caboose.AcpOptions External agents (Claude Code, Codex, Gemini CLI, opencode) :CabooseAgent can run.
+
+---@class caboose.AcpOptions
+---@field agents table<string, { command: string|string[], env: table<string,string>|nil, start_timeout_ms: integer|nil }>
 
 ---@class caboose.ProviderConfig
 ---@field base_url string|nil
@@ -37,6 +41,7 @@ local H = {}
 ---@field timeout_ms integer|nil
 ---@field max_retries integer|nil Retries on 429/5xx/network errors (default 3).
 ---@field retry_base_delay_ms integer|nil First backoff delay (default 500 ms, doubled each retry).
+---@field media ('image'|'audio')[]|nil What the model accepts besides text: images/audio tools return reach it.
 
 ---@class caboose.NamedProvider: caboose.ProviderConfig
 ---@field api_key_env string|nil Name of the environment variable holding the key.
@@ -125,6 +130,7 @@ local defaults = {
   },
   log = { level = 'info', file = vim.fn.stdpath('log') .. '/caboose.log' },
   mcp = { servers = {}, start_timeout_ms = 10000 },
+  acp = { agents = {} },
 }
 
 M.defaults = vim.deepcopy(defaults)
@@ -194,6 +200,20 @@ H.checks = {
   ['provider.headers'] = H.opt_type('table'),
   ['provider.timeout_ms'] = H.opt_type('number'),
   ['provider.max_retries'] = H.opt_type('number'),
+  ['provider.media'] = function(v)
+    if v == nil then
+      return true
+    end
+    if type(v) ~= 'table' then
+      return false, "a list of 'image' and/or 'audio'"
+    end
+    for _, x in ipairs(v) do
+      if x ~= 'image' and x ~= 'audio' then
+        return false, "a list of 'image' and/or 'audio'"
+      end
+    end
+    return true
+  end,
   ['provider.retry_base_delay_ms'] = H.opt_type('number'),
   ['mode'] = H.enum({ 'plan', 'create', 'auto-edit', 'chug' }),
   ['step_limit'] = H.positive,
@@ -343,6 +363,7 @@ function M.build(opts)
   end
   H.check_mcp_servers(cfg.mcp.servers)
   H.check_providers(cfg)
+  H.check_acp_agents(cfg.acp.agents)
   return cfg
 end
 
@@ -463,6 +484,12 @@ H.mcp_server_keys = {
     end,
     'a positive whole number',
   },
+  sampling = {
+    function(v)
+      return v == 'ask' or v == 'allow' or v == 'deny'
+    end,
+    "'ask', 'allow' or 'deny'",
+  },
 }
 
 --- Each server of `mcp.servers`: a valid name, either `command` or `url`, known keys of the right types.
@@ -483,7 +510,7 @@ H.check_mcp_servers = function(servers)
     for k, v in pairs(s) do
       local check = H.mcp_server_keys[k]
       if not check then
-        H.fail(at .. '.' .. tostring(k), 'one of type, command, args, env, cwd, url, headers, allow, disabled, timeout_ms', v)
+        H.fail(at .. '.' .. tostring(k), 'one of type, command, args, env, cwd, url, headers, allow, disabled, timeout_ms, sampling', v)
       end
       if k == 'type' and H.MCP_TYPES[v] and H.MCP_TYPES[v] ~= transport then
         H.fail(at .. '.type', string.format("'%s' (the server has %s)", transport, transport == 'stdio' and 'a command' or 'a url'), v)
@@ -496,6 +523,54 @@ H.check_mcp_servers = function(servers)
       end
     end
   end
+end
+
+--- Each agent of `acp.agents`: a valid name, a `command` (a string or a list), string `env` values.
+H.check_acp_agents = function(agents)
+  if type(agents) ~= 'table' then
+    H.fail('acp.agents', 'a table of agents by name', agents)
+  end
+  for name, a in pairs(agents) do
+    local at = 'acp.agents.' .. tostring(name)
+    if type(name) ~= 'string' or #name > 32 or not name:match('^[%w][%w_.-]*$') or name == 'caboose' then
+      H.fail(at, 'named with letters, digits, ".", "-" and "_" (at most 32 characters; not "caboose", the built-in agent)', name)
+    end
+    if type(a) ~= 'table' or not H.mcp_server_keys.command[1](a.command) then
+      H.fail(at .. '.command', 'a non-empty string or a list of strings (the command and its arguments)', type(a) == 'table' and a.command or a)
+    end
+    for k, v in pairs(a) do
+      if k == 'env' then
+        if not H.is_dict_of_strings(v) then
+          H.fail(at .. '.env', 'a table of strings by name', v)
+        end
+      elseif k == 'start_timeout_ms' then
+        if not (type(v) == 'number' and v > 0 and v == math.floor(v)) then
+          H.fail(at .. '.start_timeout_ms', 'a positive whole number', v)
+        end
+      elseif k ~= 'command' then
+        H.fail(at .. '.' .. tostring(k), 'one of command, env, start_timeout_ms', v)
+      end
+    end
+  end
+end
+
+--- The ACP agents as the host expects them: `command` split into the program and its arguments.
+H.acp_part = function(acp)
+  local agents = setmetatable({}, getmetatable(vim.empty_dict()))
+  for name, a in pairs(acp.agents or {}) do
+    local cmd = type(a.command) == 'table' and a.command or { a.command }
+    local program = cmd[1]
+    if program:sub(1, 2) == '~/' then
+      program = vim.fs.normalize(program)
+    end
+    agents[name] = {
+      command = program,
+      args = vim.list_slice(cmd, 2),
+      env = a.env and setmetatable(vim.deepcopy(a.env), getmetatable(vim.empty_dict())) or nil,
+      start_timeout_ms = a.start_timeout_ms,
+    }
+  end
+  return { agents = agents }
 end
 
 --- The part of the config the host owns (model, tools, approvals, store).
@@ -544,6 +619,7 @@ function M.host_part(cfg)
     rules = cfg.rules,
     diagnostics = cfg.diagnostics,
     mcp = H.mcp_part(cfg.mcp),
+    acp = H.acp_part(cfg.acp),
   }
 end
 

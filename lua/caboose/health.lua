@@ -167,6 +167,24 @@ function M.check()
     end
   end
 
+  h.start('caboose: ACP agents')
+  local agents = (cfg.acp or {}).agents or {}
+  local names = vim.tbl_keys(agents)
+  table.sort(names)
+  if #names == 0 then
+    h.info('no ACP agent configured (see :help caboose-acp)')
+  end
+  for _, name in ipairs(names) do
+    local cmd = agents[name].command
+    local program = type(cmd) == 'table' and cmd[1] or cmd
+    local line = type(cmd) == 'table' and table.concat(cmd, ' ') or tostring(cmd)
+    if vim.fn.executable(vim.fs.normalize(program)) == 1 then
+      h.ok(string.format('%s: %s (:CabooseAgent %s)', name, line, name))
+    else
+      h.error(string.format('%s: command not found: %s', name, program), { 'install the agent, or fix acp.agents.' .. name .. '.command' })
+    end
+  end
+
   h.start('caboose: model endpoint')
   local ep = report.endpoint or {}
   h.info('endpoint: ' .. tostring(ep.base_url) .. '  model: ' .. tostring(ep.model))

@@ -35,6 +35,9 @@ M.methods = {
   model_list = 'model.list',
   model_set = 'model.set',
   model_check = 'model.check',
+  mcp_items = 'mcp.items',
+  agent_list = 'agent.list',
+  agent_select = 'agent.select',
 }
 
 H.chan = nil ---@type integer|nil

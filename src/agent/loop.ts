@@ -20,6 +20,8 @@ import { DEFAULT_MODE, blockedByModeMessage, permissionFor, type PermissionMode 
 import { secretReason, secretTargets } from '../tools/secret-targets';
 import { redactDeep } from '../store/redact';
 import { assistantMessage, interruptedAssistantMessage, parseToolArguments, toolMessage, userMessage } from './messages';
+import { audioFormat, mediaOf } from '../tools/media';
+import type { ChatCompletionContentPart } from 'openai/resources/chat/completions';
 import { defaultSystemPrompt } from './prompt';
 import { compactedHistory, DEFAULT_COMPACT_AT, DEFAULT_CONTEXT_WINDOW, estimateTokens, fitForSummary, fitToolOutputs, needsCompaction, pruneToolOutputs, splitForCompaction, SUMMARIZE_INSTRUCTION, SUMMARY_INPUT_SHARE, type StoredRef } from './context';
 
@@ -112,6 +114,8 @@ export interface AgentOptions {
   archive?: (removed: ChatMessage[], summary: string) => number | undefined;
   /** Which registry tools are offered to the model (a hidden tool still answers when called by name). Default: all. */
   toolFilter?: (def: ToolDefinition) => boolean;
+  /** Media the model accepts: images and audio tools returned reach it as a user message after the results. */
+  acceptsMedia?: readonly ('image' | 'audio')[];
   /** Tools approved with "always"; pass one set to share the grants with subagents. Default: a set of its own. */
   grants?: Set<string>;
   /** Awaited before each model request: tools that come and go (MCP servers) get ready. Must not throw. */
@@ -547,6 +551,28 @@ export class Agent {
       finish(signal.aborted ? cancelledResult() : await this.gateAndRun(p, signal));
     }
     await flush();
+    if (!signal.aborted) this.pushMedia(pending.map((p) => p.call.id), results);
+  }
+
+  /** Images and audio the step's tools returned, for a model that accepts them (after every tool result). */
+  private pushMedia(ids: string[], results: ToolResult[]): void {
+    const accepts = this.opts.acceptsMedia ?? [];
+    if (accepts.length === 0) return;
+    const parts: ChatCompletionContentPart[] = [];
+    results.forEach((r, i) => {
+      if (!r?.ok) return;
+      const own: ChatCompletionContentPart[] = [];
+      for (const m of mediaOf(r.data)) {
+        if (!accepts.includes(m.type)) continue;
+        if (m.type === 'image') own.push({ type: 'image_url', image_url: { url: `data:${m.mimeType};base64,${m.data}` } });
+        else {
+          const format = audioFormat(m.mimeType);
+          if (format) own.push({ type: 'input_audio', input_audio: { data: m.data, format } });
+        }
+      }
+      if (own.length > 0) parts.push({ type: 'text', text: `Media returned by tool call ${ids[i]}:` }, ...own);
+    });
+    if (parts.length > 0) this.push({ role: 'user', content: parts });
   }
 
   private permission(p: PendingCall): 'run' | 'ask' | 'block' {

@@ -27,6 +27,8 @@ export interface ProviderConfig {
   contextWindow?: number;
   /** Extra HTTP headers on every request. */
   headers?: Record<string, string>;
+  /** What the model accepts besides text: images and audio tools return are passed to it (provider.media). */
+  media?: ('image' | 'audio')[];
   /** SDK request timeout (ms). Default: 10 minutes (SDK default). */
   timeoutMs?: number;
   /** Retries on 429 / 5xx / network errors before any output arrived. Default 3. */

@@ -32,6 +32,9 @@ export const METHODS = {
   modelList: 'model.list',
   modelSet: 'model.set',
   modelCheck: 'model.check',
+  mcpItems: 'mcp.items',
+  agentList: 'agent.list',
+  agentSelect: 'agent.select',
 } as const;
 
 /**

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { PERMISSION_MODES } from '../agent/permissions';
 import { isValidRulesPattern } from '../workspace/rules';
 import { McpConfigSchema } from '../mcp/config';
+import { AcpConfigSchema } from '../acp/config';
 
 export { METHODS, EVENTS } from './protocol-names';
 
@@ -20,6 +21,7 @@ export const ProviderConfigSchema = z
     timeout_ms: z.number().int().positive().optional().nullable(),
     max_retries: z.number().int().min(0).optional().nullable(),
     retry_base_delay_ms: z.number().int().min(0).optional().nullable(),
+    media: z.array(z.enum(['image', 'audio'])).optional().nullable(),
   })
   .partial();
 
@@ -79,6 +81,7 @@ export const HostConfigSchema = z
       .partial()
       .optional(),
     mcp: McpConfigSchema.optional().nullable(),
+    acp: AcpConfigSchema.optional().nullable(),
   })
   .partial();
 
@@ -118,6 +121,8 @@ export const ContextItemParams = z.object({
   modified: z.boolean().optional().nullable(),
 });
 export const SendParams = z.object({ text: z.string().min(1), context: z.array(ContextItemParams).max(50).optional().nullable() });
+/** :CabooseAgent: `name` an `acp.agents` entry or 'caboose' (the built-in agent); `new_chat` always starts a new chat. */
+export const AgentSelectParams = z.object({ name: z.string().min(1).max(64), new_chat: z.boolean().optional().nullable() });
 export const SetModeParams = z.object({ mode: z.enum(PERMISSION_MODES) });
 /** A hunk review's answer: per file, the sha256 the review was shown for and the hunks (1-based) rejected. */
 export const ReviewSelectionParams = z.object({

@@ -110,6 +110,7 @@ export async function resolveProvider(config: HostConfig, env: NodeJS.ProcessEnv
   const window = mo.context_window ?? p.context_window;
   if (window) out.contextWindow = window;
   if (p.headers) out.headers = p.headers;
+  if (p.media && p.media.length > 0) out.media = [...new Set(p.media)];
   if (p.timeout_ms) out.timeoutMs = p.timeout_ms;
   if (p.max_retries !== undefined && p.max_retries !== null) out.maxRetries = p.max_retries;
   if (p.retry_base_delay_ms !== undefined && p.retry_base_delay_ms !== null) out.retryBaseDelayMs = p.retry_base_delay_ms;

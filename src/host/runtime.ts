@@ -58,17 +58,21 @@ export interface SessionRuntime {
   /** A visual-selection edit request: the replacement lines and their hunks (nothing is written). */
   selectionEdit(p: SelectionEditParamsT): Promise<{ cancelled: true } | { lines: string[]; hunks: ReviewHunk[] }>;
   cancelSelectionEdit(id: number): boolean;
-  /** The model the next request uses (provider resolved). */
-  model(): ResolvedProvider;
+  /** The model the next request uses (provider resolved); null when an ACP agent runs the chat (it picks its own). */
+  model(): ResolvedProvider | null;
   /** :CabooseModel: the next request (of this chat, its subagents, titles, selection edits) uses this model. */
   setModel(p: ResolvedProvider, label: string): void;
   /** Renames this session (the user's title wins over the model's). */
   rename(title: string): { title: string };
   /** Which session the chat shows, its title and whether it holds messages. */
-  info(): { session: string; title: string | null; cwd: string; messages: number };
+  info(): { session: string; title: string | null; cwd: string; messages: number; agent?: string };
   /** :CabooseUndo / :CabooseCheckpoints: the file changes of each user message, rewindable. */
   checkpoints: CheckpointApi;
   dispose(): void;
+  /** An external agent's chat (src/acp): its agent. */
+  acp?: import('../acp/agent').AcpAgent;
+  /** MCP servers' elicitation and sampling, answered in this chat. */
+  mcpClient?: import('./mcp-client').McpSessionClient;
 }
 
 export interface RuntimeOptions {
@@ -227,7 +231,9 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     },
   };
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const mcp = o.mcp ? (require('../mcp/session') as typeof import('../mcp/session')).attachMcp(o.mcp, registry, log, (text) => notice(text)) : null;
+  const mcp = o.mcp
+    ? (require('../mcp/session') as typeof import('../mcp/session')).attachMcp(o.mcp, registry, log, (text) => notice(text), (id, summary) => ui.emit(EVENTS.toolProgress, { id, summary }))
+    : null;
   registry.add(createExploreTool(subagent));
   registry.add(createAgentTool({ ...subagent, grants, mode: () => agent.mode, requestApproval: session.requestApproval, approvalCancelled: (r) => session.cancelApproval(r.id) }));
   const agent = new Agent({
@@ -241,6 +247,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     projectRules,
     toolFilter: isOffered,
     grants,
+    ...(o.provider.media ? { acceptsMedia: o.provider.media } : {}),
     ...(mcp ? { prepareTools: mcp.prepare } : {}),
     // Compaction is always on: the configured window, else a well-known model's, else (asked only when the
     // conversation gets long) the server's model list, else a conservative default.
@@ -359,7 +366,10 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     ensureRestored();
     await rules.freeze();
     const id = ++messageCount;
-    const composed = await composeMessage(text, context, (p) => ws.call('read_file', { path: p }));
+    // `/server:prompt …` and `#mcp:server:uri` (MCP prompts and resources) are expanded first.
+    const expanded = o.mcp && /(^\s*\/[\w-]+:\S)|#mcp:/.test(text) ? await mcpMessage().expandMcpMessage(text, o.mcp, session.askOutsideTurn, titleAbort.signal) : null;
+    const composed = await composeMessage(expanded?.text ?? text, context, (p) => ws.call('read_file', { path: p }));
+    if (expanded) composed.labels.unshift(...expanded.labels);
     // After a rewind the model learns which of its edits are gone.
     const note = ws.workspace.checkpoints.takeNotes();
     const r = agent.send(note ? `${note}\n\n${composed.text}` : composed.text, { id, display: text, labels: composed.labels } satisfies MessageMeta);
@@ -373,6 +383,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     }
     return { id, ...r };
   };
+  const mcpMessage = () => require('./mcp-message') as typeof import('./mcp-message');
   const selectionEdits = new Map<number, AbortController>();
   return {
     session,
@@ -436,6 +447,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     restore: (trashId, targetPath) => ws.call('restore_file', { trashId, targetPath }),
     callTool: (name, args) => ws.call(name, args),
     checkpoints: checkpointApi(ws.workspace, () => session.id, () => agent.state !== 'idle', notice),
+    mcpClient: (require('./mcp-client') as typeof import('./mcp-client')).mcpSessionClient({ session, provider: o.provider, servers: config.mcp?.servers ?? {}, notice }),
     dispose() {
       // Nothing this session emits while it winds down reaches the chat that replaces it.
       ui.close();

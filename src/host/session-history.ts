@@ -168,7 +168,9 @@ export function transcriptItems(rows: readonly DisplayRow[]): TranscriptItem[] {
     if (r.kind !== 'message') continue;
     const m = (r.message ?? null) as ChatMessage | null;
     if (r.role === 'user') {
-      const d = (r.display ?? null) as UserDisplay | null;
+      const d = (r.display ?? null) as (UserDisplay & { media?: boolean }) | null;
+      if (d?.media) continue; // a tool's images passed to the model
+
       items.push({ t: 'user', text: d?.text ?? (typeof m?.content === 'string' ? m.content : ''), ...(d?.labels?.length ? { labels: d.labels } : {}) });
     } else if (r.role === 'assistant') {
       const d = r.display && !r.partial ? (r.display as AssistantDisplay) : m ? assistantDisplay(m, r.partial) : null;

@@ -153,6 +153,11 @@ export class SessionRepository {
     this.st.insertSession.run(s.id, s.cwd, s.title ?? null, s.title ? 'fallback' : null, s.model ?? null, now, now);
   }
 
+  /** Which model (or external agent: `acp:<name> <its session id>`) the session talks to. */
+  setModel(id: string, model: string): void {
+    this.db.prepare('UPDATE sessions SET model = ? WHERE id = ?').run(model, id);
+  }
+
   get(id: string): SessionInfo | null {
     const r = this.db.prepare('SELECT * FROM sessions WHERE id = ?').get(id) as RawSession | undefined;
     return r ? toInfo(r) : null;
