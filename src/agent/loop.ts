@@ -505,8 +505,10 @@ export class Agent {
 
   private permission(p: PendingCall): 'run' | 'ask' | 'block' {
     if (!p.def) return 'run'; // the registry answers invalid_arguments (unknown tool)
-    const perm = permissionFor(this.currentMode, p.def.policy, p.def.allowed);
-    if (perm === 'ask' && this.alwaysAllowed.has(p.def.name)) return 'run';
+    const confinement = p.def.confinement?.(p.args);
+    const perm = permissionFor(this.currentMode, p.def.policy, p.def.allowed, confinement);
+    // An escalation out of the sandbox asks every time, whatever "always" was answered before.
+    if (perm === 'ask' && confinement !== 'escalated' && this.alwaysAllowed.has(p.def.name)) return 'run';
     return perm;
   }
 
@@ -536,7 +538,8 @@ export class Agent {
           suggestedAction: 'Do not repeat the same call; adjust your approach or ask the user.',
         });
       }
-      if (decision.decision === 'always') this.alwaysAllowed.add(def.name);
+      // "Always" on an escalation approves this call only: the next escalation asks again.
+      if (decision.decision === 'always' && def.confinement?.(p.args) !== 'escalated') this.alwaysAllowed.add(def.name);
       this.setState('executing_tools');
       const review = decision.review?.files.some((f) => f.rejected.length > 0) ? decision.review : undefined;
       return this.runTool(p, signal, review);

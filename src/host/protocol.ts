@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { PERMISSION_MODES } from '../agent/permissions';
 import { isValidRulesPattern } from '../workspace/rules';
 import { McpConfigSchema } from '../mcp/config';
+import { SandboxConfigSchema } from '../workspace/sandbox/policy';
 
 export { METHODS, EVENTS } from './protocol-names';
 
@@ -54,6 +55,7 @@ export const HostConfigSchema = z
       .partial()
       .optional(),
     mcp: McpConfigSchema.optional().nullable(),
+    sandbox: SandboxConfigSchema.optional().nullable(),
   })
   .partial();
 
