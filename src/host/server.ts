@@ -295,7 +295,10 @@ export class HostServer {
     const servers = init.config.mcp?.servers ?? {};
     if (Object.keys(servers).length === 0) return (this.mcp = null);
     const { McpPool } = require('../mcp/client-pool') as typeof import('../mcp/client-pool');
-    const pool = new McpPool(init.config.mcp ?? {}, { cwd: init.cwd, log: this.log, clientVersion: HOST_VERSION });
+    const needsSandbox = Object.values(servers).some((s) => 'command' in s && s.sandbox === true);
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const sandbox = needsSandbox ? new (require('../workspace/sandbox/sandbox') as typeof import('../workspace/sandbox/sandbox')).Sandbox({ root: init.cwd, dataDir: init.dataDir, config: init.config.sandbox ?? null }) : null;
+    const pool = new McpPool(init.config.mcp ?? {}, { cwd: init.cwd, log: this.log, clientVersion: HOST_VERSION, sandbox });
     pool.onChange((c) => {
       const tools = pool.status().find((s) => s.name === c.server)?.tools.length ?? 0;
       this.ui.emit(EVENTS.mcpChanged, { server: c.server, state: c.state, previous: c.previous, reason: c.reason, tools });

@@ -55,6 +55,8 @@ export interface McpPoolOptions {
   clientVersion: string;
   /** Tests inject their own; by default the SDK connector (loaded on first start). */
   connect?: Connector;
+  /** The sandbox for stdio servers that opt in (`sandbox = true`). */
+  sandbox?: import('../workspace/sandbox/sandbox').Sandbox | null;
 }
 
 /** Automatic restarts of a server that keeps dying; after them it stays failed until restart(). */
@@ -232,6 +234,7 @@ export class McpPool {
       const connect = this.o.connect ?? (require('./connect') as typeof import('./connect')).connectMcpServer;
       const conn = await connect(e.config, {
         cwd: this.o.cwd,
+        sandbox: this.o.sandbox ?? null,
         timeoutMs: this.startTimeoutMs,
         clientVersion: this.o.clientVersion,
         onStderr: (line) => {

@@ -330,3 +330,53 @@ async function waitGone(needle: string): Promise<number[]> {
   await waitFor(() => findProcs(needle).length === 0);
   return findProcs(needle);
 }
+
+describe('MCP stdio servers that opt in run in the sandbox', { skip }, () => {
+  test('sandbox = true: the server writes in the workspace but not outside; without a sandbox it does not start', async () => {
+    const { connectMcpServer } = await import('../../src/mcp/connect');
+    const dir = fs.realpathSync(fs.mkdtempSync(path.join(BASE, 'caboose-mcp-sbx-')));
+    const root = path.join(dir, 'ws');
+    const outside = path.join(dir, 'outside');
+    fs.mkdirSync(root);
+    fs.mkdirSync(outside);
+    const server = path.join(__dirname, '../support/mcp-server.mjs');
+    const opts = (sandbox: Sandbox | null) => ({
+      cwd: root,
+      timeoutMs: 20_000,
+      clientVersion: 'test',
+      sandbox,
+      onStderr: () => {},
+      onClosed: () => {},
+      onError: () => {},
+      onToolsChanged: () => {},
+    });
+    const sandbox = new Sandbox({ root });
+    try {
+      const conn = await connectMcpServer({ command: process.execPath, args: [server], sandbox: true }, opts(sandbox));
+      try {
+        const inside = await conn.callTool('write', { path: path.join(root, 'in.txt'), text: 'ok' }, { signal: new AbortController().signal, timeoutMs: 10_000 });
+        assert.equal(inside.isError, false);
+        assert.equal(fs.readFileSync(path.join(root, 'in.txt'), 'utf8'), 'ok');
+        const out = await conn.callTool('write', { path: path.join(outside, 'x.txt'), text: 'pwned' }, { signal: new AbortController().signal, timeoutMs: 10_000 });
+        assert.equal(out.isError, true);
+        assert.match(JSON.stringify(out.content), /read-only file system/i);
+        assert.equal(fs.existsSync(path.join(outside, 'x.txt')), false);
+      } finally {
+        await conn.close();
+      }
+      // Without sandbox = true the same server writes outside (the precondition).
+      const free = await connectMcpServer({ command: process.execPath, args: [server] }, opts(sandbox));
+      try {
+        const out = await free.callTool('write', { path: path.join(outside, 'x.txt'), text: 'free' }, { signal: new AbortController().signal, timeoutMs: 10_000 });
+        assert.equal(out.isError, false);
+      } finally {
+        await free.close();
+      }
+      const none = new Sandbox({ root, support: { available: false, reason: 'bwrap not found (test)', fix: 'install bubblewrap' } });
+      await assert.rejects(connectMcpServer({ command: process.execPath, args: [server], sandbox: true }, opts(none)), /asks for the sandbox.*bwrap not found \(test\)/);
+    } finally {
+      await sandbox.dispose();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
