@@ -7,7 +7,7 @@
  *   node mcp-server.mjs --http     streamable HTTP on 127.0.0.1 (random port); prints `listening <port>`
  *
  * Tools: echo, add (read-only hint), fail (isError), crash (the process exits), big (many lines), image,
- * slow (waits, honours cancellation), env (one environment variable), write (a file). `--name X` names the server;
+ * slow (waits, honours cancellation), env (one environment variable); with `--write-tool` also write (a file). `--name X` names the server;
  * `--fail-start` exits before answering (a server that never starts); `--stderr` writes a line to stderr.
  */
 import http from 'node:http';
@@ -57,7 +57,7 @@ function createServer() {
     });
     return text(extra.signal.aborted ? 'aborted' : `waited ${ms} ms`);
   });
-  server.registerTool('write', { description: 'Writes text to a file (the sandbox tests).', inputSchema: { path: z.string(), text: z.string() } }, async ({ path, text: t }) => {
+  if (flag('--write-tool')) server.registerTool('write', { description: 'Writes text to a file (the sandbox tests).', inputSchema: { path: z.string(), text: z.string() } }, async ({ path, text: t }) => {
     try {
       (await import('node:fs')).writeFileSync(path, t);
       return text(`wrote ${path}`);

@@ -352,7 +352,7 @@ describe('MCP stdio servers that opt in run in the sandbox', { skip }, () => {
     });
     const sandbox = new Sandbox({ root });
     try {
-      const conn = await connectMcpServer({ command: process.execPath, args: [server], sandbox: true }, opts(sandbox));
+      const conn = await connectMcpServer({ command: process.execPath, args: [server, '--write-tool'], sandbox: true }, opts(sandbox));
       try {
         const inside = await conn.callTool('write', { path: path.join(root, 'in.txt'), text: 'ok' }, { signal: new AbortController().signal, timeoutMs: 10_000 });
         assert.equal(inside.isError, false);
@@ -365,7 +365,7 @@ describe('MCP stdio servers that opt in run in the sandbox', { skip }, () => {
         await conn.close();
       }
       // Without sandbox = true the same server writes outside (the precondition).
-      const free = await connectMcpServer({ command: process.execPath, args: [server] }, opts(sandbox));
+      const free = await connectMcpServer({ command: process.execPath, args: [server, '--write-tool'] }, opts(sandbox));
       try {
         const out = await free.callTool('write', { path: path.join(outside, 'x.txt'), text: 'free' }, { signal: new AbortController().signal, timeoutMs: 10_000 });
         assert.equal(out.isError, false);
@@ -373,7 +373,7 @@ describe('MCP stdio servers that opt in run in the sandbox', { skip }, () => {
         await free.close();
       }
       const none = new Sandbox({ root, support: { available: false, reason: 'bwrap not found (test)', fix: 'install bubblewrap' } });
-      await assert.rejects(connectMcpServer({ command: process.execPath, args: [server], sandbox: true }, opts(none)), /asks for the sandbox.*bwrap not found \(test\)/);
+      await assert.rejects(connectMcpServer({ command: process.execPath, args: [server, '--write-tool'], sandbox: true }, opts(none)), /asks for the sandbox.*bwrap not found \(test\)/);
     } finally {
       await sandbox.dispose();
       fs.rmSync(dir, { recursive: true, force: true });
