@@ -8,7 +8,7 @@ import { ToolError } from './errors';
 import { capText, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from './output';
 import type { ToolDefinition } from './tool';
 import { confine } from '../workspace/paths';
-import { RUN_TAG_VAR, signalPids, taggedPids, taggedPidsSync } from './process-sweep';
+import { RUN_TAG_VAR, guardCommand, releaseCommand, signalPids, taggedPids, taggedPidsSync } from './process-sweep';
 import type { Sandbox, Wrapped } from '../workspace/sandbox/sandbox';
 import { explainBlocked } from '../workspace/sandbox/policy';
 
@@ -243,6 +243,7 @@ let exitHookInstalled = false;
 
 function track(s: Started): void {
   live.add(s);
+  guardCommand(s.pgid, s.tag);
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   // The host exits (Neovim quit, :CabooseStop then quit): no grace period will come, so SIGKILL now.
@@ -268,7 +269,10 @@ function killCommand(s: Started, graceMs: number): void {
     if (signalGroup(s.pgid, 0)) signalGroup(s.pgid, 'SIGKILL');
     void taggedPids(s.tag)
       .then((pids) => signalPids(pids, 'SIGKILL'))
-      .finally(() => live.delete(s));
+      .finally(() => {
+        live.delete(s);
+        releaseCommand(s.pgid, s.tag);
+      });
   }, graceMs);
   timer.unref();
 }

@@ -304,6 +304,27 @@ describe('bash without a sandbox: the call still returns at its timeout', () => 
   });
 });
 
+describe('bash without a sandbox: commands die with the host', () => {
+  test('SIGKILL of the host: the watchdog kills the group and the tagged processes that left it', async () => {
+    const n = 7000 + Math.floor(Math.random() * 900);
+    const dir = fs.realpathSync(fs.mkdtempSync(path.join(BASE, 'caboose-nosbx-')));
+    const host = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../support/sandbox-host.ts'), dir, `sleep ${n}.1 & setsid sleep ${n}.2 & (trap '' TERM HUP; exec sleep ${n}.3) & echo started; sleep ${n}.4`], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, SANDBOX: 'off' },
+    });
+    try {
+      await new Promise<void>((resolve) => host.stdout.on('data', (d: Buffer) => d.toString().includes('started') && resolve()));
+      await waitFor(() => findProcs(`sleep\0${n}.`).length === 4);
+      assert.equal(findProcs(`sleep\0${n}.`).length, 4, 'precondition: the four sleeps run');
+      host.kill('SIGKILL');
+      assert.deepEqual(await waitGone(`sleep\0${n}.`), []);
+    } finally {
+      for (const pid of findProcs(`sleep\0${n}.`)) process.kill(pid, 'SIGKILL');
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 function findProcs(needle: string): number[] {
   const out: number[] = [];
   for (const d of fs.readdirSync('/proc')) {
