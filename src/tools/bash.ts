@@ -8,7 +8,7 @@ import { ToolError } from './errors';
 import { capText, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from './output';
 import type { ToolDefinition } from './tool';
 import { confine } from '../workspace/paths';
-import { RUN_TAG_VAR, guardCommand, releaseCommand, signalPids, taggedPids, taggedPidsSync } from './process-sweep';
+import { RUN_TAG_VAR, descendantsSync, guardCommand, releaseCommand, signalPids, taggedPids, taggedPidsSync } from './process-sweep';
 import type { Sandbox, Wrapped } from '../workspace/sandbox/sandbox';
 import { explainBlocked } from '../workspace/sandbox/policy';
 
@@ -263,10 +263,14 @@ function track(s: Started): void {
  * finished command does not keep the host (or a test) alive.
  */
 function killCommand(s: Started, graceMs: number): void {
+  // Found first: once the shell dies its children are re-parented and no longer traceable to it.
+  const descendants = descendantsSync(s.pgid);
+  signalPids(descendants, 'SIGTERM');
   signalGroup(s.pgid, 'SIGTERM');
   void taggedPids(s.tag).then((pids) => signalPids(pids, 'SIGTERM'));
   const timer = setTimeout(() => {
     if (signalGroup(s.pgid, 0)) signalGroup(s.pgid, 'SIGKILL');
+    signalPids(descendants, 'SIGKILL');
     void taggedPids(s.tag)
       .then((pids) => signalPids(pids, 'SIGKILL'))
       .finally(() => {

@@ -123,3 +123,40 @@ export function guardCommand(pgid: number, tag: string): void {
 export function releaseCommand(pgid: number, tag: string): void {
   watchdogWrite(`del ${pgid} ${tag}\n`);
 }
+
+/**
+ * Every live descendant of `root` (by parent pid, from /proc/<pid>/stat), found before the kill: a child
+ * that left the group and the tag (`env -i setsid …`) is still a descendant while its parent lives.
+ */
+export function descendantsSync(root: number): number[] {
+  if (!hasProc) return [];
+  const children = new Map<number, number[]>();
+  let names: string[] = [];
+  try {
+    names = fs.readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  for (const d of names) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${d}/stat`, 'latin1');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const list = children.get(ppid);
+      if (list) list.push(Number(d));
+      else children.set(ppid, [Number(d)]);
+    } catch {
+      // gone
+    }
+  }
+  const out: number[] = [];
+  const stack = [root];
+  while (stack.length > 0) {
+    for (const c of children.get(stack.pop() as number) ?? []) {
+      if (c === process.pid || out.includes(c)) continue;
+      out.push(c);
+      stack.push(c);
+    }
+  }
+  return out;
+}

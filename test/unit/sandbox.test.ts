@@ -293,7 +293,9 @@ describe('bash without a sandbox: the call still returns at its timeout', () => 
     const dir = fs.realpathSync(fs.mkdtempSync(path.join(BASE, 'caboose-nosbx-')));
     try {
       const bash = createBashTool({ killGraceMs: 200 });
-      const r = await bash.execute({ command: `env -i setsid sleep ${n}.1 & sleep ${n}.2`, timeoutMs: 500 }, testToolContext(dir));
+      // Double-forked: re-parented at once, so not a descendant either when the kill comes.
+      const r = await bash.execute({ command: `env -i setsid sh -c 'sleep ${n}.1 & exit 0'; sleep ${n}.2`, timeoutMs: 500 }, testToolContext(dir));
+      assert.equal(findProcs(`sleep\0${n}.1`).length, 1, 'precondition: the escaped process survived the kill');
       assert.equal(r.timedOut, true);
       assert.equal(r.sandboxed, false);
       assert.equal(r.abandonedOutput, true);
