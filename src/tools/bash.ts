@@ -301,7 +301,10 @@ export function createBashTool(opts: BashToolOptions = {}): ToolDefinition<typeo
 
   return {
     name: 'bash',
-    description: sandbox?.active ? `${BASH_DESCRIPTION} ${SANDBOX_DESCRIPTION}` : BASH_DESCRIPTION,
+    // A getter: whether a sandbox runs is found out when the model is first told about the tool.
+    get description() {
+      return sandbox?.active ? `${BASH_DESCRIPTION} ${SANDBOX_DESCRIPTION}` : BASH_DESCRIPTION;
+    },
     parameters: bashParameters,
     policy: 'exec',
     confinement: (args) => {

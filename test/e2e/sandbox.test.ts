@@ -93,6 +93,17 @@ forEachNvim((bin) => {
       assert.match((await bash({ command: 'echo asks' }, 'once')).float ?? '', /OUTSIDE any sandbox \(sandbox.mode = "off"\)/);
     });
 
+    it('setup() validates the sandbox settings and sends them to the host', async () => {
+      await e.start({ initLua: SETUP('create', ", sandbox = { network = { allow = { 'registry.npmjs.org' } }, deny_read = { '~/.config/hub' } }") });
+      const err = async (opts: string) => e.t.lua<string>(`local ok, e = pcall(require('caboose').setup, ${opts}) return ok and 'ok' or e`);
+      assert.match(await err("{ sandbox = { mode = 'strict' } }"), /`sandbox\.mode` should be nil, 'workspace-write', 'read-only' or 'off'/);
+      assert.match(await err("{ sandbox = { network = { allow = 'all' } } }"), /`sandbox\.network\.allow` should be true, false or a list of host names/);
+      assert.match(await err("{ sandbox = { deny_read = '~/.ssh' } }"), /`sandbox\.deny_read` should be a list of strings/);
+      assert.match(await err("{ mcp = { servers = { x = { url = 'http://127.0.0.1:1/mcp', sandbox = true } } } }"), /mcp\.servers\.x\.sandbox` should be absent \(it is for stdio servers/);
+      const part = await e.t.lua<{ sandbox: { network: { allow: string[] }; deny_read: string[] } }>("return require('caboose.config').host_part(require('caboose.config').build({ sandbox = { network = { allow = { 'registry.npmjs.org' } } } }))");
+      assert.deepEqual(part.sandbox.network.allow, ['registry.npmjs.org']);
+    });
+
     it(':checkhealth caboose probes the sandbox (each attack blocked) or says how to get one', async () => {
       const healthText = async () => {
         await e.t.cmd('checkhealth caboose');

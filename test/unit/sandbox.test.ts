@@ -132,6 +132,13 @@ describe('sandboxed bash (bwrap)', { skip }, () => {
     fs.writeFileSync(path.join(root, '.git/config'), '[core]\n');
     fs.writeFileSync(path.join(root, 'vendor/lib/.git/config'), '[core]\n');
     fs.writeFileSync(path.join(root, 'edit.txt'), 'one\n');
+    // A worktree-style .git file, and a .git that is a symlink to a folder elsewhere in the workspace.
+    fs.mkdirSync(path.join(root, 'wt'));
+    fs.writeFileSync(path.join(root, 'wt/.git'), 'gitdir: ../.git/worktrees/wt\n');
+    fs.mkdirSync(path.join(root, 'gitstore'));
+    fs.writeFileSync(path.join(root, 'gitstore/config'), '[core]\n');
+    fs.mkdirSync(path.join(root, 'linked'));
+    fs.symlinkSync('../gitstore', path.join(root, 'linked/.git'));
     fs.writeFileSync(path.join(home, '.ssh/id_rsa'), 'PRIVATE-KEY-MATERIAL\n');
     fs.writeFileSync(path.join(home, '.npmrc'), '//registry/:_authToken=NPM-TOKEN\n');
     fs.writeFileSync(path.join(dataDir, 'caboose.db'), 'DATA-FOLDER-CONTENT\n');
@@ -171,7 +178,9 @@ describe('sandboxed bash (bwrap)', { skip }, () => {
   });
 
   test('cannot write any .git (root or nested), nor move or remove it', async () => {
-    const r = await run('echo "[core] fsmonitor = touch /x" >> .git/config; echo x > .git/new; echo "[core] fsmonitor = x" >> vendor/lib/.git/config; rm -rf vendor');
+    const r = await run('echo "[core] fsmonitor = touch /x" >> .git/config; echo x > .git/new; echo "[core] fsmonitor = x" >> vendor/lib/.git/config; rm -rf vendor; echo "gitdir: /evil" > wt/.git; echo x >> linked/.git/config; echo x >> gitstore/config');
+    assert.equal(fs.readFileSync(path.join(root, 'wt/.git'), 'utf8'), 'gitdir: ../.git/worktrees/wt\n');
+    assert.equal(fs.readFileSync(path.join(root, 'gitstore/config'), 'utf8'), '[core]\n');
     assert.notEqual(r.exitCode, 0);
     assert.equal(fs.readFileSync(path.join(root, '.git/config'), 'utf8'), '[core]\n');
     assert.equal(fs.readFileSync(path.join(root, 'vendor/lib/.git/config'), 'utf8'), '[core]\n');

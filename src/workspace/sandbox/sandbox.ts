@@ -113,8 +113,8 @@ const MAX_SCAN_ENTRIES = 500_000;
 
 export class Sandbox {
   readonly mode: SandboxMode;
-  readonly support: SandboxSupport;
   readonly network: NetworkPolicy;
+  private supportValue: SandboxSupport | null;
   private readonly root: string;
   private readonly dataDir?: string;
   private readonly home: string;
@@ -126,11 +126,18 @@ export class Sandbox {
   constructor(o: SandboxOptions) {
     this.config = o.config ?? {};
     this.mode = this.config.mode ?? 'workspace-write';
-    this.support = o.support ?? (this.mode === 'off' ? { available: false, reason: 'sandbox.mode is "off"', fix: '' } : detectSandbox());
+    // Detected on first use (a trial bwrap run): not on the host's start-up path.
+    this.supportValue = o.support ?? (this.mode === 'off' ? { available: false, reason: 'sandbox.mode is "off"', fix: '' } : null);
     this.root = safeRealpath(o.root);
     this.dataDir = o.dataDir ? path.resolve(o.dataDir) : undefined;
     this.home = o.home ?? os.homedir();
     this.network = networkPolicy(this.config.network?.allow);
+  }
+
+  /** Whether (and how) a sandbox can run here. */
+  get support(): SandboxSupport {
+    if (!this.supportValue) this.supportValue = detectSandbox();
+    return this.supportValue;
   }
 
   /** Commands run inside a sandbox. */
@@ -280,6 +287,11 @@ export async function findGitEntries(root: string): Promise<string[]> {
     for (const e of list) {
       if (e.name === '.git') {
         if (e.isDirectory() || e.isFile()) out.push(path.join(dir, e.name));
+        else if (e.isSymbolicLink()) {
+          // A .git that links elsewhere in the workspace protects its target (outside, all is read-only).
+          const target = await fs.promises.realpath(path.join(dir, e.name)).catch(() => null);
+          if (target && target.startsWith(root + path.sep)) out.push(target);
+        }
         continue;
       }
       if (e.isDirectory()) stack.push(path.join(dir, e.name));
