@@ -262,9 +262,10 @@ function track(s: Started): void {
  * session of its own), now; SIGKILL to whatever is left after `graceMs`. The timer is unref'd so a
  * finished command does not keep the host (or a test) alive.
  */
-function killCommand(s: Started, graceMs: number): void {
-  // Found first: once the shell dies its children are re-parented and no longer traceable to it.
-  const descendants = descendantsSync(s.pgid);
+function killCommand(s: Started, graceMs: number, o: { descendants: boolean }): void {
+  // Found first: once the shell dies its children are re-parented and no longer traceable to it (so not
+  // looked for when it is already gone, nor in the sandbox, whose PID namespace dies with bwrap).
+  const descendants = o.descendants ? descendantsSync(s.pgid) : [];
   signalPids(descendants, 'SIGTERM');
   signalGroup(s.pgid, 'SIGTERM');
   void taggedPids(s.tag).then((pids) => signalPids(pids, 'SIGTERM'));
@@ -355,6 +356,7 @@ export function createBashTool(opts: BashToolOptions = {}): ToolDefinition<typeo
         let killing = false;
         let settled = false;
         let forced: NodeJS.Timeout | null = null;
+        let exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
 
         // The call returns at its deadline whatever the command's processes do: a process that left the
         // group and the sweep (`env -i setsid …`) may hold the output pipes open; after the kill and its
@@ -362,7 +364,7 @@ export function createBashTool(opts: BashToolOptions = {}): ToolDefinition<typeo
         const kill = (): void => {
           if (killing || !self) return;
           killing = true;
-          killCommand(self, graceMs);
+          killCommand(self, graceMs, { descendants: !sandboxed && exit === null });
           forced = setTimeout(() => finish(null, null, true), graceMs + 500);
           forced.unref();
         };
@@ -393,7 +395,6 @@ export function createBashTool(opts: BashToolOptions = {}): ToolDefinition<typeo
         child.stdout?.on('data', (buf: Buffer) => take(decoders[0].write(buf)));
         child.stderr?.on('data', (buf: Buffer) => take(decoders[1].write(buf)));
 
-        let exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
         const finish = (code: number | null, signal: NodeJS.Signals | null, abandoned = false): void => {
           if (settled) return;
           cleanup();

@@ -189,9 +189,8 @@ describe('sandboxed bash (bwrap)', { skip }, () => {
     assert.match(r.sandboxBlocked ?? '', /blocked by the sandbox: writes outside the workspace, into any \.git folder/);
     // A .git created by a command is protected from the next command on.
     await run('mkdir -p later/.git && echo ok > later/.git/HEAD');
-    await sandbox.policy(); // the rescan after each command has finished
-    await new Promise((r) => setTimeout(r, 50));
     assert.ok((await findGitEntries(root)).includes(path.join(root, 'later/.git')));
+    assert.ok((await sandbox.policy()).readOnly.includes(path.join(root, 'later/.git')), 'the next command protects it');
     const again = await run('echo pwned > later/.git/HEAD');
     assert.notEqual(again.exitCode, 0);
     assert.equal(fs.readFileSync(path.join(root, 'later/.git/HEAD'), 'utf8'), 'ok\n');

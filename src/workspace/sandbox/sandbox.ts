@@ -167,7 +167,9 @@ export class Sandbox {
 
   /** The policy for the next command (scans for `.git` folders once, then keeps the list fresh after each command). */
   async policy(): Promise<SandboxPolicy> {
-    const gitDirs = this.gitDirs ?? (await this.scanGit());
+    // A scan still running (started when the last command ended) is waited for: a .git that command made
+    // is protected from the next command on.
+    const gitDirs = this.scanning ? await this.scanning : (this.gitDirs ?? (await this.scanGit()));
     const exists = (p: string): fs.Stats | null => {
       try {
         return fs.lstatSync(p);
@@ -225,7 +227,7 @@ export class Sandbox {
     };
   }
 
-  /** After a command: look again for `.git` folders (in the background; the next command waits for it only the first time). */
+  /** After a command: look again for `.git` folders (in the background; the next command waits for the scan if it still runs). */
   rescan(): void {
     void this.scanGit();
   }
