@@ -51,6 +51,7 @@ forEachNvim((bin) => {
       assert.equal(fs.readFileSync(path.join(e.t.cwd, 'made.txt'), 'utf8'), 'made\n');
       assert.equal(fs.existsSync(outside), false);
       assert.match(String(result.data?.sandboxBlocked), /^blocked by the sandbox: writes outside the workspace.*escalate: true/);
+      assert.match((await e.t.chatLines()).join('\n'), /bash echo made > made\.txt.*→ exit 1 \(blocked by the sandbox\)/);
 
       const esc = await bash({ command: `echo pwned > ${outside}`, escalate: true }, 'reject');
       assert.match(esc.float ?? '', /runs OUTSIDE the sandbox \(escalate: true\)/);

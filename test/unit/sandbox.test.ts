@@ -257,6 +257,29 @@ http.get(o,r=>{let b='';r.on('data',d=>b+=d);r.on('end',()=>{process.stdout.writ
     }
   });
 
+  test('sandbox.writable opens more folders (the user\'s /tmp too); sandbox.deny_read hides more paths', async () => {
+    const extra = path.join(dir, 'extra');
+    const secret = path.join(dir, 'more-secrets');
+    fs.mkdirSync(extra);
+    fs.mkdirSync(secret);
+    fs.writeFileSync(path.join(secret, 'token'), 'MORE-SECRET\n');
+    const probe = `/tmp/caboose-sbx-shared-${process.pid}`;
+    const sb = new Sandbox({ root, dataDir, home, config: { writable: [extra, '/tmp'], deny_read: [secret] } });
+    try {
+      const r = await run(`echo ok > ${extra}/w.txt && echo shared > ${probe}; cat ${secret}/token`, { sandbox: sb });
+      assert.equal(fs.readFileSync(path.join(extra, 'w.txt'), 'utf8'), 'ok\n');
+      assert.equal(fs.readFileSync(probe, 'utf8'), 'shared\n');
+      assert.doesNotMatch(r.output, /MORE-SECRET/);
+      // Without them: refused and readable (the precondition).
+      const plain = await run(`echo no > ${extra}/w2.txt; cat ${secret}/token`);
+      assert.equal(fs.existsSync(path.join(extra, 'w2.txt')), false);
+      assert.match(plain.output, /MORE-SECRET/);
+    } finally {
+      fs.rmSync(probe, { force: true });
+      await sb.dispose();
+    }
+  });
+
   test('read-only mode forbids every write, the workspace included', async () => {
     const ro = new Sandbox({ root, dataDir, home, config: { mode: 'read-only' } });
     const r = await run('echo x > ro.txt', { sandbox: ro });
