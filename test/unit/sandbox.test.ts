@@ -172,7 +172,8 @@ describe('sandboxed bash (bwrap)', { skip }, () => {
     assert.match(r.output, /^t$/m);
     assert.equal(fs.existsSync('/tmp/caboose-sbx-probe'), false);
     // Escaping with the root's privileges: remount and unmount are refused (capabilities dropped).
-    const esc = await run(`mount -o remount,rw / 2>&1; mount -o remount,bind,rw ${outside} 2>&1; umount ${home}/.ssh 2>&1; echo pwned > ${outside}/after-remount.txt; cat ${home}/.ssh/id_rsa`);
+    const esc = await run(`mount -o remount,rw / 2>&1; mount -o remount,bind,rw ${outside} 2>&1; umount ${home}/.ssh 2>&1; echo pwned > ${outside}/after-remount.txt; cat ${home}/.ssh/id_rsa; unshare -Urm sh -c "umount ${home}/.ssh; cat ${home}/.ssh/id_rsa; mount -o remount,rw /; echo pwned > ${outside}/userns.txt" 2>&1`);
+    assert.equal(fs.existsSync(path.join(outside, 'userns.txt')), false, esc.output);
     assert.equal(fs.existsSync(path.join(outside, 'after-remount.txt')), false, esc.output);
     assert.doesNotMatch(esc.output, /PRIVATE-KEY-MATERIAL/);
   });

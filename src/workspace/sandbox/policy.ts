@@ -36,7 +36,25 @@ export const SandboxConfigSchema = z
 export type SandboxConfig = z.infer<typeof SandboxConfigSchema>;
 
 /** Secrets never readable from inside (relative to the home folder). */
-export const DEFAULT_DENY_READ = ['.ssh', '.gnupg', '.aws', '.config/gcloud', '.netrc', '.npmrc', '.docker/config.json', '.git-credentials'];
+export const DEFAULT_DENY_READ = [
+  '.ssh',
+  '.gnupg',
+  '.aws',
+  '.config/gcloud',
+  '.netrc',
+  '.npmrc',
+  // Other usual homes of credentials.
+  '.docker/config.json',
+  '.git-credentials',
+  '.config/gh',
+  '.kube',
+  '.azure',
+  '.password-store',
+  '.local/share/keyrings',
+  '.pypirc',
+  '.cargo/credentials.toml',
+  '.vault-token',
+];
 
 export type NetworkPolicy = { kind: 'none' } | { kind: 'all' } | { kind: 'allow'; hosts: string[] };
 
