@@ -20,7 +20,11 @@ import {
   type SandboxMode,
   type SandboxPolicy,
 } from './policy';
-import { BRIDGE_SCRIPT, startFilteringProxy, type FilteringProxy } from './proxy';
+import type { FilteringProxy } from './proxy';
+
+/** The proxy module (http, net) loads only for a network allow-list. */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const proxyModule = (): typeof import('./proxy') => require('./proxy') as typeof import('./proxy');
 
 export type SandboxSupport =
   | { available: true; kind: 'bwrap' | 'seatbelt'; path: string }
@@ -209,7 +213,7 @@ export class Sandbox {
     const proxy = policy.network.kind === 'allow' ? await this.startProxy() : null;
     if (this.support.kind === 'bwrap') {
       const pre = bwrapArgs(policy, { cwd, ...(proxy ? { proxySocket: proxy.address } : {}) });
-      const inner = proxy ? [process.execPath, '-e', BRIDGE_SCRIPT, SANDBOX_PROXY_SOCKET, String(SANDBOX_PROXY_PORT), command, ...args] : [command, ...args];
+      const inner = proxy ? [process.execPath, '-e', proxyModule().BRIDGE_SCRIPT, SANDBOX_PROXY_SOCKET, String(SANDBOX_PROXY_PORT), command, ...args] : [command, ...args];
       return {
         command: this.support.path,
         args: [...pre, '--', ...inner],
@@ -241,7 +245,7 @@ export class Sandbox {
   private startProxy(): Promise<FilteringProxy> {
     if (!this.proxy) {
       const hosts = this.network.kind === 'allow' ? this.network.hosts : [];
-      this.proxy = startFilteringProxy(hosts, { tcp: this.support.available && this.support.kind === 'seatbelt' });
+      this.proxy = proxyModule().startFilteringProxy(hosts, { tcp: this.support.available && this.support.kind === 'seatbelt' });
       this.proxy.catch(() => (this.proxy = null));
     }
     return this.proxy;
