@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { createBashTool, DEFAULT_KILL_GRACE_MS, type BashResult } from '../src/tools/bash';
-import { MAX_OUTPUT_BYTES } from '../src/tools/output';
+import { MAX_OUTPUT_BYTES } from '../src/workspace/output';
 import { startFakeOpenAI } from '../test/support/fake-openai';
 import { Checks, mainIfDirect, processAlive, scaled, sleep, tempDir, type SuiteReport } from './lib';
 import { chatText, nvimVersion, startSession } from './nvim-session';

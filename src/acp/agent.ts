@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import type * as acp from '@agentclientprotocol/sdk';
 import type { AgentState, ApprovalDecision, ApprovalRequest, PermissionMode } from '../agent/loop';
-import { permissionFor } from '../agent/permissions';
+import { permissionFor } from '../tools/permissions';
 import type { ToolResult } from '../tools/tool';
 import type { ReviewSelection } from '../workspace/review';
 import { fileWorkspace, type Workspace } from '../workspace/workspace';

@@ -14,9 +14,9 @@ import { randomUUID } from 'node:crypto';
 import type { ToolRegistry } from '../tools/registry';
 import type { ApprovalPreview, ToolContext, ToolDefinition, ToolResult } from '../tools/tool';
 import type { ReviewSelection } from '../workspace/review';
-import { ToolError, type ToolErrorInfo } from '../tools/errors';
+import { ToolError, type ToolErrorInfo } from '../workspace/errors';
 import { OpenAIProvider, ProviderError, type AssembledToolCall, type ChatMessage, type ModelClient, type ProviderConfig, type Usage } from './provider';
-import { DEFAULT_MODE, blockedByModeMessage, permissionFor, type PermissionMode } from './permissions';
+import { DEFAULT_MODE, blockedByModeMessage, permissionFor, type PermissionMode } from '../tools/permissions';
 import { secretReason, secretTargets } from '../tools/secret-targets';
 import { redactDeep } from '../store/redact';
 import { assistantMessage, interruptedAssistantMessage, parseToolArguments, toolMessage, userMessage } from './messages';
@@ -25,7 +25,7 @@ import type { ChatCompletionContentPart } from 'openai/resources/chat/completion
 import { defaultSystemPrompt } from './prompt';
 import { compactedHistory, DEFAULT_COMPACT_AT, DEFAULT_CONTEXT_WINDOW, estimateTokens, fitForSummary, fitToolOutputs, needsCompaction, pruneToolOutputs, splitForCompaction, SUMMARIZE_INSTRUCTION, SUMMARY_INPUT_SHARE, type StoredRef } from './context';
 
-export type { PermissionMode } from './permissions';
+export type { PermissionMode } from '../tools/permissions';
 
 export type AgentState = 'idle' | 'streaming' | 'executing_tools' | 'pending_approval';
 

@@ -1,6 +1,6 @@
 /** Building blocks of the OpenAI-format conversation the agent keeps. Pure helpers. */
 import type { ToolResult } from '../tools/tool';
-import { capToolResultJson } from '../tools/output';
+import { capToolResultJson } from '../workspace/output';
 import type { AssembledToolCall, ChatMessage } from './provider';
 import { META_KEY, type AssistantMeta } from './stream';
 

@@ -1,5 +1,5 @@
 /** The default system prompt. Kept short: tool descriptions carry the details. */
-import type { PermissionMode } from './permissions';
+import type { PermissionMode } from '../tools/permissions';
 
 const MODE_NOTES: Record<PermissionMode, string> = {
   plan: 'The session is in plan mode: only read-only tools run. Investigate and propose a plan; do not try to modify files or run commands.',

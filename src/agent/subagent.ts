@@ -16,13 +16,13 @@
  * callbacks, and its answer is capped like every tool output (2,000 lines / 50 KB, with a notice).
  */
 import { z } from 'zod';
-import { ToolError } from '../tools/errors';
+import { ToolError } from '../workspace/errors';
 import { ToolRegistry } from '../tools/registry';
 import type { ToolContext, ToolDefinition, ToolResult, ToolSpec } from '../tools/tool';
 import { isOffered } from '../tools/offered';
-import { capText, truncationNotice } from '../tools/output';
+import { capText, truncationNotice } from '../workspace/output';
 import { Agent, type AgentLogger, type ApprovalDecision, type ApprovalRequest } from './loop';
-import type { PermissionMode } from './permissions';
+import type { PermissionMode } from '../tools/permissions';
 import { modeNote } from './prompt';
 import type { ChatMessage, ModelClient, ProviderConfig, Usage } from './provider';
 

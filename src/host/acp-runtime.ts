@@ -8,7 +8,7 @@ import { AcpAgent } from '../acp/agent';
 import type { AcpAgentConfig } from '../acp/config';
 import { createExecTools } from '../tools/exec-tools';
 import { TodoList } from '../tools/todo-list';
-import { openWorkspace } from '../index';
+import { openWorkspace } from '../tools/open';
 import type { HostConfig } from './protocol';
 import { EVENTS } from './protocol';
 import type { ChatSession } from './session';

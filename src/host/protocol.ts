@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PERMISSION_MODES } from '../agent/permissions';
+import { PERMISSION_MODES } from '../tools/permissions';
 import { isValidRulesPattern } from '../workspace/rules';
 import { McpConfigSchema } from '../mcp/config';
 import { AcpConfigSchema } from '../acp/config';

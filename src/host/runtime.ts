@@ -4,7 +4,7 @@ import { createAgentTool, createExploreTool, type SubagentProgress, type Subagen
 import { isOffered } from '../tools/offered';
 import { createExecTools } from '../tools/exec-tools';
 import { TodoList } from '../tools/todo-list';
-import { openWorkspace } from '../index';
+import { openWorkspace } from '../tools/open';
 import { configuredProviders, type ResolvedProvider } from './provider-config';
 import type { HostConfig } from './protocol';
 import { EVENTS } from './protocol';

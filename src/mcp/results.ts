@@ -2,7 +2,7 @@
  * An MCP tool's result as the model reads it: its content as text (images, audio and binary resources as
  * placeholders), within the output cap of every tool. Pure.
  */
-import { capText, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, truncationNotice } from '../tools/output';
+import { capText, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, truncationNotice } from '../workspace/output';
 import { attachMedia, type ToolMedia } from '../tools/media';
 
 /** Images and audio passed on to a model that accepts them: at most this many per result, each this big. */

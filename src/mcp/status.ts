@@ -1,5 +1,5 @@
 /** What the user is told about MCP servers: chat notices, the :CabooseMcp listing, :checkhealth. Pure. */
-import { permissionFor, type Permission, type PermissionMode } from '../agent/permissions';
+import { permissionFor, type Permission, type PermissionMode } from '../tools/permissions';
 import type { McpChange, McpServerState, McpServerStatus } from './client-pool';
 import { mcpToolNames } from './names';
 import { isAllowed } from './tools';

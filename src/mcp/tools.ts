@@ -5,7 +5,7 @@
  * every tool's. Rebuilt whenever the pool changes.
  */
 import { z } from 'zod';
-import { ToolError } from '../tools/errors';
+import { ToolError } from '../workspace/errors';
 import type { ToolDefinition } from '../tools/tool';
 import type { McpPool } from './client-pool';
 import type { ArgsValidator, McpToolInfo } from './connect';

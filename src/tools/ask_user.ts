@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ToolError } from './errors';
+import { ToolError } from '../workspace/errors';
 import type { ToolContext, ToolDefinition } from './tool';
 
 export const askUserParameters = z.object({

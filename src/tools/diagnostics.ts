@@ -1,6 +1,6 @@
 import fsp from 'node:fs/promises';
 import { z } from 'zod';
-import { ToolError } from './errors';
+import { ToolError } from '../workspace/errors';
 import type { ToolDefinition } from './tool';
 import { fileWorkspace, notFound, type FileWorkspace } from '../workspace/workspace';
 import { isUnder } from '../workspace/paths';

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { TextDecoder } from 'node:util';
-import { ToolError } from './errors';
+import { ToolError } from '../workspace/errors';
 import { deadline } from './deadline';
-import { capText, truncationNotice } from './output';
+import { capText, truncationNotice } from '../workspace/output';
 import type { ToolDefinition } from './tool';
 import http from 'node:http';
 import https from 'node:https';

@@ -6,7 +6,7 @@
  */
 import dns from 'node:dns/promises';
 import net from 'node:net';
-import { ToolError } from './errors';
+import { ToolError } from '../workspace/errors';
 
 /** IPv4 ranges that are not the public internet: [first octets as a number, prefix length, what]. */
 const V4_BLOCKED: [string, number, string][] = [

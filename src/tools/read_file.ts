@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { ToolError } from './errors';
-import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, capText } from './output';
+import { ToolError } from '../workspace/errors';
+import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, capText } from '../workspace/output';
 import type { ToolDefinition } from './tool';
 import { fileWorkspace } from '../workspace/workspace';
 import { pathField } from '../workspace/tool-support';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { ToolError } from './errors';
-import { capText, truncationNotice } from './output';
+import { ToolError } from '../workspace/errors';
+import { capText, truncationNotice } from '../workspace/output';
 import type { ToolDefinition } from './tool';
 
 /** What recall reads: the session's stored rows (see SessionRepository). */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ToolError, type ToolErrorInfo } from './errors';
+import { ToolError, type ToolErrorInfo } from '../workspace/errors';
 import type { ToolContext, ToolDefinition, ToolResult, ToolSpec } from './tool';
 
 /** zod writes JS's safe-integer limits as bounds of every `.int()`; they only add noise for the model. */

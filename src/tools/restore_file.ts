@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ToolError } from './errors';
+import { ToolError } from '../workspace/errors';
 import type { ToolDefinition } from './tool';
 import { fileWorkspace, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
 import { fileDiff } from '../workspace/text-diff';

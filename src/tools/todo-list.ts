@@ -1,4 +1,4 @@
-import { ToolError } from './errors';
+import { ToolError } from '../workspace/errors';
 
 export const TODO_STATUSES = ['pending', 'in_progress', 'completed'] as const;
 export type TodoStatus = (typeof TODO_STATUSES)[number];

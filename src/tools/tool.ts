@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { ToolErrorInfo } from './errors';
+import type { ToolErrorInfo } from '../workspace/errors';
 import type { Workspace } from '../workspace/workspace';
 import type { ReviewFile, ReviewSelection } from '../workspace/review';
 import type { Confinement } from '../workspace/sandbox/sandbox';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ToolError } from './errors';
+import { ToolError } from '../workspace/errors';
 import { deadline } from './deadline';
 import type { ToolDefinition } from './tool';
 

@@ -14,7 +14,7 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { ToolError, STALE_FILE_ACTION } from '../tools/errors';
+import { ToolError, STALE_FILE_ACTION } from './errors';
 import { isUnder } from './paths';
 
 const PROC_FD = '/proc/self/fd';

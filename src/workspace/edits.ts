@@ -1,4 +1,4 @@
-import { ToolError } from '../tools/errors';
+import { ToolError } from './errors';
 
 export interface TextEdit {
   oldText: string;

@@ -2,7 +2,7 @@ import { createHash, randomBytes, webcrypto } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { STALE_FILE_ACTION, ToolError, throwIfCancelled } from '../tools/errors';
+import { STALE_FILE_ACTION, ToolError, throwIfCancelled } from './errors';
 import { decodeText, isBinary, type TextEncodingInfo } from './encoding';
 import { lineHunksBytes, type LineHunk } from './buffer-hunks';
 import { isUnder } from './paths';

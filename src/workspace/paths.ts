@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { ToolError } from '../tools/errors';
+import { ToolError } from './errors';
 import { compileGlobList, type PathMatcher } from './glob-match';
 
 export const DEFAULT_DENY_GLOBS: readonly string[] = ['.git/**'];

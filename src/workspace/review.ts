@@ -5,11 +5,25 @@
  */
 import { diffArrays, diffWordsWithSpace } from 'diff';
 import { MAX_DIFF_EDIT_LENGTH } from './patch/diff';
-import { ToolError } from '../tools/errors';
+import { ToolError } from './errors';
 import { decodeText, encodeText, isBinary } from './encoding';
-import { sha256Hex, type FileChange, type FileView } from './file-access';
+import { sha256Hex, type CommitReport, type FileAccess, type FileChange, type FileView } from './file-access';
 import { fileDiff } from './text-diff';
-import type { FileWorkspace, WritePlan } from './workspace';
+import type { PathResolver } from './paths';
+
+/** What the review reads of the workspace (FileWorkspace has both; named here so workspace.ts imports review.ts one way). */
+export interface ReviewWorkspace {
+  files: Pick<FileAccess, 'view'>;
+  paths: Pick<PathResolver, 'relative'>;
+}
+
+/** The parts of a write plan (WritePlan in workspace.ts) that a review rewrites. */
+export interface ReviewablePlan {
+  changes: FileChange[];
+  audit: { path: string | null; afterSha256: string | null; diff: string | null }[];
+  result: unknown;
+  afterCommit?: (report: CommitReport) => Promise<void>;
+}
 
 export interface ReviewHunk {
   /** 1-based first line in the old text (the line before, for a pure insertion). */
@@ -174,7 +188,7 @@ function decoded(bytes: Buffer | null): string | null {
 }
 
 /** The review of a plan's changes, file by file (deleting and moving are whole-file decisions). */
-export async function reviewFiles(ws: FileWorkspace, changes: FileChange[]): Promise<ReviewFile[]> {
+export async function reviewFiles(ws: ReviewWorkspace, changes: FileChange[]): Promise<ReviewFile[]> {
   const files: ReviewFile[] = [];
   const moves = new Set(changes.flatMap((c) => (c.type === 'write' && c.movedFrom ? [c.movedFrom] : [])));
   for (const c of changes) {
@@ -209,7 +223,7 @@ export async function reviewFiles(ws: FileWorkspace, changes: FileChange[]): Pro
  * refuses as stale_file when a reviewed file changed since the review began, writes only the accepted
  * hunks, drops the files rejected whole, and tells the model what was applied and what was not.
  */
-export async function applyReviewSelection<T>(ws: FileWorkspace, p: WritePlan<T>, sel: ReviewSelection): Promise<WritePlan<T>> {
+export async function applyReviewSelection<P extends ReviewablePlan>(ws: ReviewWorkspace, p: P, sel: ReviewSelection): Promise<P> {
   const proposal = await reviewFiles(ws, p.changes);
   const outcome: ReviewOutcome = { applied: [], rejected: [], message: '' };
   const dropped = new Set<string>();

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { capText, truncationNotice } from '../tools/output';
+import { capText, truncationNotice } from './output';
 import type { PostEditReport } from './post-edit-diagnostics';
 
 /** Shared zod fields and output shaping for the file tools. */

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { ToolError, throwIfCancelled, type ErrorKind } from '../tools/errors';
+import { ToolError, throwIfCancelled, type ErrorKind } from './errors';
 import type { AuditRepository } from '../store/audit';
 import { openStore, type Store } from '../store';
 import { FileAccess, type BufferBridge, type CommitReport, type FileChange, type CommitFaultHook, type UnsavedBuffersPolicy } from './file-access';

@@ -6,7 +6,7 @@ import { Agent, type AgentState, type ApprovalDecision, type ApprovalRequest, ty
 import { INTERRUPTED_MARKER } from '../../src/agent/messages';
 import { ToolRegistry } from '../../src/tools/registry';
 import type { ToolDefinition, ToolResult } from '../../src/tools/tool';
-import { ToolError } from '../../src/tools/errors';
+import { ToolError } from '../../src/workspace/errors';
 import type { Workspace } from '../../src/workspace/workspace';
 
 /* ------------------------------------------------------------------------------------------------

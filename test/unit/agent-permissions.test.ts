@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PERMISSION_MODES, isPermissionMode, permissionFor } from '../../src/agent/permissions';
+import { PERMISSION_MODES, isPermissionMode, permissionFor } from '../../src/tools/permissions';
 import { parseToolArguments, assistantMessage, interruptedAssistantMessage, INTERRUPTED_MARKER } from '../../src/agent/messages';
 import type { ToolPolicy } from '../../src/tools/tool';
 

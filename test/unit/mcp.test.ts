@@ -11,10 +11,10 @@ import { contentBlockText, resultText, toToolOutput } from '../../src/mcp/result
 import { McpPool, MAX_AUTO_RESTARTS, type McpChange } from '../../src/mcp/client-pool';
 import { McpToolSource, modelSchema } from '../../src/mcp/tools';
 import { mcpNotice, mcpServerViews } from '../../src/mcp/status';
-import { permissionFor, PERMISSION_MODES } from '../../src/agent/permissions';
+import { permissionFor, PERMISSION_MODES } from '../../src/tools/permissions';
 import { ToolRegistry, toolSpec } from '../../src/tools/registry';
 import { isOffered } from '../../src/tools/offered';
-import { capToolResultJson, MAX_OUTPUT_BYTES } from '../../src/tools/output';
+import { capToolResultJson, MAX_OUTPUT_BYTES } from '../../src/workspace/output';
 import { testToolContext } from '../support/tool-context';
 import { startHttpMcpServer, stdioServer, type HttpMcpServer } from '../support/mcp';
 

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ToolError } from '../../src/tools/errors';
+import { ToolError } from '../../src/workspace/errors';
 import { finalContents, parsePatch, planPatch, type FileState } from '../../src/workspace/patch';
 import { byteTree } from '../support/files';
 import { codexConformanceSuite } from '../support/external';

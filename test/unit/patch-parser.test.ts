@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ToolError } from '../../src/tools/errors';
+import { ToolError } from '../../src/workspace/errors';
 import { chunkNewLines, chunkOldLines, parsePatch, type PatchOp } from '../../src/workspace/patch';
 
 function parseFails(text: string, line: number, fragment: RegExp): ToolError {

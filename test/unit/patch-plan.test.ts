@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ToolError, type ErrorKind } from '../../src/tools/errors';
+import { ToolError, type ErrorKind } from '../../src/workspace/errors';
 import { finalContents, parsePatch, planPatch, unifiedDiff, type FileState, type PlannedChange } from '../../src/workspace/patch';
 
 type Tree = Record<string, string | 'DIR'>;

@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { createBashTool, type BashResult } from '../../src/tools/bash';
 import { Sandbox, detectSandbox, findGitEntries } from '../../src/workspace/sandbox/sandbox';
 import { bwrapArgs, explainBlocked, hostAllowed, networkPolicy, seatbeltProfile, type SandboxPolicy } from '../../src/workspace/sandbox/policy';
-import { PERMISSION_MODES, permissionFor } from '../../src/agent/permissions';
+import { PERMISSION_MODES, permissionFor } from '../../src/tools/permissions';
 import { testToolContext } from '../support/tool-context';
 import { processAlive } from '../support/processes';
 

@@ -5,7 +5,7 @@ import { ftsQuery } from '../../src/store/sessions';
 import { FLUSH_MS, SessionRecorder } from '../../src/host/session-recorder';
 import { fallbackTitle, restoreConversation, transcriptItems } from '../../src/host/session-history';
 import { cleanTitle } from '../../src/host/session-title';
-import { capToolResultJson } from '../../src/tools/output';
+import { capToolResultJson } from '../../src/workspace/output';
 import { conversationText } from '../../src/tools/recall';
 import { DEFAULT_CONTEXT_WINDOW, knownContextWindow, listedContextWindow, pruneToolOutputs } from '../../src/agent/context';
 import { resolveContextWindow } from '../../src/host/model-list';

@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { createBashTool, OutputCollector, takeTail, type BashResult } from '../../src/tools/bash';
 import { ToolRegistry } from '../../src/tools/registry';
 import type { ToolContext } from '../../src/tools/tool';
-import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from '../../src/tools/output';
+import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from '../../src/workspace/output';
 import { toolMessage } from '../../src/agent/messages';
 import { testToolContext } from '../support/tool-context';
 import { processAlive as alive } from '../support/processes';

@@ -4,7 +4,7 @@ import { createFetchTool, classifyContentType, type FetchResult } from '../../sr
 import { htmlToMarkdown } from '../../src/tools/html-to-markdown';
 import { ToolRegistry } from '../../src/tools/registry';
 import type { ToolContext } from '../../src/tools/tool';
-import { MAX_OUTPUT_BYTES } from '../../src/tools/output';
+import { MAX_OUTPUT_BYTES } from '../../src/workspace/output';
 import { testToolContext } from '../support/tool-context';
 import { closedPort, startLocalHttp, type LocalHttp } from '../support/local-http';
 

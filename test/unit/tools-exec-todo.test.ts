@@ -4,7 +4,7 @@ import { TodoList, type TodoItem } from '../../src/tools/todo-list';
 import { createTodoReadTool } from '../../src/tools/todo_read';
 import { createTodoWriteTool, type TodoWriteResult } from '../../src/tools/todo_write';
 import { ToolRegistry } from '../../src/tools/registry';
-import { ToolError } from '../../src/tools/errors';
+import { ToolError } from '../../src/workspace/errors';
 import type { ToolContext } from '../../src/tools/tool';
 import { testToolContext } from '../support/tool-context';
 

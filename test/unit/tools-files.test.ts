@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openWorkspace, type OpenedWorkspace, type ToolResult } from '../../src/index';
-import { STALE_FILE_ACTION } from '../../src/tools/errors';
+import { STALE_FILE_ACTION } from '../../src/workspace/errors';
 import { deleteFileTool } from '../../src/tools/delete_file';
 
 const sha = (b: string | Buffer): string => createHash('sha256').update(b).digest('hex');

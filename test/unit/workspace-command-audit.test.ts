@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import { openWorkspace, verifyAuditLog, type OpenedWorkspace } from '../../src/index';
 import { createBashTool } from '../../src/tools/bash';
 import { Agent, type ApprovalDecision, type PermissionMode } from '../../src/agent/loop';
-import { CommandAudit, type CommandAuditDetails } from '../../src/workspace/command-audit';
+import { CommandAudit, type CommandAuditDetails } from '../../src/tools/command-audit';
 import { AUDIT_GENESIS_HASH, auditRowHash, MIGRATIONS, openStore, type AuditEntry, type AuditRow } from '../../src/store';
 import { startFakeOpenAI } from '../support/fake-openai';
 

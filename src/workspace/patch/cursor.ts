@@ -1,5 +1,5 @@
 /** Line cursor and error helper shared by the envelope and unified-diff parsers. */
-import { ToolError } from '../../tools/errors';
+import { ToolError } from '../errors';
 
 // ---------------------------------------------------------------------------------------------
 // Shared helpers

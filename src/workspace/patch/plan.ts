@@ -4,7 +4,7 @@
  * ToolError, so the caller can commit all planned changes or none.
  */
 import * as posix from 'node:path/posix';
-import { ToolError } from '../../tools/errors';
+import { ToolError } from '../errors';
 import { chunkOldLines, type ChunkLine, type NewlineAtEof, type PatchChunk, type PatchOp } from './parser';
 import { seekSequence } from './seek';
 

@@ -5,10 +5,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { ErrorKind, ToolErrorInfo } from '../tools/errors';
-import type { ToolContext, ToolResult } from '../tools/tool';
-import { diffScans, type ScanLimits, type WorkspaceScan } from './scan';
-import type { FileWorkspace } from './workspace';
+import type { ErrorKind, ToolErrorInfo } from '../workspace/errors';
+import type { ToolContext, ToolResult } from './tool';
+import { diffScans, type ScanLimits, type WorkspaceScan } from '../workspace/scan';
+import type { FileWorkspace } from '../workspace/workspace';
 
 /** Tools whose calls are audited as commands. */
 export const COMMAND_TOOL_NAMES: ReadonlySet<string> = new Set(['bash']);

@@ -1,12 +1,12 @@
-import { ToolRegistry } from '../tools/registry';
-import type { ReviewSelection } from './review';
-import type { ToolContext, ToolDefinition, ToolResult, ToolSpec } from '../tools/tool';
-import { FILE_TOOLS, FILE_WRITE_TOOL_NAMES } from '../tools/file-tools';
-import { FileWorkspace, type WorkspaceOptions } from './workspace';
+import { ToolRegistry } from './registry';
+import type { ReviewSelection } from '../workspace/review';
+import type { ToolContext, ToolDefinition, ToolResult, ToolSpec } from './tool';
+import { FILE_TOOLS, FILE_WRITE_TOOL_NAMES } from './file-tools';
+import { FileWorkspace, type WorkspaceOptions } from '../workspace/workspace';
 import { COMMAND_TOOL_NAMES, CommandAudit } from './command-audit';
-import type { ToolErrorInfo } from '../tools/errors';
+import type { ToolErrorInfo } from '../workspace/errors';
 import type { AuditVerification, TrashEntry } from '../store';
-import { EXPECTED_SHA_REQUIRED } from './tool-support';
+import { EXPECTED_SHA_REQUIRED } from '../workspace/tool-support';
 
 /**
  * The file tools' registry. Besides the shared validation, it audits write attempts refused for invalid

@@ -19,7 +19,7 @@
  *
  * Escalations ask every time: an earlier "always" does not cover them.
  */
-import type { ToolPolicy } from '../tools/tool';
+import type { ToolPolicy } from './tool';
 import type { Confinement } from '../workspace/sandbox/sandbox';
 
 export const PERMISSION_MODES = ['plan', 'create', 'auto-edit', 'chug'] as const;
