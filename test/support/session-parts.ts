@@ -1,0 +1,27 @@
+/** Fakes shared by the unit tests of src/host/session-parts/. */
+import type { Logger } from '../../src/host/logger';
+import type { ModelClient, ModelEvent, ModelRequest } from '../../src/agent/provider';
+
+export const silentLog = { debug() {}, info() {}, warn() {}, error() {}, setFile() {}, setLevel() {} } as unknown as Logger;
+
+/** A UI that keeps what it is sent. */
+export function fakeUi(): { emit(name: string, payload?: Record<string, unknown>): void; events: [string, Record<string, unknown>][] } {
+  const events: [string, Record<string, unknown>][] = [];
+  return { events, emit: (name, payload = {}) => void events.push([name, payload]) };
+}
+
+/** A model that answers every request with `text` (or with a replace_selection call), keeping the requests. */
+export function fakeModel(answer: { text?: string; replacement?: string }, model = 'fake'): ModelClient & { requests: ModelRequest[] } {
+  const requests: ModelRequest[] = [];
+  return {
+    model,
+    requests,
+    async *stream(req: ModelRequest): AsyncIterable<ModelEvent> {
+      requests.push(req);
+      if (req.signal?.aborted) throw new Error('aborted');
+      const toolCalls =
+        answer.replacement !== undefined ? [{ id: 'c1', name: 'replace_selection', arguments: JSON.stringify({ replacement: answer.replacement }) }] : [];
+      yield { type: 'done', finishReason: toolCalls.length ? 'tool_calls' : 'stop', text: answer.text ?? '', toolCalls } as ModelEvent;
+    },
+  };
+}
