@@ -1,7 +1,5 @@
-import { Agent } from '../agent/loop';
 import type { SubagentProgress, SubagentTranscript } from '../agent/subagent';
 import type { Usage } from '../agent/provider';
-import { DEFAULT_CONTEXT_WINDOW, knownContextWindow } from '../agent/context';
 import type { McpPool } from '../mcp/client-pool';
 import { isOffered } from '../tools/offered';
 import { TodoList } from '../tools/todo-list';
@@ -13,16 +11,17 @@ import type { ChatSession } from './session';
 import type { LuaUi } from './lua-ui';
 import type { Logger } from './logger';
 import { describeSubagentProgress } from './summaries';
-import { composeMessage, type ContextItem } from './message-context';
+import type { ContextItem } from './message-context';
 import { SessionRecorder } from './session-recorder';
-import { restoreConversation } from './session-history';
-import { resolveContextWindow } from './model-list';
 import { checkpointApi, type CheckpointApi } from './checkpoints';
 import { ConversationRules, rulesOptions } from './project-rules';
 import { chatEvents } from './session-parts/agent-events';
 import { ChatModel } from './session-parts/chat-model';
 import { attachSessionMcp } from './session-parts/mcp-attachment';
-import { MessageQueue, queueFullMessage, type MessageMeta } from './session-parts/message-queue';
+import { messageDelivery, restoreOnce } from './session-parts/message-delivery';
+import { MessageQueue } from './session-parts/message-queue';
+import { createChatAgent, contextWindowOf } from './session-parts/session-agent';
+import { SessionIdentity } from './session-parts/session-identity';
 import { SelectionEdits, type SelectionEditParams, type SelectionEditResult } from './session-parts/selection-edits';
 import { SessionNamer } from './session-parts/session-namer';
 import { openSessionWorkspace } from './session-parts/session-workspace';
@@ -81,22 +80,23 @@ export interface RuntimeOptions {
 }
 
 /**
- * Builds one chat session from its parts (src/host/session-parts/): the workspace, the model, the tool set,
- * the agent and what the chat sees of it, the session's record, its title, the message queue and MCP.
+ * Builds one chat session from its parts (src/host/session-parts/, one job each): the workspace, the model,
+ * what the chat sees (usage, tool lines, notices), the session's record and title, the tool set with MCP,
+ * the agent, and the queue that brings the user's messages to it.
  */
 export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRuntime> {
-  const { config, session, ui, log } = o;
+  const { config, session, ui, log, cwd } = o;
   const chat = new ChatModel(config, o.provider, o.modelLabel ?? o.provider.model);
-  const ws = openSessionWorkspace({ config, cwd: o.cwd, dataDir: o.dataDir, sessionId: session.id, model: o.provider.model, ui, log });
+  const ws = openSessionWorkspace({ config, cwd, dataDir: o.dataDir, sessionId: session.id, model: o.provider.model, ui, log });
   const sessions = ws.workspace.store.sessions;
   const closing = new AbortController();
   const usage = new UsageMeter(ui);
   const todos = new TodoList();
   todos.onChange((items) => ui.emit(EVENTS.todos, { items }));
   // bash (and MCP servers that opt in) run inside the OS sandbox (issue 19).
-  const sandbox = new Sandbox({ root: o.cwd, dataDir: o.dataDir, config: config.sandbox ?? null });
-  const onTitle = (title: string): void => ui.emit(EVENTS.sessionInfo, { session: session.id, title });
-  const recorder = new SessionRecorder(sessions, session.id, { cwd: o.cwd, model: o.provider.model, onTitle }, (e) =>
+  const sandbox = new Sandbox({ root: cwd, dataDir: o.dataDir, config: config.sandbox ?? null });
+  const identity = new SessionIdentity({ ui, sessions, sessionId: session.id, cwd, model: o.provider.model });
+  const recorder = new SessionRecorder(sessions, session.id, { cwd, model: o.provider.model, onTitle: identity.onTitle }, (e) =>
     log.error('session store: %s', e instanceof Error ? (e.stack ?? e.message) : String(e)),
   );
   const notice = (text: string): void => {
@@ -106,14 +106,8 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   const progress = (id: string, summary: string): void => ui.emit(EVENTS.toolProgress, { id, summary });
   const toolLines = new ToolLines({ ui, sandbox, recordView: (id, view) => recorder.toolView(id, view), notice });
   // AGENTS.md and the like: fixed at the first message (a reopened session keeps the ones it started with).
-  const rules = new ConversationRules({
-    options: rulesOptions(config),
-    cwd: o.cwd,
-    ui,
-    log,
-    stored: o.resume ? sessions.latest(session.id, 'rules')?.message : undefined,
-    record: (snap, lines) => recorder.rules(snap, lines),
-  });
+  const stored = o.resume ? sessions.latest(session.id, 'rules')?.message : undefined;
+  const rules = new ConversationRules({ options: rulesOptions(config), cwd, ui, log, stored, record: (snap, lines) => recorder.rules(snap, lines) });
   const projectRules = () => rules.prompt();
   // Subagents: `agent` children run in the session's mode and share its approvals and "always" grants.
   const grants = new Set<string>();
@@ -141,76 +135,29 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     },
     agent: { grants, mode: () => agent.mode, requestApproval: session.requestApproval, approvalCancelled: (r) => session.cancelApproval(r.id) },
   });
-  const namer = new SessionNamer({ sessions, sessionId: session.id, client: () => chat.fresh(), onTitle, log, signal: closing.signal });
-  const agent = new Agent({
-    provider: chat.client,
-    registry,
-    mode: config.mode ?? 'create',
-    stepLimit: config.step_limit ?? 50,
-    maxQueue: config.max_queue ?? 3,
-    cwd: o.cwd,
-    systemPrompt: config.system_prompt ?? undefined,
-    projectRules,
-    toolFilter: isOffered,
-    grants,
-    ...(o.provider.media ? { acceptsMedia: o.provider.media } : {}),
+  const namer = new SessionNamer({ sessions, sessionId: session.id, client: () => chat.fresh(), onTitle: identity.onTitle, log, signal: closing.signal });
+  const checkpoints = ws.workspace.checkpoints;
+  const events = chatEvents({
+    session, ui, recorder, checkpoints, mcp: mcp.hooks, toolLines, notice,
+    usage: (u) => usage.count(u, true),
+    turnEnded: () => namer.nameAfterTurn(agent.messages),
+  });
+  const agent = createChatAgent({
+    config, cwd, provider: o.provider, current: () => chat.provider, client: chat.client, registry, grants, projectRules,
     ...(mcp.hooks ? { prepareTools: mcp.hooks.prepare } : {}),
-    ...contextWindowOptions(o.provider, () => chat.provider, log),
-    storedRef: recorder.storedId,
-    archive: recorder.archive,
-    makeContext: (signal) => ({
-      signal,
-      workspace: ws.workspace,
-      sessionId: session.id,
-      ask: session.ask,
-      reportDiagnostics: true,
-      log: (level, msg, meta) => log[level]('%s %j', msg, meta ?? {}),
-    }),
-    requestApproval: session.requestApproval,
-    events: chatEvents({
-      session, ui, recorder, checkpoints: ws.workspace.checkpoints, mcp: mcp.hooks, toolLines, notice,
-      usage: (u) => usage.count(u, true),
-      turnEnded: () => namer.nameAfterTurn(agent.messages),
-    }),
-    log: {
-      debug: (m: string, ...a: unknown[]) => log.debug(m, ...a),
-      info: (m: string, ...a: unknown[]) => log.info(m, ...a),
-      warn: (m: string, ...a: unknown[]) => log.warn(m, ...a),
-      error: (m: string, ...a: unknown[]) => log.error(m, ...a),
-    },
+    recorder, workspace: ws.workspace, session, events, log,
   });
   session.bind(agent);
-  // The conversation the model continues from is read when the first message needs it (parsing every
-  // stored tool output of a long session must not delay its transcript).
-  let restore = o.resume;
-  const ensureRestored = (): void => {
-    if (!restore) return;
-    restore = false;
-    const restored = restoreConversation(sessions.contextRows(session.id));
-    agent.loadMessages(restored.map((r) => r.message));
-    recorder.adopt(restored);
-  };
-  const sessionInfo = () => ui.emit(EVENTS.sessionInfo, { session: session.id, model: chat.label, cwd: o.cwd, title: sessions.get(session.id)?.title ?? null });
-  sessionInfo();
+  const ensureRestored = restoreOnce(o.resume, { sessions, sessionId: session.id, agent, recorder });
+  identity.announce(chat.label);
   rules.start();
-  const messages = new MessageQueue(async (text: string, context: ContextItem[], nextId: () => number) => {
-    ensureRestored();
-    await rules.freeze();
-    const id = nextId();
-    // `/server:prompt …` and `#mcp:server:uri` (MCP prompts and resources) are expanded first.
-    const expanded = await mcp.expand(text, session.askOutsideTurn, closing.signal);
-    const composed = await composeMessage(expanded?.text ?? text, context, (p) => ws.call('read_file', { path: p }));
-    if (expanded) composed.labels.unshift(...expanded.labels);
-    // After a rewind the model learns which of its edits are gone.
-    const note = ws.workspace.checkpoints.takeNotes();
-    const r = agent.send(note ? `${note}\n\n${composed.text}` : composed.text, { id, display: text, labels: composed.labels } satisfies MessageMeta);
-    if (r.status === 'queued') ui.emit(EVENTS.queued, { id, text, context: composed.labels, position: r.position });
-    if (r.status === 'rejected') {
-      if (note) ws.workspace.checkpoints.addNote(note);
-      ui.emit(EVENTS.error, { kind: 'queue_full', message: queueFullMessage(config.max_queue ?? 3) });
-    }
-    return { id, ...r };
-  });
+  const messages = new MessageQueue(
+    messageDelivery({
+      agent, ensureRestored, rules, mcp, ask: session.askOutsideTurn, signal: closing.signal, checkpoints, ui,
+      readFile: (p) => ws.call('read_file', { path: p }),
+      maxQueue: config.max_queue ?? 3,
+    }),
+  );
   const selectionEdits = new SelectionEdits(() => chat.fresh());
   return {
     session,
@@ -225,23 +172,13 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       return agent.prepare();
     },
     model: () => chat.provider,
-    setModel(p, newLabel) {
-      chat.set(p, newLabel);
-      agent.setContextWindow(p.contextWindow ?? knownContextWindow(p.model) ?? DEFAULT_CONTEXT_WINDOW);
-      sessionInfo();
+    setModel(p, label) {
+      chat.set(p, label);
+      agent.setContextWindow(contextWindowOf(p));
+      identity.announce(chat.label);
     },
-    rename(title) {
-      const t = title.replace(/\s+/g, ' ').trim().slice(0, 120);
-      if (t === '') throw new Error('a session title cannot be empty');
-      sessions.ensure({ id: session.id, cwd: o.cwd, model: o.provider.model });
-      sessions.rename(session.id, t, 'user');
-      onTitle(t);
-      return { title: t };
-    },
-    info() {
-      const s = sessions.get(session.id);
-      return { session: session.id, title: s?.title ?? null, cwd: o.cwd, messages: s?.messageCount ?? 0 };
-    },
+    rename: (title) => identity.rename(title),
+    info: () => identity.info(),
     listTrash: () => ws.workspace.trash.list(),
     restore: (trashId, targetPath) => ws.call('restore_file', { trashId, targetPath }),
     callTool: (name, args) => ws.call(name, args),
@@ -258,23 +195,5 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       void sandbox.dispose();
       ws.close();
     },
-  };
-}
-
-/**
- * Compaction is always on: the configured window, else a well-known model's, else (asked only when the
- * conversation gets long) the server's model list, else a conservative default.
- */
-function contextWindowOptions(p: ResolvedProvider, current: () => ResolvedProvider, log: Logger): { contextWindow: number; contextWindowLookup?: () => Promise<number> } {
-  return {
-    contextWindow: p.contextWindow ?? knownContextWindow(p.model) ?? DEFAULT_CONTEXT_WINDOW,
-    contextWindowLookup:
-      p.contextWindow || knownContextWindow(p.model)
-        ? undefined
-        : async () => {
-            const w = await resolveContextWindow(current());
-            log.info('context window %d tokens (%s)', w.tokens, w.source);
-            return w.tokens;
-          },
   };
 }

@@ -1,0 +1,75 @@
+/**
+ * How one user message reaches the agent: the stored conversation is restored first (once, for a reopened
+ * session), the project rules are fixed, MCP prompts and resources are expanded, attached context is read,
+ * a rewind's note goes in front; then the agent starts it, queues it, or refuses it (its queue is full).
+ */
+import type { Agent, SendResult } from '../../agent/loop';
+import type { SessionRepository } from '../../store/sessions';
+import type { ToolResult } from '../../tools/tool';
+import type { ToolContext } from '../../tools/tool';
+import type { Checkpoints } from '../../workspace/checkpoints';
+import type { LuaUi } from '../lua-ui';
+import { composeMessage, type ContextItem } from '../message-context';
+import type { ConversationRules } from '../project-rules';
+import { EVENTS } from '../protocol';
+import { restoreConversation } from '../session-history';
+import type { SessionRecorder } from '../session-recorder';
+import type { McpAttachment } from './mcp-attachment';
+import { queueFullMessage, type MessageMeta } from './message-queue';
+
+/**
+ * The conversation the model continues from, read when the first message needs it (parsing every stored
+ * tool output of a long session must not delay its transcript). Returns the function that restores it once.
+ */
+export function restoreOnce(
+  resume: boolean | undefined,
+  o: { sessions: Pick<SessionRepository, 'contextRows'>; sessionId: string; agent: Pick<Agent, 'loadMessages'>; recorder: Pick<SessionRecorder, 'adopt'> },
+): () => void {
+  let restore = resume;
+  return () => {
+    if (!restore) return;
+    restore = false;
+    const restored = restoreConversation(o.sessions.contextRows(o.sessionId));
+    o.agent.loadMessages(restored.map((r) => r.message));
+    o.recorder.adopt(restored);
+  };
+}
+
+export interface DeliveryOptions {
+  agent: Pick<Agent, 'send'>;
+  ensureRestored(): void;
+  rules: Pick<ConversationRules, 'freeze'>;
+  mcp: Pick<McpAttachment, 'expand'>;
+  /** Asks the user outside a turn (an MCP prompt's arguments). */
+  ask: NonNullable<ToolContext['ask']>;
+  /** Aborted when the session is disposed. */
+  signal: AbortSignal;
+  readFile(path: string): Promise<ToolResult>;
+  checkpoints: Pick<Checkpoints, 'takeNotes' | 'addNote'>;
+  ui: Pick<LuaUi, 'emit'>;
+  maxQueue: number;
+}
+
+export type Delivered = { id: number } & SendResult;
+
+/** The MessageQueue's `deliver`. */
+export function messageDelivery(o: DeliveryOptions): (text: string, context: ContextItem[], nextId: () => number) => Promise<Delivered> {
+  return async (text, context, nextId) => {
+    o.ensureRestored();
+    await o.rules.freeze();
+    const id = nextId();
+    // `/server:prompt …` and `#mcp:server:uri` (MCP prompts and resources) are expanded first.
+    const expanded = await o.mcp.expand(text, o.ask, o.signal);
+    const composed = await composeMessage(expanded?.text ?? text, context, (p) => o.readFile(p));
+    if (expanded) composed.labels.unshift(...expanded.labels);
+    // After a rewind the model learns which of its edits are gone.
+    const note = o.checkpoints.takeNotes();
+    const r = o.agent.send(note ? `${note}\n\n${composed.text}` : composed.text, { id, display: text, labels: composed.labels } satisfies MessageMeta);
+    if (r.status === 'queued') o.ui.emit(EVENTS.queued, { id, text, context: composed.labels, position: r.position });
+    if (r.status === 'rejected') {
+      if (note) o.checkpoints.addNote(note);
+      o.ui.emit(EVENTS.error, { kind: 'queue_full', message: queueFullMessage(o.maxQueue) });
+    }
+    return { id, ...r };
+  };
+}
