@@ -9,6 +9,7 @@ local H = {}
 ---@field max_queue integer Messages queued while the agent is busy.
 ---@field unsaved_buffers 'edit_buffer'|'refuse' What the agent does with buffers holding unsaved changes.
 ---@field allow_readonly_writes boolean Let the agent change read-only files (no owner write bit, or not writable by you).
+---@field hard_links 'refuse'|'in_place' A file with several hard links: refuse to change it, or write it in place (keeping the links).
 ---@field deny_globs string[] Paths the agent may never touch.
 ---@field trash_retention_days number How long deleted files stay restorable.
 ---@field bash_timeout_ms integer Default timeout of the bash tool.
@@ -87,6 +88,7 @@ local defaults = {
   max_queue = 3,
   unsaved_buffers = 'edit_buffer',
   allow_readonly_writes = false,
+  hard_links = 'refuse',
   deny_globs = { '.git/**' },
   trash_retention_days = 30,
   bash_timeout_ms = 120000,
@@ -185,6 +187,7 @@ H.checks = {
   ['allow_readonly_writes'] = function(v)
     return type(v) == 'boolean', 'a boolean'
   end,
+  ['hard_links'] = H.enum({ 'refuse', 'in_place' }),
   ['deny_globs'] = H.string_list,
   ['trash_retention_days'] = H.positive,
   ['bash_timeout_ms'] = H.positive,
@@ -440,6 +443,7 @@ function M.host_part(cfg)
     max_queue = cfg.max_queue,
     unsaved_buffers = cfg.unsaved_buffers,
     allow_readonly_writes = cfg.allow_readonly_writes,
+    hard_links = cfg.hard_links,
     deny_globs = cfg.deny_globs,
     trash_retention_days = cfg.trash_retention_days,
     bash_timeout_ms = cfg.bash_timeout_ms,

@@ -140,7 +140,7 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof applyPatchParameters
     const hadBom = !!view.bytes && view.bytes.subarray(0, 3).equals(BOM);
     if (text === null) {
       if (view.kind === 'missing') continue; // added then deleted within the patch
-      changes.push({ type: 'delete', abs: r.abs });
+      changes.push({ type: 'delete', abs: r.abs, ...(view.source === 'disk' && view.sha256 ? { expectSha256: view.sha256 } : {}) });
       if (deleted.has(r.abs)) stashes.push({ id: ws.trash.newId(), abs: r.abs, rel: r.rel, view });
       continue;
     }

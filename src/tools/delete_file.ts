@@ -42,7 +42,7 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof deleteFileParameters
   const diff = `Delete ${r.rel} (${bytes.length} bytes, sha256 ${sha.slice(0, 12)}…) — recoverable with restore_file trashId=${trashId}`;
   d.diff = diff;
   return {
-    changes: [{ type: 'delete', abs: r.abs }],
+    changes: [{ type: 'delete', abs: r.abs, expectSha256: sha }],
     diff,
     result: { path: r.rel, trashId, sha256: sha, lines: head.totalLines, diff },
     audit: [{ ...d, operation: 'delete' }],

@@ -58,7 +58,10 @@ export interface ChangeBasis {
   source: 'disk' | 'buffer';
   /** changedtick of the buffer the change was computed from (buffer views). */
   changedtick?: number;
-  /** Disk sha256 seen with that buffer (buffer views), remembered for the next write's gate. */
+  /**
+   * The disk sha256 seen with the view: with that buffer (buffer views, remembered for the next write's
+   * gate), or the file itself (disk views). The commit proves the file it displaces still has it.
+   */
   diskSha256?: string | null;
 }
 
@@ -81,7 +84,12 @@ export type FileChange =
       /** Reload a clean loaded buffer with `:edit!` instead of updating it in place (restore_file). */
       reload?: boolean;
     }
-  | { type: 'delete'; abs: string };
+  | {
+      type: 'delete';
+      abs: string;
+      /** sha256 the deleted file had when the change was planned: the commit proves it still has it. */
+      expectSha256?: string;
+    };
 
 /** How a loaded buffer writes its lines ('fileformat', 'eol'/'fixeol', 'bomb', 'fileencoding'). */
 export interface BufferFormat {
@@ -164,7 +172,10 @@ export interface CommitReport {
 }
 
 /** Test hook: runs before each commit step; throwing simulates a failure mid-commit. */
-export type CommitFaultHook = (step: { index: number; change: FileChange; phase: 'prepare' | 'commit' }) => void;
+export type CommitFaultHook = (step: { index: number; change: FileChange; phase: 'prepare' | 'commit' | 'renamed' }) => void;
+
+/** What the write tools do to a file with more than one hard link: refuse, or write its content in place (keeping the link). */
+export type HardLinkPolicy = 'refuse' | 'in_place';
 
 export interface FileAccessOptions {
   /** Workspace root, for relative paths in error messages. */
@@ -178,12 +189,14 @@ export interface FileAccessOptions {
   faultHook?: CommitFaultHook;
   /** Where commits keep their intent log (see commit-journal.ts); none = no crash recovery. */
   journalDir?: string;
+  /** A file with several hard links: refuse to replace it (default), or write it in place. */
+  hardLinks?: HardLinkPolicy;
 }
 
 type Step =
-  | { kind: 'created'; target: string }
-  | { kind: 'replaced'; target: string; backup: string }
-  | { kind: 'deleted'; target: string; backup: string };
+  | { kind: 'created'; target: string; bytes: Buffer }
+  | { kind: 'replaced'; target: string; backup: string; bytes: Buffer; expect: string | null; inPlace?: boolean }
+  | { kind: 'deleted'; target: string; backup: string; expect: string | null };
 
 const MAX_REMEMBERED = 4096;
 const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
@@ -198,7 +211,7 @@ export function unsavedBufferError(rel: string, what: string): ToolError {
 
 /** The basis to put on a write computed from `v`. */
 export function basisOf(v: FileView): ChangeBasis {
-  return v.source === 'buffer' ? { source: 'buffer', changedtick: v.changedtick, diskSha256: v.diskSha256 ?? null } : { source: 'disk' };
+  return v.source === 'buffer' ? { source: 'buffer', changedtick: v.changedtick, diskSha256: v.diskSha256 ?? null } : { source: 'disk', diskSha256: v.sha256 };
 }
 
 export class FileAccess {
@@ -213,6 +226,7 @@ export class FileAccess {
   private readonly known = new Map<string, { tick: number; fmt: string; lines?: Buffer; bytes?: Buffer; sha?: string }>();
   faultHook: CommitFaultHook | undefined;
   private readonly journalDir: string | null;
+  readonly hardLinks: HardLinkPolicy;
 
   constructor(opts: FileAccessOptions = {}) {
     this.bridge = opts.bridge ?? null;
@@ -222,6 +236,7 @@ export class FileAccess {
     this.allowReadonlyWrites = opts.allowReadonlyWrites ?? false;
     this.faultHook = opts.faultHook;
     this.journalDir = opts.journalDir ?? null;
+    this.hardLinks = opts.hardLinks ?? 'refuse';
   }
 
   private rel(abs: string): string {
@@ -535,25 +550,43 @@ export class FileAccess {
     const temps = new Map<number, string>();
     const createdDirs: string[] = [];
     const steps: Step[] = [];
+    const stats: (fs.Stats | null)[] = [];
     // Every name and step is fixed first: the journal lists them before anything is written.
     const plan: JournalStep[] = await Promise.all(
-      changes.map(async (c): Promise<JournalStep> => {
-        if (c.type === 'delete') return { kind: 'delete', target: c.abs, backup: siblingName(c.abs, 'bak') };
-        const kind = c.createOnly || !(await statOrNull(c.abs)) ? 'create' : 'replace';
-        return { kind, target: c.abs, tmp: siblingName(c.abs, 'tmp'), ...(kind === 'replace' ? { backup: siblingName(c.abs, 'bak') } : {}) };
+      changes.map(async (c, i): Promise<JournalStep> => {
+        if (c.type === 'delete') {
+          stats[i] = null;
+          return { kind: 'delete', target: c.abs, backup: siblingName(c.abs, 'bak'), ...(c.expectSha256 ? { oldSha256: c.expectSha256 } : {}) };
+        }
+        const st = c.createOnly ? null : await statOrNull(c.abs);
+        stats[i] = st;
+        const kind = c.createOnly || !st ? 'create' : 'replace';
+        const newSha256 = await (c.sha256 ?? sha256HexAsync(c.bytes));
+        const inPlace = kind === 'replace' && st!.isFile() && st!.nlink > 1;
+        if (inPlace && this.hardLinks === 'refuse') throw hardLinkError(this.rel(c.abs), st!.nlink);
+        const oldSha256 = c.basis?.diskSha256 ?? undefined;
+        return {
+          kind,
+          target: c.abs,
+          newSha256,
+          ...(oldSha256 ? { oldSha256 } : {}),
+          ...(inPlace ? { inPlace: true } : { tmp: siblingName(c.abs, 'tmp') }),
+          ...(kind === 'replace' ? { backup: siblingName(c.abs, 'bak') } : {}),
+        };
       }),
     );
-    const journal = this.journalDir ? await CommitJournal.begin(this.journalDir, plan) : null;
+    const journal = this.journalDir ? await CommitJournal.begin(this.journalDir, plan, this.root) : null;
     try {
       for (let i = 0; i < changes.length; i++) {
         const c = changes[i];
         this.faultHook?.({ index: i, change: c, phase: 'prepare' });
-        if (c.type !== 'write') continue;
+        if (c.type !== 'write' || plan[i].inPlace) continue;
         const dir = path.dirname(c.abs);
         const made = await fsp.mkdir(dir, { recursive: true });
         if (made) createdDirs.push(made);
         await this.assertFolderUnchanged(dir);
-        await writeTemp(plan[i].tmp!, c.bytes, c.mode);
+        // The owner and group stay the old file's (where this process may set them).
+        await writeTemp(plan[i].tmp!, c.bytes, c.mode, stats[i] ?? undefined);
         temps.set(i, plan[i].tmp!);
       }
       throwIfCancelled(signal);
@@ -564,20 +597,35 @@ export class FileAccess {
         this.faultHook?.({ index: i, change: c, phase: 'commit' });
         await this.assertFolderUnchanged(path.dirname(c.abs));
         if (p.kind === 'delete') {
+          // The file is moved aside; the sha256 of what was moved is checked below.
           await fsp.rename(c.abs, p.backup!);
-          steps.push({ kind: 'deleted', target: c.abs, backup: p.backup! });
+          steps.push({ kind: 'deleted', target: c.abs, backup: p.backup!, expect: p.oldSha256 ?? null });
+        } else if (c.type !== 'write') {
+          continue;
         } else if (p.kind === 'create') {
           await linkNoClobber(p.tmp!, c.abs);
           temps.delete(i);
           await fsp.unlink(p.tmp!).catch(() => undefined);
-          steps.push({ kind: 'created', target: c.abs });
+          steps.push({ kind: 'created', target: c.abs, bytes: c.bytes });
+        } else if (p.inPlace) {
+          // More than one hard link: a copy of the old bytes, then the new bytes written into the same inode.
+          await fsp.copyFile(c.abs, p.backup!, fs.constants.COPYFILE_EXCL);
+          steps.push({ kind: 'replaced', target: c.abs, backup: p.backup!, bytes: c.bytes, expect: p.oldSha256 ?? null, inPlace: true });
+          await verifyDisplaced(steps[steps.length - 1], this.rel(c.abs));
+          await writeInPlace(c.abs, c.bytes);
         } else {
+          // The backup is a second name of the file about to be displaced (a copy where links fail):
+          // whatever another program writes to it until the rename is in what is hashed below.
           await backupCopy(c.abs, p.backup!);
           await fsp.rename(p.tmp!, c.abs);
           temps.delete(i);
-          steps.push({ kind: 'replaced', target: c.abs, backup: p.backup! });
+          steps.push({ kind: 'replaced', target: c.abs, backup: p.backup!, bytes: c.bytes, expect: p.oldSha256 ?? null });
         }
+        this.faultHook?.({ index: i, change: c, phase: 'renamed' });
       }
+      // What each rename displaced must be what the change was computed from: another program's write
+      // in between would otherwise be lost. On a mismatch, everything is put back (their version kept).
+      for (const s of steps) if (!(s.kind === 'replaced' && s.inPlace)) await verifyDisplaced(s, this.rel(s.target));
       await journal?.mark('done');
     } catch (err) {
       await rollback(steps);
@@ -763,10 +811,14 @@ function siblingName(target: string, kind: 'tmp' | 'bak'): string {
   return path.join(path.dirname(target), `.${path.basename(target)}.caboose-${randomBytes(6).toString('hex')}.${kind}`);
 }
 
-async function writeTemp(tmp: string, bytes: Buffer, mode: number | undefined): Promise<void> {
+async function writeTemp(tmp: string, bytes: Buffer, mode: number | undefined, owner?: { uid: number; gid: number }): Promise<void> {
   const fh = await fsp.open(tmp, 'wx', mode ?? 0o666);
   try {
     await fh.writeFile(bytes);
+    // Root (or a member of the group) can keep the old owner and group; others keep what they may.
+    if (owner && (owner.uid !== process.getuid?.() || owner.gid !== process.getgid?.())) {
+      await fh.chown(owner.uid, owner.gid).catch(() => fh.chown(-1, owner.gid).catch(() => undefined));
+    }
     if (mode !== undefined) await fh.chmod(mode);
     await fh.sync();
   } catch (err) {
@@ -801,11 +853,98 @@ async function backupCopy(target: string, backup: string): Promise<void> {
   }
 }
 
+/** The sha256 of a file, read in chunks. */
+export async function sha256File(p: string): Promise<string> {
+  const h = createHash('sha256');
+  for await (const chunk of fs.createReadStream(p, { highWaterMark: 1 << 20 })) h.update(chunk as Buffer);
+  return h.digest('hex');
+}
+
+function hardLinkError(rel: string, links: number): ToolError {
+  return new ToolError(
+    'permission_denied',
+    `"${rel}" has ${links} hard links; replacing it would split them (the other names would keep the old text), so it is not changed.`,
+    {
+      path: rel,
+      suggestedAction: `Leave it unchanged, or ask the user to set hard_links = "in_place" (the file is then written in place, keeping every link).`,
+      details: { hardLinks: links },
+    },
+  );
+}
+
+function concurrentWriteError(rel: string): ToolError {
+  return new ToolError(
+    'stale_file',
+    `"${rel}" changed since you read it: another program wrote to the file on disk while this change was being committed. Nothing was changed; its version was kept.`,
+    { path: rel, suggestedAction: STALE_FILE_ACTION, details: { bufferChanged: false, diskChanged: true, concurrentWrite: true } },
+  );
+}
+
+/** The file a step moved aside (its backup) still has the sha256 its change was computed from. */
+async function verifyDisplaced(s: Step, rel: string): Promise<void> {
+  if (s.kind === 'created' || !s.expect) return;
+  if ((await sha256File(s.backup)) !== s.expect) throw concurrentWriteError(rel);
+}
+
+/** Writes `bytes` into the existing inode of `abs` (its hard links keep seeing it). */
+async function writeInPlace(abs: string, bytes: Buffer): Promise<void> {
+  const fh = await fsp.open(abs, 'r+');
+  try {
+    await fh.write(bytes, 0, bytes.length, 0);
+    await fh.truncate(bytes.length);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * Puts a replaced file's old version (its backup) back. What another program appended to the new
+ * version in the meantime is appended to the old one; a full rewrite of it by another program is kept.
+ */
+async function putBack(target: string, backup: string, ours: Buffer): Promise<void> {
+  const fh = await fsp.open(target, 'r').catch(() => null);
+  await fsp.rename(backup, target);
+  if (!fh) return;
+  let now: Buffer;
+  try {
+    now = await fh.readFile();
+  } finally {
+    await fh.close();
+  }
+  if (now.equals(ours)) return;
+  if (now.length > ours.length && now.subarray(0, ours.length).equals(ours)) await fsp.appendFile(target, now.subarray(ours.length));
+  else await fsp.writeFile(target, now);
+}
+
 async function rollback(steps: Step[]): Promise<void> {
   for (const s of [...steps].reverse()) {
     try {
-      if (s.kind === 'created') await fsp.unlink(s.target);
-      else await fsp.rename(s.backup, s.target);
+      if (s.kind === 'created') {
+        const now = await fsp.readFile(s.target).catch(() => null);
+        // Another program that appended to the new file keeps what it wrote.
+        if (!now || now.equals(s.bytes)) await fsp.unlink(s.target);
+        else if (now.length > s.bytes.length && now.subarray(0, s.bytes.length).equals(s.bytes)) await fsp.writeFile(s.target, now.subarray(s.bytes.length));
+      } else if (s.kind === 'replaced' && s.inPlace) {
+        await writeInPlace(s.target, await fsp.readFile(s.backup));
+        await fsp.unlink(s.backup);
+      } else if (s.kind === 'replaced') {
+        await putBack(s.target, s.backup, s.bytes);
+      } else {
+        // A deleted file comes back; a file another program created at its path meanwhile is kept after it.
+        try {
+          await fsp.link(s.backup, s.target);
+          await fsp.unlink(s.backup);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
+            await fsp.rename(s.backup, s.target);
+            continue;
+          }
+          const theirs = await fsp.readFile(s.target);
+          await fsp.appendFile(s.backup, theirs);
+          await fsp.rename(s.backup, s.target);
+        }
+      }
     } catch {
       // best effort: keep restoring the others
     }

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { ToolError, throwIfCancelled, type ErrorKind } from '../tools/errors';
 import type { AuditRepository } from '../store/audit';
 import { openStore, type Store } from '../store';
-import { FileAccess, type BufferBridge, type CommitReport, type FileChange, type CommitFaultHook, type UnsavedBuffersPolicy } from './file-access';
+import { FileAccess, type BufferBridge, type CommitReport, type FileChange, type CommitFaultHook, type HardLinkPolicy, type UnsavedBuffersPolicy } from './file-access';
 import { Checkpoints } from './checkpoints';
 import { Mutex } from './mutex';
 import { recoverCommits, type RecoveryReport } from './commit-journal';
@@ -33,6 +33,8 @@ export interface WorkspaceOptions {
   maxFileBytes?: number;
   /** Let the write tools change read-only files (no owner write bit, or not writable by this user). Default false. */
   allowReadonlyWrites?: boolean;
+  /** A file with several hard links: refuse to change it (default) or write it in place, keeping the links. */
+  hardLinks?: HardLinkPolicy;
   /** Test hook: simulate failures during commits. */
   faultHook?: CommitFaultHook;
   /** The editor's diagnostics (Neovim's vim.diagnostic); null/absent = none (the diagnostics tool says so). */
@@ -124,7 +126,7 @@ export class FileWorkspace implements Workspace {
     this.paths = new PathResolver(this.root, deny);
     const journalDir = path.join(this.dataDir, 'journal');
     // Commits a crashed process left half done are finished or undone before anything else runs.
-    this.recovered = recoverCommits(journalDir);
+    this.recovered = recoverCommits(journalDir, this.root);
     this.files = new FileAccess({
       root: this.root,
       bridge: opts.bridge,
@@ -133,6 +135,7 @@ export class FileWorkspace implements Workspace {
       allowReadonlyWrites: opts.allowReadonlyWrites,
       faultHook: opts.faultHook,
       journalDir,
+      hardLinks: opts.hardLinks,
     });
     this.store = openStore(this.dataDir);
     this.trash = new WorkspaceTrash(this.dataDir, this.store.trash, opts.trashRetentionDays ?? DEFAULT_TRASH_RETENTION_DAYS);
