@@ -151,6 +151,16 @@ CREATE TABLE checkpoint_blobs (
 );
 `,
   },
+  {
+    // Issue 18: the trash is per workspace. Older rows get the folder of the session that deleted them.
+    version: 6,
+    name: 'trash_workspace',
+    sql: `
+ALTER TABLE trash ADD COLUMN workspace TEXT;
+UPDATE trash SET workspace = (SELECT cwd FROM sessions WHERE sessions.id = trash.session_id);
+CREATE INDEX trash_workspace ON trash(workspace, deleted_at);
+`,
+  },
 ];
 
 /** Applies every migration newer than `PRAGMA user_version`, each in its own transaction. */

@@ -198,7 +198,7 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof applyPatchParameters
     result: { files, ...capDiff(diff, 'the patched files') },
     audit,
     beforeCommit: async () => {
-      for (const s of committed()) await ws.trash.stash(s.id, s.view.bytes!);
+      for (const s of committed()) await ws.trash.stash(s.id, s.view.bytes!, { originalPath: s.rel, sha256: s.view.sha256!, mode: s.view.mode ?? 0o644 });
     },
     onFailure: async () => {
       for (const s of committed()) await ws.trash.discard(s.id);

@@ -640,6 +640,29 @@ export class FileAccess {
   }
 
   /**
+   * Creates `abs` (never overwriting) from what `fill` writes into a temp file beside it, journaled
+   * like a commit: for content too large to hold in memory (restore_file of a large file). A loaded
+   * buffer waiting for the file re-reads it.
+   */
+  async createStreamed(abs: string, sha256: string, fill: (tmp: string) => Promise<void>): Promise<void> {
+    const tmp = siblingName(abs, 'tmp');
+    const journal = this.journalDir ? await CommitJournal.begin(this.journalDir, [{ kind: 'create', target: abs, tmp, newSha256: sha256 }], this.root) : null;
+    try {
+      await fsp.mkdir(path.dirname(abs), { recursive: true });
+      await this.assertFolderUnchanged(path.dirname(abs));
+      await fill(tmp);
+      await journal?.mark('pending');
+      await linkNoClobber(tmp, abs);
+      await journal?.mark('done');
+    } finally {
+      await fsp.unlink(tmp).catch(() => undefined);
+      await journal?.end();
+    }
+    await fsyncDir(path.dirname(abs));
+    if (this.bridge && (await this.bridge.status([abs], 'never')).has(abs)) await this.bridge.update([{ type: 'reload', abs }]);
+  }
+
+  /**
    * A change's folder is still the real folder it was planned for: a symlink swapped into its path since
    * (by another process) would redirect the write, possibly out of the workspace.
    */

@@ -12,7 +12,7 @@ import { DEFAULT_DENY_GLOBS, PathResolver, isUnder, type ResolvedPath } from './
 import { escapeGlob } from './glob-match';
 import type { SearchContext } from './search';
 import { scanWorkspace, type ScanOptions, type WorkspaceScan } from './scan';
-import { DEFAULT_TRASH_RETENTION_DAYS, WorkspaceTrash } from './trash';
+import { DEFAULT_TRASH_RETENTION_DAYS, WorkspaceTrash, type TrashRecovery } from './trash';
 import type { DiagnosticsSource } from './diagnostics';
 import { PostEditDiagnostics, type PendingDiagnostics, type PostEditOptions } from './post-edit-diagnostics';
 
@@ -103,6 +103,8 @@ export class FileWorkspace implements Workspace {
   readonly checkpoints: Checkpoints;
   /** What opening the workspace recovered of commits cut off by a crash. */
   readonly recovered: RecoveryReport;
+  /** What opening the workspace found of deletes whose trash row a crash or a locked database prevented. */
+  readonly trashRecovered: TrashRecovery;
   /** The editor's diagnostics, when Neovim is attached. */
   readonly diagnostics: DiagnosticsSource | null;
   private readonly postEdit: PostEditDiagnostics | null;
@@ -138,7 +140,13 @@ export class FileWorkspace implements Workspace {
       hardLinks: opts.hardLinks,
     });
     this.store = openStore(this.dataDir);
-    this.trash = new WorkspaceTrash(this.dataDir, this.store.trash, opts.trashRetentionDays ?? DEFAULT_TRASH_RETENTION_DAYS);
+    this.trash = new WorkspaceTrash(this.dataDir, this.store.trash, opts.trashRetentionDays ?? DEFAULT_TRASH_RETENTION_DAYS, this.root, this.sessionId);
+    // Deletes cut off before their trash row (a crash, a locked database) are listed again.
+    try {
+      this.trashRecovered = this.trash.recover();
+    } catch {
+      this.trashRecovered = { adopted: [], dropped: [] };
+    }
     this.checkpoints = new Checkpoints({ root: this.root, files: this.files, repo: this.store.checkpoints });
     this.diagnostics = opts.diagnostics ?? null;
     this.postEdit =
