@@ -149,6 +149,23 @@ export class AuditRepository {
     return this.appendTx(e);
   }
 
+  /**
+   * Appends rows kept aside while the database could not take them, in one transaction; a row already
+   * in the log (same time, session, tool, operation, path: a flush cut off before its spool was removed) is skipped.
+   */
+  appendAll(entries: AuditEntry[]): void {
+    if (entries.length === 0) return;
+    const seen = this.db.prepare('SELECT 1 FROM audit_log WHERE time = ? AND session_id = ? AND tool = ? AND operation = ? AND path IS ? LIMIT 1');
+    this.db
+      .transaction(() => {
+        for (const e of entries) {
+          if (seen.get(e.time, e.sessionId, e.tool, e.operation, e.path ?? null)) continue;
+          this.append(e);
+        }
+      })
+      .immediate();
+  }
+
   /** The last `limit` rows (default 1000), oldest first; optionally of one session and/or one workspace. */
   list(opts: { limit?: number; sessionId?: string; workspace?: string } = {}): AuditRow[] {
     const where: string[] = [];
