@@ -358,6 +358,8 @@ export class FileAccess {
    * agent read that buffer. `""` asserts the path is absent. The message says which side changed.
    */
   assertFresh(view: FileView, expected: string | undefined, rel: string): void {
+    // A FIFO, socket or device has no content to compare: say what it is rather than "changed".
+    if (view.kind === 'other') throw notRegularFileError(view.abs, rel);
     if (expected === undefined) return;
     if (expected === '') {
       if (view.kind !== 'missing') {
@@ -725,6 +727,23 @@ function unreadableError(rel: string): ToolError {
   return new ToolError('permission_denied', `"${rel}" cannot be read: permission denied.`, {
     path: rel,
     suggestedAction: `Leave it alone, or ask the user to make it readable (chmod u+r ${rel}).`,
+  });
+}
+
+/** A path that is a FIFO, socket or device: never opened (a FIFO would block), refused by every file tool. */
+export function notRegularFileError(abs: string, rel: string): ToolError {
+  let what = 'not a regular file';
+  try {
+    const st = fs.statSync(abs);
+    if (st.isFIFO()) what = 'a FIFO (named pipe), not a regular file';
+    else if (st.isSocket()) what = 'a socket, not a regular file';
+    else if (st.isCharacterDevice() || st.isBlockDevice()) what = 'a device, not a regular file';
+  } catch {
+    // gone meanwhile: the generic words
+  }
+  return new ToolError('permission_denied', `"${rel}" is ${what}; the file tools only read and change regular files.`, {
+    path: rel,
+    suggestedAction: 'Leave it alone; use bash if it really must be read or written.',
   });
 }
 
