@@ -222,6 +222,8 @@ export class FileAccess {
   private readonly root: string | null;
   /** `${abs}\0${bufferSha}` → the disk sha256 seen when the agent read that unsaved buffer. */
   private readonly seenDisk = new Map<string, string | null>();
+  /** abs → the sha256s the agent was given for it this session (reads, write results): the stale gate tells them from made-up ones. */
+  private readonly given = new Map<string, string[]>();
   /** Buffer lines (UTF-8, see bufferLines) and bytes when modified the host knows per file, valid for one changedtick and format. */
   private readonly known = new Map<string, { tick: number; fmt: string; lines?: Buffer; bytes?: Buffer; sha?: string }>();
   faultHook: CommitFaultHook | undefined;
@@ -287,6 +289,7 @@ export class FileAccess {
     }
     const v = await diskView(abs, this.rel(abs));
     if (loaded) v.changedtick = loaded.changedtick;
+    if (opts.remember) this.noteGiven(abs, v.sha256);
     return v;
   }
 
@@ -345,7 +348,23 @@ export class FileAccess {
     });
   }
 
+  /** Records that the agent was given `sha` for `abs` (a read, or a write's result). */
+  noteGiven(abs: string, sha: string | null | undefined): void {
+    if (!sha) return;
+    const list = this.given.get(abs) ?? [];
+    this.given.delete(abs);
+    if (!list.includes(sha)) list.push(sha);
+    if (list.length > 64) list.shift();
+    this.given.set(abs, list);
+    if (this.given.size > MAX_REMEMBERED) this.given.delete(this.given.keys().next().value!);
+  }
+
+  private wasGiven(abs: string, sha: string): boolean {
+    return this.given.get(abs)?.includes(sha) ?? false;
+  }
+
   private remember(abs: string, bufferSha: string, diskSha: string | null): void {
+    this.noteGiven(abs, bufferSha);
     const key = `${abs}\0${bufferSha}`;
     this.seenDisk.delete(key);
     this.seenDisk.set(key, diskSha);
@@ -389,6 +408,19 @@ export class FileAccess {
       diskChanged = seen === undefined || view.sha256 !== seen;
     }
     if (!bufferChanged && !diskChanged) return;
+    if (seen === undefined && !this.wasGiven(view.abs, exp)) {
+      // Not a sha256 any read or write of this session returned for this file: made up, or taken from elsewhere.
+      const read = this.given.has(view.abs);
+      throw new ToolError(
+        'stale_file',
+        `"${rel}": the expected sha256 ${exp.slice(0, 12)}… is not one this file had since the agent read it (${read ? 'no read or write of this file returned it' : 'this file was not read in this session'}); it was not necessarily changed.`,
+        {
+          path: rel,
+          suggestedAction: STALE_FILE_ACTION,
+          details: { bufferChanged: false, diskChanged: false, unknownSha256: true },
+        },
+      );
+    }
     const what = bufferChanged && diskChanged
       ? 'both the Neovim buffer (edited by the user) and the file on disk changed'
       : bufferChanged
@@ -638,6 +670,8 @@ export class FileAccess {
     }
     for (const s of steps) if (s.kind !== 'created') await fsp.unlink(s.backup).catch(() => undefined);
     await journal?.end();
+    // The write results give these sha256s to the agent.
+    for (const p of plan) if (p.newSha256) this.noteGiven(p.target, p.newSha256);
     if (syncDirs) await this.syncDirs(changes);
   }
 
@@ -661,6 +695,7 @@ export class FileAccess {
       await journal?.end();
     }
     await fsyncDir(path.dirname(abs));
+    this.noteGiven(abs, sha256);
     if (this.bridge && (await this.bridge.status([abs], 'never')).has(abs)) await this.bridge.update([{ type: 'reload', abs }]);
   }
 
