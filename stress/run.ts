@@ -11,8 +11,9 @@ import { run as model } from './model';
 import { run as processes } from './processes';
 import { run as secrets } from './secrets';
 import { run as buffers } from './buffers';
+import { run as writers } from './writers';
 
-const SUITES: Record<string, () => Promise<SuiteReport>> = { paths, fuzz, crash, model, processes, secrets, buffers };
+const SUITES: Record<string, () => Promise<SuiteReport>> = { paths, fuzz, crash, model, processes, secrets, buffers, writers };
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2);
