@@ -12,8 +12,9 @@ import { run as processes } from './processes';
 import { run as secrets } from './secrets';
 import { run as buffers } from './buffers';
 import { run as writers } from './writers';
+import { run as kills } from './kills';
 
-const SUITES: Record<string, () => Promise<SuiteReport>> = { paths, fuzz, crash, model, processes, secrets, buffers, writers };
+const SUITES: Record<string, () => Promise<SuiteReport>> = { paths, fuzz, crash, model, processes, secrets, buffers, writers, kills };
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2);

@@ -82,30 +82,34 @@ export class WorkspaceTrash {
    */
   async stash(id: string, content: Buffer | { file: string }, meta: StashMeta): Promise<void> {
     await fsp.mkdir(this.dir, { recursive: true, mode: 0o700 });
-    let size: number;
-    if (Buffer.isBuffer(content)) {
-      const fh = await fsp.open(this.contentPath(id), 'wx', 0o600);
-      try {
-        await fh.writeFile(content);
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
-      size = content.length;
-    } else {
-      const r = await copyHashed(content.file, this.contentPath(id));
-      if (r.sha256 !== meta.sha256) {
-        await this.discard(id);
-        throw new ToolError('stale_file', `"${meta.originalPath}" changed while it was copied to the trash; nothing was deleted.`, { path: meta.originalPath, suggestedAction: STALE_FILE_ACTION });
-      }
-      size = r.size;
-    }
+    const size = Buffer.isBuffer(content) ? content.length : (await fsp.stat(content.file)).size;
+    // The description first: content without one could never be matched to its workspace (an orphan);
+    // a description whose content is missing or short is dropped at the next open.
     const side: Sidecar = { id, workspace: this.root ?? '', size, deletedAt: new Date().toISOString(), sessionId: this.sessionId, ...meta };
     const tmp = `${this.sidecarPath(id)}.tmp`;
     await fsp.writeFile(tmp, JSON.stringify(side), { mode: 0o600 });
-    const fh = await fsp.open(tmp, 'r');
-    await fh.sync().finally(() => fh.close());
+    const sfh = await fsp.open(tmp, 'r');
+    await sfh.sync().finally(() => sfh.close());
     await fsp.rename(tmp, this.sidecarPath(id));
+    try {
+      if (Buffer.isBuffer(content)) {
+        const fh = await fsp.open(this.contentPath(id), 'wx', 0o600);
+        try {
+          await fh.writeFile(content);
+          await fh.sync();
+        } finally {
+          await fh.close();
+        }
+      } else {
+        const r = await copyHashed(content.file, this.contentPath(id));
+        if (r.sha256 !== meta.sha256 || r.size !== size) {
+          throw new ToolError('stale_file', `"${meta.originalPath}" changed while it was copied to the trash; nothing was deleted.`, { path: meta.originalPath, suggestedAction: STALE_FILE_ACTION });
+        }
+      }
+    } catch (err) {
+      await this.discard(id);
+      throw err;
+    }
     await fsyncDir(this.dir);
   }
 
