@@ -13,8 +13,9 @@ import { run as secrets } from './secrets';
 import { run as buffers } from './buffers';
 import { run as writers } from './writers';
 import { run as kills } from './kills';
+import { run as tamper } from './tamper';
 
-const SUITES: Record<string, () => Promise<SuiteReport>> = { paths, fuzz, crash, model, processes, secrets, buffers, writers, kills };
+const SUITES: Record<string, () => Promise<SuiteReport>> = { paths, fuzz, crash, model, processes, secrets, buffers, writers, kills, tamper };
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2);
