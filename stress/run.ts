@@ -14,8 +14,9 @@ import { run as buffers } from './buffers';
 import { run as writers } from './writers';
 import { run as kills } from './kills';
 import { run as tamper } from './tamper';
+import { run as trashLarge } from './trash-large';
 
-const SUITES: Record<string, () => Promise<SuiteReport>> = { paths, fuzz, crash, model, processes, secrets, buffers, writers, kills, tamper };
+const SUITES: Record<string, () => Promise<SuiteReport>> = { paths, fuzz, crash, model, processes, secrets, buffers, writers, kills, tamper, 'trash-large': trashLarge };
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2);
