@@ -64,6 +64,8 @@ async function runTool(tool: Tool, calls: number, checks: Checks, figures: strin
   let calls0 = 0;
   try {
     for (let k = 0; k < calls; k++) {
+      // After a delete or a move the writer re-creates the file with its next line: wait for it.
+      for (let w = 0; w < 200 && !fs.existsSync(abs) && tool !== 'create_file'; w++) await sleep(2);
       calls0++;
       // Read (as the agent does), then change what was read; the writer goes on meanwhile.
       const read = (await ws.call('read_file', { path: rel })) as { ok: boolean; data?: { sha256: string } };

@@ -195,8 +195,8 @@ export interface FileAccessOptions {
 
 type Step =
   | { kind: 'created'; target: string; bytes: Buffer }
-  | { kind: 'replaced'; target: string; backup: string; bytes: Buffer; expect: string | null; inPlace?: boolean }
-  | { kind: 'deleted'; target: string; backup: string; expect: string | null };
+  | { kind: 'replaced'; target: string; backup: string; bytes: Buffer; expect: string | null; inPlace?: boolean; checkedSize?: number }
+  | { kind: 'deleted'; target: string; backup: string; expect: string | null; checkedSize?: number };
 
 const MAX_REMEMBERED = 4096;
 const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
@@ -668,7 +668,11 @@ export class FileAccess {
       await journal?.end();
       throw err;
     }
-    for (const s of steps) if (s.kind !== 'created') await fsp.unlink(s.backup).catch(() => undefined);
+    for (const s of steps) {
+      if (s.kind === 'created') continue;
+      await salvageLate(s).catch(() => undefined);
+      await fsp.unlink(s.backup).catch(() => undefined);
+    }
     await journal?.end();
     // The write results give these sha256s to the agent.
     for (const p of plan) if (p.newSha256) this.noteGiven(p.target, p.newSha256);
@@ -960,7 +964,32 @@ function concurrentWriteError(rel: string): ToolError {
 /** The file a step moved aside (its backup) still has the sha256 its change was computed from. */
 async function verifyDisplaced(s: Step, rel: string): Promise<void> {
   if (s.kind === 'created' || !s.expect) return;
-  if ((await sha256File(s.backup)) !== s.expect) throw concurrentWriteError(rel);
+  const h = createHash('sha256');
+  let size = 0;
+  for await (const chunk of fs.createReadStream(s.backup, { highWaterMark: 1 << 20 })) {
+    h.update(chunk as Buffer);
+    size += (chunk as Buffer).length;
+  }
+  if (h.digest('hex') !== s.expect) throw concurrentWriteError(rel);
+  s.checkedSize = size;
+}
+
+/**
+ * Before a displaced file (a backup) goes: bytes another program appended to it after it was checked
+ * (through a descriptor it opened before the rename) are appended at its path, not lost.
+ */
+async function salvageLate(s: Step): Promise<void> {
+  if (s.kind === 'created' || s.checkedSize === undefined) return;
+  const st = await fsp.stat(s.backup).catch(() => null);
+  if (!st || st.size <= s.checkedSize) return;
+  const fh = await fsp.open(s.backup, 'r');
+  try {
+    const extra = Buffer.alloc(st.size - s.checkedSize);
+    await fh.read(extra, 0, extra.length, s.checkedSize);
+    await fsp.appendFile(s.target, extra);
+  } finally {
+    await fh.close();
+  }
 }
 
 /** Writes `bytes` into the existing inode of `abs` (its hard links keep seeing it). */
@@ -1008,7 +1037,8 @@ async function rollback(steps: Step[]): Promise<void> {
       } else if (s.kind === 'replaced') {
         await putBack(s.target, s.backup, s.bytes);
       } else {
-        // A deleted file comes back; a file another program created at its path meanwhile is kept after it.
+        // A deleted file comes back; what another program wrote to a new file at its path meanwhile is
+        // appended after it (read through a descriptor held across the rename: nothing written in between is lost).
         try {
           await fsp.link(s.backup, s.target);
           await fsp.unlink(s.backup);
@@ -1017,9 +1047,13 @@ async function rollback(steps: Step[]): Promise<void> {
             await fsp.rename(s.backup, s.target);
             continue;
           }
-          const theirs = await fsp.readFile(s.target);
-          await fsp.appendFile(s.backup, theirs);
-          await fsp.rename(s.backup, s.target);
+          const fh = await fsp.open(s.target, 'r');
+          try {
+            await fsp.rename(s.backup, s.target);
+            await fsp.appendFile(s.target, await fh.readFile());
+          } finally {
+            await fh.close();
+          }
         }
       }
     } catch {
