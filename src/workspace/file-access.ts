@@ -668,11 +668,7 @@ export class FileAccess {
       await journal?.end();
       throw err;
     }
-    for (const s of steps) {
-      if (s.kind === 'created') continue;
-      await salvageLate(s).catch(() => undefined);
-      await fsp.unlink(s.backup).catch(() => undefined);
-    }
+    for (const s of steps) await releaseBackup(s).catch(() => undefined);
     await journal?.end();
     // The write results give these sha256s to the agent.
     for (const p of plan) if (p.newSha256) this.noteGiven(p.target, p.newSha256);
@@ -978,18 +974,39 @@ async function verifyDisplaced(s: Step, rel: string): Promise<void> {
  * Before a displaced file (a backup) goes: bytes another program appended to it after it was checked
  * (through a descriptor it opened before the rename) are appended at its path, not lost.
  */
-async function salvageLate(s: Step): Promise<void> {
-  if (s.kind === 'created' || s.checkedSize === undefined) return;
-  const st = await fsp.stat(s.backup).catch(() => null);
-  if (!st || st.size <= s.checkedSize) return;
-  const fh = await fsp.open(s.backup, 'r');
-  try {
-    const extra = Buffer.alloc(st.size - s.checkedSize);
-    await fh.read(extra, 0, extra.length, s.checkedSize);
-    await fsp.appendFile(s.target, extra);
-  } finally {
-    await fh.close();
-  }
+async function releaseBackup(s: Step): Promise<void> {
+  if (s.kind === 'created') return;
+  const fh = s.checkedSize === undefined ? null : await fsp.open(s.backup, 'r').catch(() => null);
+  let size = s.checkedSize ?? 0;
+  if (fh) size = await appendGrowth(fh, size, s.target).catch(() => size);
+  await fsp.unlink(s.backup).catch(() => undefined);
+  if (fh) keepWatching(fh, size, s.target);
+}
+
+/** Appends to `target` what `fh`'s file holds beyond `from`; returns its size. */
+async function appendGrowth(fh: fsp.FileHandle, from: number, target: string): Promise<number> {
+  const { size } = await fh.stat();
+  if (size <= from) return from;
+  const extra = Buffer.alloc(size - from);
+  await fh.read(extra, 0, extra.length, from);
+  await fsp.appendFile(target, extra);
+  return size;
+}
+
+/** How long a displaced file is still watched for a write already under way (opened before the rename). */
+const LATE_WRITE_GRACE_MS = 25;
+
+/**
+ * A writer that opened the file before it was displaced may still be writing (its open and its write
+ * are apart by microseconds): a moment later, what it added is appended at the path too. Then `fh` closes.
+ */
+function keepWatching(fh: fsp.FileHandle, from: number, target: string): void {
+  const t = setTimeout(() => {
+    void appendGrowth(fh, from, target)
+      .catch(() => undefined)
+      .finally(() => fh.close().catch(() => undefined));
+  }, LATE_WRITE_GRACE_MS);
+  t.unref();
 }
 
 /** Writes `bytes` into the existing inode of `abs` (its hard links keep seeing it). */
@@ -1015,12 +1032,13 @@ async function putBack(target: string, backup: string, ours: Buffer): Promise<vo
   let now: Buffer;
   try {
     now = await fh.readFile();
-  } finally {
+  } catch (err) {
     await fh.close();
+    throw err;
   }
-  if (now.equals(ours)) return;
+  keepWatching(fh, now.length, target);
   if (now.length > ours.length && now.subarray(0, ours.length).equals(ours)) await fsp.appendFile(target, now.subarray(ours.length));
-  else await fsp.writeFile(target, now);
+  else if (!now.equals(ours)) await fsp.writeFile(target, now);
 }
 
 async function rollback(steps: Step[]): Promise<void> {
@@ -1050,9 +1068,12 @@ async function rollback(steps: Step[]): Promise<void> {
           const fh = await fsp.open(s.target, 'r');
           try {
             await fsp.rename(s.backup, s.target);
-            await fsp.appendFile(s.target, await fh.readFile());
-          } finally {
+            const theirs = await fh.readFile();
+            await fsp.appendFile(s.target, theirs);
+            keepWatching(fh, theirs.length, s.target);
+          } catch (err) {
             await fh.close();
+            throw err;
           }
         }
       }
