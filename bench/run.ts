@@ -1,5 +1,5 @@
 /** `npm run bench`: runs every benchmark in sequence and prints its table. */
-import { runChatBenchmarks } from './chat';
+import { loadLine, runChatBenchmarks } from './chat';
 import { formatBenchTable, runFileBenchmarks } from './files';
 import { formatBufferTable, runBufferBenchmarks } from './buffers';
 import { formatStartupTable, runStartupBenchmark } from './startup';
@@ -10,11 +10,11 @@ async function main(): Promise<void> {
   // The headline: what the user feels in the chat (cold first token, streaming), then the rest.
   await runChatBenchmarks(undefined, write);
   await runSessionBenchmarks(undefined, write);
-  write('## Host start-up (bench/startup.ts)\n\n');
+  write('## Host start-up (bench/startup.ts)\n\n' + loadLine() + '.\n\n');
   write(formatStartupTable(runStartupBenchmark()) + '\n\n');
-  write('## File layer (bench/files.ts)\n\n');
+  write('## File layer (bench/files.ts)\n\n' + loadLine() + '.\n\n');
   write(formatBenchTable(await runFileBenchmarks()) + '\n');
-  write('\n## Live buffers (bench/buffers.ts)\n\n');
+  write('\n## Live buffers (bench/buffers.ts)\n\n' + loadLine() + '.\n\n');
   write(formatBufferTable(await runBufferBenchmarks()) + '\n');
 }
 

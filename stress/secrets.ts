@@ -72,7 +72,8 @@ async function session(source: KeySource, checks: Checks, figures: string[]): Pr
   try {
     fake.script(
       { toolCalls: [{ name: 'create_file', arguments: { path: 'notes.txt', content: 'some notes\n' } }] },
-      { toolCalls: [{ name: 'bash', arguments: { command: 'env > env-dump.txt; echo dumped' } }] },
+      // The command's own environment and the host's (/proc/$PPID/environ: the key must not be there either).
+      { toolCalls: [{ name: 'bash', arguments: { command: "env > env-dump.txt; tr '\\0' '\\n' < /proc/$PPID/environ >> env-dump.txt; echo dumped" } }] },
       { toolCalls: [{ name: 'read_file', arguments: { path: 'env-dump.txt' } }] },
       // Both deletes carry the sha256 of what was read (without it they fail as invalid arguments and
       // nothing reaches the trash: the trash check would pass vacuously, issue 18).

@@ -1,10 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import type { Agent, AgentState, ApprovalDecision, ApprovalRequest, PermissionMode } from '../agent/loop';
+import type { AgentState, ApprovalDecision, ApprovalRequest, PermissionMode } from '../agent/loop';
 import type { ToolContext } from '../tools/tool';
 import { EVENTS } from './protocol';
 import type { LuaUi } from './lua-ui';
 import type { Logger } from './logger';
 import { summarizeApprovalArgs } from './summaries';
+
+/** What a chat session needs of its agent: the built-in one, or an external ACP agent (src/acp). */
+export interface SessionAgent {
+  readonly mode: PermissionMode;
+  readonly state: AgentState;
+  readonly alwaysAllowedTools: string[];
+  stop(): unknown;
+  revoke(tool?: string): string[];
+  setMode(mode: PermissionMode): void;
+}
 
 interface Pending<T> {
   resolve(value: T): void;
@@ -18,7 +28,7 @@ export class ChatSession {
   readonly id: string;
   private readonly approvals = new Map<string, Pending<ApprovalDecision>>();
   private readonly asks = new Map<string, Pending<string | null>>();
-  agent!: Agent;
+  agent!: SessionAgent;
 
   constructor(
     private readonly ui: LuaUi,
@@ -29,7 +39,7 @@ export class ChatSession {
     this.id = id ?? randomUUID();
   }
 
-  bind(agent: Agent): void {
+  bind(agent: SessionAgent): void {
     this.agent = agent;
   }
 
@@ -50,6 +60,8 @@ export class ChatSession {
         mode: this.agent.mode,
         // A subagent's request says which one asks ("agent #2: fix the parser").
         ...(req.label ? { label: req.label } : {}),
+        // Why the user is asked although the mode would not (a file that usually holds secrets).
+        ...(req.reason ? { reason: req.reason } : {}),
       });
     });
 
@@ -72,6 +84,14 @@ export class ChatSession {
       const id = randomUUID();
       this.asks.set(id, { resolve });
       this.ui.emit(EVENTS.ask, { id, question: req.question, choices: req.choices });
+    });
+
+  /** A question asked while no turn runs (a slash command's arguments): Lua shows it even when idle. */
+  askOutsideTurn: NonNullable<ToolContext['ask']> = (req) =>
+    new Promise((resolve) => {
+      const id = randomUUID();
+      this.asks.set(id, { resolve });
+      this.ui.emit(EVENTS.ask, { id, question: req.question, choices: req.choices, outside_turn: true });
     });
 
   resolveAsk(id: string, answer: string | null): boolean {

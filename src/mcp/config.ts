@@ -19,6 +19,8 @@ const common = {
   disabled: z.boolean().optional(),
   /** Per tool call. */
   timeout_ms: z.number().int().positive().optional(),
+  /** The server's model requests (sampling): 'ask' the user each time (default), 'allow' them, or 'deny'. */
+  sampling: z.enum(['ask', 'allow', 'deny']).optional(),
 };
 
 export const McpStdioServerSchema = z

@@ -6,6 +6,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { z } from 'zod';
 import { ToolError } from './errors';
 import { capText, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from './output';
+import { commandDisplay } from './visible';
 import type { ToolDefinition } from './tool';
 import { confine } from '../workspace/paths';
 import { RUN_TAG_VAR, signalPids, taggedPids, taggedPidsSync } from './process-sweep';
@@ -79,12 +80,30 @@ export const BASH_DESCRIPTION = [
 
 /** Characters kept at the start and (rolling) at the end while a command runs; far above the output cap. */
 const KEEP_CHARS = 256 * 1024;
+/**
+ * The kept output, notice included, fits the cap every tool result obeys (capToolResultJson: 2,000 text
+ * lines, 50 KB of JSON), so that cap never cuts it a second time: the head's lines, the notice's line
+ * and the tail's lines add up to at most 2,000, and the output's JSON-encoded size (escapes included) to
+ * at most 50 KB.
+ */
 const HEAD_LINES = Math.floor(MAX_OUTPUT_LINES / 2);
 const HEAD_BYTES = Math.floor(MAX_OUTPUT_BYTES / 2);
 /** Room left for the truncation notice. */
 const NOTICE_BYTES = 320;
-const TAIL_LINES = MAX_OUTPUT_LINES - HEAD_LINES;
+/** One line goes to the notice. */
+const TAIL_LINES = MAX_OUTPUT_LINES - HEAD_LINES - 1;
 const TAIL_BYTES = MAX_OUTPUT_BYTES - HEAD_BYTES - NOTICE_BYTES;
+
+/** Bytes of `s` as a JSON string body (what it weighs in a tool result: \n, quotes, control characters escaped). */
+export function jsonBytes(s: string): number {
+  return Buffer.byteLength(JSON.stringify(s), 'utf8') - 2;
+}
+
+function newlines(s: string): number {
+  let n = 0;
+  for (let i = s.indexOf('\n'); i !== -1; i = s.indexOf('\n', i + 1)) n++;
+  return n;
+}
 
 /** Keeps whole lines from the end within both caps; a single huge last line is cut to its last bytes. */
 export function takeTail(text: string, maxLines: number, maxBytes: number): { text: string; lines: number } {
@@ -152,11 +171,28 @@ export class OutputCollector {
 
   finish(): { output: string; truncated: boolean } {
     const totalLines = this.totalLines;
-    if (totalLines <= MAX_OUTPUT_LINES && this.bytes <= MAX_OUTPUT_BYTES) {
-      return { output: this.head + this.tail, truncated: false };
+    if (totalLines <= MAX_OUTPUT_LINES && this.bytes <= MAX_OUTPUT_BYTES && !this.tailTrimmed) {
+      const whole = this.head + this.tail;
+      // Counted as the result cap counts: text lines (newlines) and JSON-encoded bytes.
+      if (newlines(whole) <= MAX_OUTPUT_LINES && jsonBytes(whole) <= MAX_OUTPUT_BYTES) return { output: whole, truncated: false };
     }
-    const head = capText(this.head, HEAD_LINES, HEAD_BYTES);
-    const tail = takeTail(this.tailTrimmed ? this.tail : this.head + this.tail, TAIL_LINES, TAIL_BYTES);
+    // Budgets in raw bytes, shrunk until the JSON-encoded output fits (escapes weigh more than their bytes).
+    let headBytes = HEAD_BYTES;
+    let tailBytes = TAIL_BYTES;
+    let out = this.cut(totalLines, headBytes, tailBytes);
+    for (let round = 0; round < 12 && jsonBytes(out) > MAX_OUTPUT_BYTES; round++) {
+      const ratio = (MAX_OUTPUT_BYTES / jsonBytes(out)) * 0.97;
+      headBytes = Math.max(64, Math.floor(headBytes * ratio));
+      tailBytes = Math.max(64, Math.floor(tailBytes * ratio));
+      out = this.cut(totalLines, headBytes, tailBytes);
+    }
+    return { output: out, truncated: true };
+  }
+
+  /** First lines, one notice line, last lines (the last line is always kept, cut to its end when huge). */
+  private cut(totalLines: number, headBytes: number, tailBytes: number): string {
+    const head = capText(this.head, HEAD_LINES, headBytes);
+    const tail = takeTail(this.tailTrimmed ? this.tail : this.head + this.tail, TAIL_LINES, tailBytes);
     const omittedBytes = Math.max(0, this.bytes - Buffer.byteLength(head.text, 'utf8') - Buffer.byteLength(tail.text, 'utf8'));
     const headLines = head.keptLines > 0 ? head.keptLines : 1;
     const omittedLines = Math.max(0, totalLines - headLines - tail.lines);
@@ -165,7 +201,7 @@ export class OutputCollector {
       `showing the first ${headLines} and the last ${tail.lines} lines. ` +
       'Re-run with the output redirected to a file and grep or read that file for the rest.]';
     const sep = head.text.endsWith('\n') || head.text === '' ? '' : '\n';
-    return { output: `${head.text}${sep}${notice}\n${tail.text}`, truncated: true };
+    return `${head.text}${sep}${notice}\n${tail.text}`;
   }
 }
 
@@ -263,7 +299,7 @@ export function createBashTool(opts: BashToolOptions = {}): ToolDefinition<typeo
     policy: 'exec',
 
     async preview(args, ctx) {
-      return { kind: 'command', command: args.command, cwd: path.resolve(ctx.workspace.root, args.cwd ?? '.') };
+      return { kind: 'command', command: args.command, cwd: path.resolve(ctx.workspace.root, args.cwd ?? '.'), display: commandDisplay(args.command) };
     },
 
     async execute(args, ctx) {

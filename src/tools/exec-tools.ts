@@ -18,13 +18,15 @@ export interface ExecToolsOptions {
   hideEnvValues?: string[];
   /** Default fetch download cap (default 1 MB). */
   fetchMaxBytes?: number;
+  /** Hosts fetch may reach although they are loopback, link-local or private (fetch_allow_hosts). */
+  fetchAllowHosts?: string[];
 }
 
 /** The non-file tools: bash, fetch, web_search (when configured), todo_write, todo_read, ask_user. */
 export function createExecTools(opts: ExecToolsOptions): ToolDefinition[] {
   const tools: ToolDefinition[] = [
     createBashTool({ defaultTimeoutMs: opts.bashTimeoutMs, hideEnvValues: opts.hideEnvValues }),
-    createFetchTool({ defaultMaxBytes: opts.fetchMaxBytes }),
+    createFetchTool({ defaultMaxBytes: opts.fetchMaxBytes, allowHosts: opts.fetchAllowHosts }),
   ];
   if (opts.webSearch?.searxngUrl) {
     tools.push(createWebSearchTool({ backend: searxngBackend({ url: opts.webSearch.searxngUrl }) }));

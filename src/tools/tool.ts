@@ -67,7 +67,8 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType, R = unknown> {
 
 export type ApprovalPreview =
   | { kind: 'diff'; path: string; diff: string; files?: ReviewFile[] }
-  | { kind: 'command'; command: string; cwd: string }
+  /** `display`: the command as the float shows it (every line, control characters visible; see visible.ts). */
+  | { kind: 'command'; command: string; cwd: string; display?: string }
   /** `showsArguments`: the text holds every argument (the float lists no summary of them above it). */
   | { kind: 'text'; text: string; showsArguments?: boolean };
 

@@ -7,6 +7,7 @@ import { decodeText, isBinary, type TextEncodingInfo } from './encoding';
 import { lineHunksBytes, type LineHunk } from './buffer-hunks';
 import { isUnder } from './paths';
 import { CommitJournal, type JournalStep } from './commit-journal';
+import { AnchorSet, AnchoredDir, anchoringSupported, lstatAnchored, readVerified, readdirVerified } from './anchored';
 
 /**
  * The one module through which file content is viewed and written. Without a bridge it is the disk.
@@ -271,7 +272,7 @@ export class FileAccess {
         const sha = cachedSha ?? sha256Hex(loaded.bytes);
         const bytes = loaded.utf8 ?? loaded.bytes;
         this.known.set(abs, { tick: loaded.changedtick, fmt: fmtKey(loaded.format), bytes, sha });
-        const disk = await diskView(abs, this.rel(abs));
+        const disk = await diskView(abs, this.rel(abs), this.root);
         const v: FileView = {
           abs,
           kind: 'file',
@@ -287,7 +288,7 @@ export class FileAccess {
         return v;
       }
     }
-    const v = await diskView(abs, this.rel(abs));
+    const v = await diskView(abs, this.rel(abs), this.root);
     if (loaded) v.changedtick = loaded.changedtick;
     if (opts.remember) this.noteGiven(abs, v.sha256);
     return v;
@@ -443,7 +444,9 @@ export class FileAccess {
 
   /** Size check before reading (file_too_large) for callers that will show the content. */
   async assertReadable(abs: string, rel: string): Promise<void> {
-    const st = await statOrNull(abs).catch((err: unknown) => {
+    // Through the verified folder (anchored.ts): a swapped link cannot make the error tell an outside file's size.
+    const anchored = this.root !== null && anchoringSupported() && isUnder(this.root, abs);
+    const st = await (anchored ? lstatAnchored(this.root!, abs) : statOrNull(abs)).catch((err: unknown) => {
       throw isPermissionError(err) ? unreadableError(rel) : err;
     });
     if (st && st.isFile() && st.size > this.maxFileBytes) {
@@ -610,17 +613,27 @@ export class FileAccess {
       }),
     );
     const journal = this.journalDir ? await CommitJournal.begin(this.journalDir, plan, this.root) : null;
+    // Every folder is opened once and verified (anchored.ts); all names below are reached through those
+    // handles, so a folder swapped for a link by another process cannot redirect a step out of the root.
+    const anchors = this.root !== null && anchoringSupported() ? new AnchorSet(this.root) : null;
+    const at = (p: string): string => (anchors ? anchors.via(p) : p);
     try {
       for (let i = 0; i < changes.length; i++) {
         const c = changes[i];
         this.faultHook?.({ index: i, change: c, phase: 'prepare' });
-        if (c.type !== 'write' || plan[i].inPlace) continue;
+        if (c.type !== 'write' || plan[i].inPlace) {
+          await anchors?.add(c.abs);
+          continue;
+        }
         const dir = path.dirname(c.abs);
-        const made = await fsp.mkdir(dir, { recursive: true });
-        if (made) createdDirs.push(made);
-        await this.assertFolderUnchanged(dir);
+        if (anchors) await anchors.add(c.abs, { create: true, created: createdDirs });
+        else {
+          const made = await fsp.mkdir(dir, { recursive: true });
+          if (made) createdDirs.push(made);
+        }
+        await this.assertFolderUnchanged(dir, anchors, c.abs);
         // The owner and group stay the old file's (where this process may set them).
-        await writeTemp(plan[i].tmp!, c.bytes, c.mode, stats[i] ?? undefined);
+        await writeTemp(at(plan[i].tmp!), c.bytes, c.mode, stats[i] ?? undefined);
         temps.set(i, plan[i].tmp!);
       }
       throwIfCancelled(signal);
@@ -629,29 +642,29 @@ export class FileAccess {
         const c = changes[i];
         const p = plan[i];
         this.faultHook?.({ index: i, change: c, phase: 'commit' });
-        await this.assertFolderUnchanged(path.dirname(c.abs));
+        await this.assertFolderUnchanged(path.dirname(c.abs), anchors, c.abs);
         if (p.kind === 'delete') {
           // The file is moved aside; the sha256 of what was moved is checked below.
-          await fsp.rename(c.abs, p.backup!);
+          await fsp.rename(at(c.abs), at(p.backup!));
           steps.push({ kind: 'deleted', target: c.abs, backup: p.backup!, expect: p.oldSha256 ?? null });
         } else if (c.type !== 'write') {
           continue;
         } else if (p.kind === 'create') {
-          await linkNoClobber(p.tmp!, c.abs);
+          await linkNoClobber(at(p.tmp!), at(c.abs), c.abs);
           temps.delete(i);
-          await fsp.unlink(p.tmp!).catch(() => undefined);
+          await fsp.unlink(at(p.tmp!)).catch(() => undefined);
           steps.push({ kind: 'created', target: c.abs, bytes: c.bytes });
         } else if (p.inPlace) {
           // More than one hard link: a copy of the old bytes, then the new bytes written into the same inode.
-          await fsp.copyFile(c.abs, p.backup!, fs.constants.COPYFILE_EXCL);
+          await fsp.copyFile(at(c.abs), at(p.backup!), fs.constants.COPYFILE_EXCL);
           steps.push({ kind: 'replaced', target: c.abs, backup: p.backup!, bytes: c.bytes, expect: p.oldSha256 ?? null, inPlace: true });
-          await verifyDisplaced(steps[steps.length - 1], this.rel(c.abs));
-          await writeInPlace(c.abs, c.bytes);
+          await verifyDisplaced(steps[steps.length - 1], this.rel(c.abs), at);
+          await writeInPlace(at(c.abs), c.bytes);
         } else {
           // The backup is a second name of the file about to be displaced (a copy where links fail):
           // whatever another program writes to it until the rename is in what is hashed below.
-          await backupCopy(c.abs, p.backup!);
-          await fsp.rename(p.tmp!, c.abs);
+          await backupCopy(at(c.abs), at(p.backup!));
+          await fsp.rename(at(p.tmp!), at(c.abs));
           temps.delete(i);
           steps.push({ kind: 'replaced', target: c.abs, backup: p.backup!, bytes: c.bytes, expect: p.oldSha256 ?? null });
         }
@@ -659,16 +672,18 @@ export class FileAccess {
       }
       // What each rename displaced must be what the change was computed from: another program's write
       // in between would otherwise be lost. On a mismatch, everything is put back (their version kept).
-      for (const s of steps) if (!(s.kind === 'replaced' && s.inPlace)) await verifyDisplaced(s, this.rel(s.target));
+      for (const s of steps) if (!(s.kind === 'replaced' && s.inPlace)) await verifyDisplaced(s, this.rel(s.target), at);
       await journal?.mark('done');
     } catch (err) {
-      await rollback(steps);
-      for (const t of temps.values()) await fsp.unlink(t).catch(() => undefined);
-      for (const d of createdDirs.reverse()) await removeTreeIfEmpty(d);
+      await rollback(steps, at);
+      for (const t of temps.values()) await fsp.unlink(at(t)).catch(() => undefined);
+      await anchors?.close();
+      for (const d of createdDirs.reverse()) await removeTreeIfEmpty(d, this.root);
       await journal?.end();
       throw err;
     }
-    for (const s of steps) await releaseBackup(s).catch(() => undefined);
+    for (const s of steps) await releaseBackup(s, at).catch(() => undefined);
+    await anchors?.close();
     await journal?.end();
     // The write results give these sha256s to the agent.
     for (const p of plan) if (p.newSha256) this.noteGiven(p.target, p.newSha256);
@@ -683,15 +698,21 @@ export class FileAccess {
   async createStreamed(abs: string, sha256: string, fill: (tmp: string) => Promise<void>): Promise<void> {
     const tmp = siblingName(abs, 'tmp');
     const journal = this.journalDir ? await CommitJournal.begin(this.journalDir, [{ kind: 'create', target: abs, tmp, newSha256: sha256 }], this.root) : null;
+    // Through verified folder handles, as commitDisk (anchored.ts).
+    const anchors = this.root !== null && anchoringSupported() ? new AnchorSet(this.root) : null;
+    const at = (p: string): string => (anchors ? anchors.via(p) : p);
+    const created: string[] = [];
     try {
-      await fsp.mkdir(path.dirname(abs), { recursive: true });
-      await this.assertFolderUnchanged(path.dirname(abs));
-      await fill(tmp);
+      if (anchors) await anchors.add(abs, { create: true, created });
+      else await fsp.mkdir(path.dirname(abs), { recursive: true });
+      await this.assertFolderUnchanged(path.dirname(abs), anchors, abs);
+      await fill(at(tmp));
       await journal?.mark('pending');
-      await linkNoClobber(tmp, abs);
+      await linkNoClobber(at(tmp), at(abs), abs);
       await journal?.mark('done');
     } finally {
-      await fsp.unlink(tmp).catch(() => undefined);
+      await fsp.unlink(at(tmp)).catch(() => undefined);
+      await anchors?.close();
       await journal?.end();
     }
     await fsyncDir(path.dirname(abs));
@@ -703,8 +724,9 @@ export class FileAccess {
    * A change's folder is still the real folder it was planned for: a symlink swapped into its path since
    * (by another process) would redirect the write, possibly out of the workspace.
    */
-  private async assertFolderUnchanged(dir: string): Promise<void> {
+  private async assertFolderUnchanged(dir: string, anchors: AnchorSet | null, abs: string): Promise<void> {
     if (!this.root) return;
+    if (anchors) return anchors.assertDirInPlace(abs);
     const real = await fsp.realpath(dir).catch(() => null);
     if (real === null || real === dir) return;
     const rel = this.rel(dir) || '.';
@@ -738,7 +760,9 @@ function fmtKey(f: BufferFormat): string {
 }
 
 /** The file on disk, ignoring buffers. A file that cannot be read (EACCES, or no read bit at all) is permission_denied. */
-async function diskView(abs: string, rel: string): Promise<FileView> {
+async function diskView(abs: string, rel: string, root: string | null): Promise<FileView> {
+  // Read through a handle verified to be at `abs` (anchored.ts): a link swapped into the path cannot redirect it.
+  if (root !== null && anchoringSupported() && isUnder(root, abs)) return diskViewVerified(abs, rel, root);
   try {
     const st = await statOrNull(abs);
     if (!st) return { abs, kind: 'missing', bytes: null, sha256: null, mode: null, size: 0, source: 'disk' };
@@ -748,6 +772,22 @@ async function diskView(abs: string, rel: string): Promise<FileView> {
     if ((st.mode & 0o444) === 0) throw unreadableError(rel);
     const bytes = await fsp.readFile(abs);
     return { abs, kind: 'file', bytes, sha256: sha256Hex(bytes), mode: st.mode & 0o7777, size: bytes.length, source: 'disk' };
+  } catch (err) {
+    throw isPermissionError(err) ? unreadableError(rel) : err;
+  }
+}
+
+async function diskViewVerified(abs: string, rel: string, root: string): Promise<FileView> {
+  try {
+    const r = await readVerified(root, abs, (st) => {
+      // Root could read it anyway: the mode says nobody should.
+      if ((st.mode & 0o444) === 0) throw unreadableError(rel);
+    });
+    if (!r) return { abs, kind: 'missing', bytes: null, sha256: null, mode: null, size: 0, source: 'disk' };
+    const mode = r.stat.mode & 0o7777;
+    if (r.kind === 'directory') return { abs, kind: 'directory', bytes: null, sha256: null, mode, size: 0, source: 'disk' };
+    if (r.kind === 'other') return { abs, kind: 'other', bytes: null, sha256: null, mode, size: r.stat.size, source: 'disk' };
+    return { abs, kind: 'file', bytes: r.bytes, sha256: sha256Hex(r.bytes), mode, size: r.bytes.length, source: 'disk' };
   } catch (err) {
     throw isPermissionError(err) ? unreadableError(rel) : err;
   }
@@ -907,17 +947,17 @@ async function writeTemp(tmp: string, bytes: Buffer, mode: number | undefined, o
 }
 
 /** Puts `tmp` at `target` only if nothing is there (link fails with EEXIST), so nothing is overwritten. */
-async function linkNoClobber(tmp: string, target: string): Promise<void> {
+async function linkNoClobber(tmp: string, target: string, shown = target): Promise<void> {
   try {
     await fsp.link(tmp, target);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'EEXIST') {
-      throw new ToolError('already_exists', `"${target}" already exists.`, { path: target });
+      throw new ToolError('already_exists', `"${shown}" already exists.`, { path: shown });
     }
     if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EXDEV' && code !== 'EOPNOTSUPP') throw err;
     // Filesystems without hard links: check, then rename (the workspace lock covers our own writers).
-    if (await statOrNull(target)) throw new ToolError('already_exists', `"${target}" already exists.`, { path: target });
+    if (await statOrNull(target)) throw new ToolError('already_exists', `"${shown}" already exists.`, { path: shown });
     await fsp.rename(tmp, target);
   }
 }
@@ -958,11 +998,11 @@ function concurrentWriteError(rel: string): ToolError {
 }
 
 /** The file a step moved aside (its backup) still has the sha256 its change was computed from. */
-async function verifyDisplaced(s: Step, rel: string): Promise<void> {
+async function verifyDisplaced(s: Step, rel: string, at: (p: string) => string = (p) => p): Promise<void> {
   if (s.kind === 'created' || !s.expect) return;
   const h = createHash('sha256');
   let size = 0;
-  for await (const chunk of fs.createReadStream(s.backup, { highWaterMark: 1 << 20 })) {
+  for await (const chunk of fs.createReadStream(at(s.backup), { highWaterMark: 1 << 20 })) {
     h.update(chunk as Buffer);
     size += (chunk as Buffer).length;
   }
@@ -974,12 +1014,12 @@ async function verifyDisplaced(s: Step, rel: string): Promise<void> {
  * Before a displaced file (a backup) goes: bytes another program appended to it after it was checked
  * (through a descriptor it opened before the rename) are appended at its path, not lost.
  */
-async function releaseBackup(s: Step): Promise<void> {
+async function releaseBackup(s: Step, at: (p: string) => string = (p) => p): Promise<void> {
   if (s.kind === 'created') return;
-  const fh = s.checkedSize === undefined ? null : await fsp.open(s.backup, 'r').catch(() => null);
+  const fh = s.checkedSize === undefined ? null : await fsp.open(at(s.backup), 'r').catch(() => null);
   let size = s.checkedSize ?? 0;
-  if (fh) size = await appendGrowth(fh, size, s.target).catch(() => size);
-  await fsp.unlink(s.backup).catch(() => undefined);
+  if (fh) size = await appendGrowth(fh, size, at(s.target)).catch(() => size);
+  await fsp.unlink(at(s.backup)).catch(() => undefined);
   if (fh) keepWatching(fh, size, s.target);
 }
 
@@ -1041,35 +1081,35 @@ async function putBack(target: string, backup: string, ours: Buffer): Promise<vo
   else if (!now.equals(ours)) await fsp.writeFile(target, now);
 }
 
-async function rollback(steps: Step[]): Promise<void> {
+async function rollback(steps: Step[], at: (p: string) => string = (p) => p): Promise<void> {
   for (const s of [...steps].reverse()) {
     try {
       if (s.kind === 'created') {
-        const now = await fsp.readFile(s.target).catch(() => null);
+        const now = await fsp.readFile(at(s.target)).catch(() => null);
         // Another program that appended to the new file keeps what it wrote.
-        if (!now || now.equals(s.bytes)) await fsp.unlink(s.target);
-        else if (now.length > s.bytes.length && now.subarray(0, s.bytes.length).equals(s.bytes)) await fsp.writeFile(s.target, now.subarray(s.bytes.length));
+        if (!now || now.equals(s.bytes)) await fsp.unlink(at(s.target));
+        else if (now.length > s.bytes.length && now.subarray(0, s.bytes.length).equals(s.bytes)) await fsp.writeFile(at(s.target), now.subarray(s.bytes.length));
       } else if (s.kind === 'replaced' && s.inPlace) {
-        await writeInPlace(s.target, await fsp.readFile(s.backup));
-        await fsp.unlink(s.backup);
+        await writeInPlace(at(s.target), await fsp.readFile(at(s.backup)));
+        await fsp.unlink(at(s.backup));
       } else if (s.kind === 'replaced') {
-        await putBack(s.target, s.backup, s.bytes);
+        await putBack(at(s.target), at(s.backup), s.bytes);
       } else {
         // A deleted file comes back; what another program wrote to a new file at its path meanwhile is
         // appended after it (read through a descriptor held across the rename: nothing written in between is lost).
         try {
-          await fsp.link(s.backup, s.target);
-          await fsp.unlink(s.backup);
+          await fsp.link(at(s.backup), at(s.target));
+          await fsp.unlink(at(s.backup));
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
-            await fsp.rename(s.backup, s.target);
+            await fsp.rename(at(s.backup), at(s.target));
             continue;
           }
-          const fh = await fsp.open(s.target, 'r');
+          const fh = await fsp.open(at(s.target), 'r');
           try {
-            await fsp.rename(s.backup, s.target);
+            await fsp.rename(at(s.backup), at(s.target));
             const theirs = await fh.readFile();
-            await fsp.appendFile(s.target, theirs);
+            await fsp.appendFile(at(s.target), theirs);
             keepWatching(fh, theirs.length, s.target);
           } catch (err) {
             await fh.close();
@@ -1083,18 +1123,28 @@ async function rollback(steps: Step[]): Promise<void> {
   }
 }
 
-async function removeTreeIfEmpty(dir: string): Promise<boolean> {
+/** With `root` (anchored.ts): listed and removed through verified folders, never through a swapped link. */
+async function removeTreeIfEmpty(dir: string, root: string | null = null): Promise<boolean> {
+  const anchored = root !== null && anchoringSupported() && isUnder(root, dir) && dir !== root;
   let entries: fs.Dirent[];
   try {
-    entries = await fsp.readdir(dir, { withFileTypes: true });
+    entries = anchored ? await readdirVerified(root, dir) : await fsp.readdir(dir, { withFileTypes: true });
   } catch {
     return true;
   }
   for (const e of entries) {
     if (!e.isDirectory()) return false;
-    if (!(await removeTreeIfEmpty(path.join(dir, e.name)))) return false;
+    if (!(await removeTreeIfEmpty(path.join(dir, e.name), root))) return false;
   }
-  await fsp.rmdir(dir).catch(() => undefined);
+  if (!anchored) {
+    await fsp.rmdir(dir).catch(() => undefined);
+    return true;
+  }
+  const parent = await AnchoredDir.open(root, path.dirname(dir)).catch(() => null);
+  if (parent) {
+    await fsp.rmdir(parent.at(path.basename(dir))).catch(() => undefined);
+    await parent.close();
+  }
   return true;
 }
 

@@ -1,10 +1,13 @@
 import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from '../tools/errors';
 import { MAX_OUTPUT_BYTES } from '../tools/output';
 import { isIgnoredPath, walk, type IgnoreMatcher } from './ignore';
 import { compileGlob } from './glob-match';
+import { anchoringSupported, lstatAnchored, readVerified, readdirVerified } from './anchored';
+import { isUnder } from './paths';
 
 /** Most results a search returns; the rest are counted in `omitted`. */
 export const MAX_SEARCH_RESULTS = 1000;
@@ -15,6 +18,11 @@ export interface SearchContext {
   rootAbs: string;
   /** Deny-glob check (workspace-relative path). */
   isDenied: (rel: string) => boolean;
+  /**
+   * Files that usually hold secrets (secret_globs): their matches are left out of a search of a folder
+   * (counted in `secretFiles`); a search naming one such file is searched (the agent asked the user).
+   */
+  isSecret?: (rel: string) => boolean;
   signal?: AbortSignal;
 }
 
@@ -43,6 +51,8 @@ export interface GrepResult {
   /** Matches found (when `stopped`, only those found before the search stopped). */
   total: number;
   engine: 'rg' | 'js';
+  /** Files that usually hold secrets whose matches were left out (see SearchContext.isSecret). */
+  secretFiles?: string[];
   /** The search stopped at `maxMatches`: there may be more. */
   stopped: boolean;
   /** Files that could not be read (permission denied, I/O errors), workspace-relative, with why. */
@@ -93,12 +103,30 @@ function clip(text: string): string {
 export async function grep(ctx: SearchContext, q: GrepQuery): Promise<GrepResult> {
   const re = compileSearchRegex(q.pattern, q.fixed ?? false);
   const engine = chooseEngine(q);
-  const sink: Sink = { matches: [], limit: q.maxMatches ?? MAX_SEARCH_RESULTS + 1, stopped: false, unreadable: [], isDenied: ctx.isDenied };
+  const secretFiles = new Set<string>();
+  const filterSecrets = !!ctx.isSecret && !ctx.isSecret(q.startRel);
+  const sink: Sink = {
+    matches: [],
+    limit: q.maxMatches ?? MAX_SEARCH_RESULTS + 1,
+    stopped: false,
+    unreadable: [],
+    // Denied paths and (in a folder search) secret files never take a place under the cap.
+    skip: (rel) => ctx.isDenied(rel) || (filterSecrets && ctx.isSecret!(rel) && (secretFiles.add(rel), true)),
+  };
   if (engine === 'rg') await grepRg(ctx, q, sink);
   else await grepJs(ctx, q, re, sink);
-  const matches = sink.matches;
+  let matches = sink.matches;
+  // ripgrep opens files by path: each match is checked against the file read through a verified handle.
+  if (engine === 'rg' && anchoringSupported()) matches = await keepVerifiedMatches(ctx.rootAbs, matches);
   matches.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.line - b.line));
-  return { matches, total: matches.length, engine, stopped: sink.stopped, unreadable: sink.unreadable };
+  return {
+    matches,
+    total: matches.length,
+    engine,
+    stopped: sink.stopped,
+    unreadable: sink.unreadable,
+    ...(secretFiles.size ? { secretFiles: [...secretFiles].sort() } : {}),
+  };
 }
 
 /** Where an engine puts what it finds: it stops adding (and searching) at `limit`. */
@@ -107,12 +135,12 @@ interface Sink {
   limit: number;
   stopped: boolean;
   unreadable: { path: string; reason: string }[];
-  isDenied: (rel: string) => boolean;
+  skip: (rel: string) => boolean;
 }
 
 /** Adds a match; false once the sink is full (the search should stop). */
 function add(sink: Sink, m: GrepMatch): boolean {
-  if (sink.isDenied(m.path)) return true;
+  if (sink.skip(m.path)) return true;
   if (sink.matches.length >= sink.limit) {
     sink.stopped = true;
     return false;
@@ -145,10 +173,14 @@ async function grepJs(ctx: SearchContext, q: GrepQuery, re: RegExp, sink: Sink):
     ctx.signal?.throwIfAborted();
     let bytes: Buffer;
     try {
-      bytes = await fsp.readFile(path.join(ctx.rootAbs, rel));
+      // Through a verified handle (anchored.ts): a folder swapped for a link cannot redirect the read.
+      const r = await readVerified(ctx.rootAbs, path.join(ctx.rootAbs, rel));
+      if (r?.kind !== 'file') continue;
+      bytes = r.bytes;
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code !== 'ENOENT') noteUnreadable(sink, rel, code === 'EACCES' || code === 'EPERM' ? 'permission denied' : (code ?? String(err)));
+      if (code === 'EACCES' || code === 'EPERM') noteUnreadable(sink, rel, 'permission denied');
+      else if (code !== 'ENOENT' && code !== undefined) noteUnreadable(sink, rel, code);
       continue;
     }
     if (bytes.includes(0)) continue;
@@ -160,6 +192,26 @@ async function grepJs(ctx: SearchContext, q: GrepQuery, re: RegExp, sink: Sink):
       if (re.test(lines[i]) && !add(sink, { path: rel, line: i + 1, text: clip(stripEol(lines[i])) })) return;
     }
   }
+}
+
+/**
+ * The matches whose line is in the file as read now through a verified handle (anchored.ts): what
+ * ripgrep read through a folder swapped for a link to elsewhere is dropped.
+ */
+async function keepVerifiedMatches(rootAbs: string, matches: GrepMatch[]): Promise<GrepMatch[]> {
+  const lines = new Map<string, string[] | null>();
+  const out: GrepMatch[] = [];
+  for (const m of matches) {
+    let ls = lines.get(m.path);
+    if (ls === undefined) {
+      const abs = path.join(rootAbs, m.path);
+      const r = isUnder(rootAbs, abs) ? await readVerified(rootAbs, abs).catch(() => null) : null;
+      ls = r?.kind === 'file' ? r.bytes.toString('utf8').split('\n') : null;
+      lines.set(m.path, ls);
+    }
+    if (ls && m.line >= 1 && m.line <= ls.length && clip(stripEol(ls[m.line - 1])) === m.text) out.push(m);
+  }
+  return out;
 }
 
 interface RgEvent {
@@ -259,6 +311,15 @@ export async function globFiles(ctx: SearchContext, pattern: string, startRel: s
   const cwd = path.join(ctx.rootAbs, startRel);
   // Loaded when the glob tool first runs, not with the tool set.
   const fg = require('fast-glob') as typeof import('fast-glob');
+  // {a,b} alternatives are expanded before any check: every expanded base must stay inside the folder.
+  for (const t of fg.generateTasks(pattern, { cwd, dot: true })) {
+    const leaves = (p: string) => path.isAbsolute(p) || p.split('/').includes('..') || !isUnder(ctx.rootAbs, path.resolve(cwd, p));
+    if (leaves(t.base) || t.patterns.some((p) => leaves(p.replace(/^!/, '')))) {
+      throw new ToolError('invalid_arguments', 'The glob pattern must be relative and must not contain "..", also in its {a,b} alternatives.', {
+        suggestedAction: 'Use the `path` argument to choose the folder and a relative pattern such as "**/*.ts".',
+      });
+    }
+  }
   const entries = await fg(pattern, {
     cwd,
     dot: true,
@@ -267,19 +328,74 @@ export async function globFiles(ctx: SearchContext, pattern: string, startRel: s
     followSymbolicLinks: false,
     ignore: ['**/.git', '**/.git/**', '**/node_modules/.cache/**'],
     suppressErrors: true,
+    // Folders are read through verified handles, and nothing outside the root is read at all: a
+    // symlinked folder (or one swapped for a link) is not walked (anchored.ts).
+    fs: confinedFs(ctx.rootAbs),
   });
   const cache = new Map<string, IgnoreMatcher>();
   const paths: string[] = [];
   for (const e of entries) {
     const isDir = e.endsWith('/');
     const relInStart = isDir ? e.slice(0, -1) : e;
-    const rel = startRel === '' ? relInStart : `${startRel}/${relInStart}`;
+    const full = path.resolve(cwd, relInStart);
+    if (!isUnder(ctx.rootAbs, full) || full === ctx.rootAbs) continue;
+    // A symlink listed by name must also lead inside the root (its target, resolved).
+    if (!isDir && !(await leadsInside(ctx.rootAbs, full))) continue;
+    const rel = path.relative(ctx.rootAbs, full).split(path.sep).join('/');
     if (ctx.isDenied(rel)) continue;
     if (gitignore && (await isIgnoredPath(ctx.rootAbs, rel, isDir, cache))) continue;
     paths.push(isDir ? rel + '/' : rel);
   }
   paths.sort();
   return { paths, total: paths.length };
+}
+
+/** `abs` (inside the root) is not a link to outside it, directly or through a chain (dangling links followed lexically). */
+async function leadsInside(root: string, abs: string): Promise<boolean> {
+  const st = await fsp.lstat(abs).catch(() => null);
+  if (!st?.isSymbolicLink()) return true;
+  const real = await fsp.realpath(abs).catch(() => null);
+  if (real !== null) return isUnder(root, real);
+  const target = await fsp.readlink(abs).catch(() => null);
+  return target !== null && isUnder(root, path.resolve(path.dirname(abs), target));
+}
+
+type Cb<T> = (err: NodeJS.ErrnoException | null, value?: T) => void;
+
+function noEntry(p: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`ENOENT: outside the workspace or moved, '${p}'`), { code: 'ENOENT' });
+}
+
+/** fast-glob's file system: only paths inside `root`, folders read through verified handles, links never followed. */
+function confinedFs(root: string): NonNullable<import('fast-glob').Options['fs']> {
+  const inside = (p: string) => isUnder(root, path.resolve(p));
+  const lstat = (p: string, cb: Cb<fs.Stats>) => {
+    if (!inside(p)) return cb(noEntry(p));
+    lstatAnchored(root, path.resolve(p)).then(
+      (st) => (st ? cb(null, st) : cb(noEntry(p))),
+      (e: NodeJS.ErrnoException) => cb(e),
+    );
+  };
+  const readdir = (p: string, a: unknown, b?: unknown) => {
+    const withTypes = typeof a === 'object' && a !== null && (a as { withFileTypes?: boolean }).withFileTypes === true;
+    const cb = (typeof a === 'function' ? a : b) as Cb<(fs.Dirent | string)[]>;
+    if (!inside(p)) return cb(noEntry(p));
+    readdirVerified(root, path.resolve(p)).then(
+      (ds) => cb(null, withTypes ? ds : ds.map((d) => d.name)),
+      (e: NodeJS.ErrnoException) => cb(e),
+    );
+  };
+  const refuseSync = (p: string) => {
+    if (!inside(p)) throw noEntry(p);
+  };
+  return {
+    lstat: lstat as never,
+    stat: lstat as never,
+    readdir: readdir as never,
+    lstatSync: ((p: string) => (refuseSync(p), fs.lstatSync(p))) as never,
+    statSync: ((p: string) => (refuseSync(p), fs.lstatSync(p))) as never,
+    readdirSync: ((p: string, o: never) => (refuseSync(p), fs.readdirSync(p, o))) as never,
+  };
 }
 
 export interface ListEntry {

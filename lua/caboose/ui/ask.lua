@@ -41,7 +41,7 @@ function M.ask(p)
   end
   local told = false
   local function when_free()
-    if caboose.state().state == 'idle' then
+    if caboose.state().state == 'idle' and not p.outside_turn then
       return -- stopped meanwhile: the host already answered nothing
     end
     if not H.typing() then
