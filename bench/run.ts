@@ -4,6 +4,7 @@ import { formatBenchTable, runFileBenchmarks } from './files';
 import { formatBufferTable, runBufferBenchmarks } from './buffers';
 import { formatStartupTable, runStartupBenchmark } from './startup';
 import { runSessionBenchmarks } from './sessions';
+import { formatSandboxTable, runSandboxBenchmarks } from './sandbox';
 
 async function main(): Promise<void> {
   const write = (s: string) => process.stdout.write(s);
@@ -16,6 +17,8 @@ async function main(): Promise<void> {
   write(formatBenchTable(await runFileBenchmarks()) + '\n');
   write('\n## Live buffers (bench/buffers.ts)\n\n' + loadLine() + '.\n\n');
   write(formatBufferTable(await runBufferBenchmarks()) + '\n');
+  write('\n## Sandbox (bench/sandbox.ts)\n\n');
+  write(formatSandboxTable(await runSandboxBenchmarks()) + '\n');
 }
 
 main().catch((err: unknown) => {

@@ -30,6 +30,7 @@ local H = {}
 
 ---@class caboose.AcpOptions
 ---@field agents table<string, { command: string|string[], env: table<string,string>|nil, start_timeout_ms: integer|nil }>
+---@field sandbox caboose.SandboxOptions Where the agent's commands run (:help caboose-sandbox).
 
 ---@class caboose.ProviderConfig
 ---@field base_url string|nil
@@ -99,6 +100,12 @@ local H = {}
 ---@field level 'debug'|'info'|'warn'|'error'|'off'
 ---@field file string
 
+---@class caboose.SandboxOptions
+---@field mode? 'workspace-write'|'read-only'|'off' nil: workspace-write where a sandbox is available.
+---@field network { allow: boolean|string[] } Hosts commands may reach (true: all).
+---@field deny_read string[] More paths commands may not read (~ is your home folder).
+---@field writable string[] More folders commands may write (e.g. '/tmp').
+
 ---@type caboose.Config
 local defaults = {
   provider = {},
@@ -133,6 +140,7 @@ local defaults = {
   log = { level = 'info', file = vim.fn.stdpath('log') .. '/caboose.log' },
   mcp = { servers = {}, start_timeout_ms = 10000 },
   acp = { agents = {} },
+  sandbox = { mode = nil, network = { allow = {} }, deny_read = {}, writable = {} },
 }
 
 M.defaults = vim.deepcopy(defaults)
@@ -299,6 +307,14 @@ H.checks = {
   ['mcp.start_timeout_ms'] = function(v)
     return type(v) == 'number' and v > 0 and v == math.floor(v), 'a positive whole number'
   end,
+  ['sandbox.mode'] = function(v)
+    return v == nil or vim.tbl_contains({ 'workspace-write', 'read-only', 'off' }, v), "nil, 'workspace-write', 'read-only' or 'off'"
+  end,
+  ['sandbox.network.allow'] = function(v)
+    return type(v) == 'boolean' or (H.string_list(v)), 'true, false or a list of host names'
+  end,
+  ['sandbox.deny_read'] = H.string_list,
+  ['sandbox.writable'] = H.string_list,
   ['log.level'] = H.enum({ 'debug', 'info', 'warn', 'error', 'off' }),
   ['log.file'] = function(v)
     return type(v) == 'string' and v ~= '', 'a non-empty string'
@@ -481,6 +497,13 @@ H.mcp_server_keys = {
     end,
     'a boolean',
   },
+  sandbox = {
+    function(v)
+      return type(v) == 'boolean'
+    end,
+    'a boolean',
+    'stdio',
+  },
   timeout_ms = {
     function(v)
       return type(v) == 'number' and v > 0 and v == math.floor(v)
@@ -513,7 +536,7 @@ H.check_mcp_servers = function(servers)
     for k, v in pairs(s) do
       local check = H.mcp_server_keys[k]
       if not check then
-        H.fail(at .. '.' .. tostring(k), 'one of type, command, args, env, cwd, url, headers, allow, disabled, timeout_ms, sampling', v)
+        H.fail(at .. '.' .. tostring(k), 'one of type, command, args, env, cwd, url, headers, allow, disabled, timeout_ms, sampling, sandbox', v)
       end
       if k == 'type' and H.MCP_TYPES[v] and H.MCP_TYPES[v] ~= transport then
         H.fail(at .. '.type', string.format("'%s' (the server has %s)", transport, transport == 'stdio' and 'a command' or 'a url'), v)
@@ -624,7 +647,19 @@ function M.host_part(cfg)
     diagnostics = cfg.diagnostics,
     mcp = H.mcp_part(cfg.mcp),
     acp = H.acp_part(cfg.acp),
+    sandbox = H.sandbox_part(cfg.sandbox),
   }
+end
+
+--- The sandbox settings as the host expects them (an object; `~` expanded by the host).
+H.sandbox_part = function(sb)
+  local allow = sb.network and sb.network.allow
+  return setmetatable({
+    mode = sb.mode,
+    network = setmetatable({ allow = allow == nil and false or allow }, getmetatable(vim.empty_dict())),
+    deny_read = sb.deny_read or {},
+    writable = sb.writable or {},
+  }, getmetatable(vim.empty_dict()))
 end
 
 local dict_mt = getmetatable(vim.empty_dict())

@@ -10,6 +10,41 @@ H.size = function(n)
   return string.format('%d bytes', n)
 end
 
+--- Where the agent's commands run, and the probe's attacks (:help caboose-sandbox).
+H.report_sandbox = function(sb)
+  local h = vim.health
+  h.start('caboose: sandbox')
+  if type(sb) ~= 'table' then
+    h.warn('the host did not report the sandbox')
+    return
+  end
+  if sb.mode == 'off' then
+    h.warn("sandbox.mode = 'off': commands run with your full rights (chug mode runs them without asking)", { "remove sandbox.mode = 'off' to run them in the sandbox" })
+    return
+  end
+  if not sb.available then
+    h.error('no sandbox available: ' .. tostring(sb.reason or sb.error), {
+      tostring(sb.fix or ''),
+      'until then every command asks for approval, in every mode',
+    })
+    return
+  end
+  h.ok(string.format('%s (%s): %s', tostring(sb.kind), tostring(sb.path), tostring(sb.summary)))
+  for _, p in ipairs(type(sb.probes) == 'table' and sb.probes or {}) do
+    local line = string.format('probe: %s: %s (%s)', tostring(p.attack), p.blocked and 'blocked' or 'NOT blocked', tostring(p.detail))
+    if p.blocked then
+      h.ok(line)
+    elseif tostring(p.detail):find('allowed by', 1, true) then
+      h.info(line)
+    else
+      h.error(line, { 'the sandbox does not hold here: report it, and set mode to create meanwhile' })
+    end
+  end
+  if sb.error then
+    h.warn('the probe did not finish: ' .. tostring(sb.error))
+  end
+end
+
 --- The project rules a new conversation in the current directory would read (the host looked them up).
 H.report_rules = function(r)
   local h = vim.health
@@ -149,6 +184,7 @@ function M.check()
   end
 
   H.report_rules(report.rules)
+  H.report_sandbox(report.sandbox)
   h.start('caboose: MCP servers')
   if type(report.mcp) ~= 'table' or #report.mcp == 0 then
     h.info('no MCP server configured: see :help caboose-mcp')

@@ -577,10 +577,12 @@ export class Agent {
 
   private permission(p: PendingCall): 'run' | 'ask' | 'block' {
     if (!p.def) return 'run'; // the registry answers invalid_arguments (unknown tool)
-    const perm = permissionFor(this.currentMode, p.def.policy, p.def.allowed);
+    const confinement = p.def.confinement?.(p.args);
+    const perm = permissionFor(this.currentMode, p.def.policy, p.def.allowed, confinement);
     // Reading or searching a file that usually holds secrets asks in every mode, whatever was always allowed.
     if (perm !== 'block' && this.unapprovedSecrets(p).length > 0) return 'ask';
-    if (perm === 'ask' && this.alwaysAllowed.has(p.def.name)) return 'run';
+    // An escalation out of the sandbox asks every time, whatever "always" was answered before.
+    if (perm === 'ask' && confinement !== 'escalated' && this.alwaysAllowed.has(p.def.name)) return 'run';
     return perm;
   }
 
@@ -621,10 +623,11 @@ export class Agent {
           suggestedAction: 'Do not repeat the same call; adjust your approach or ask the user.',
         });
       }
-      // "always" for a secret file allows that file for the session, not the tool for every file.
+      // "always" for a secret file allows that file for the session, not the tool for every file; "always"
+      // on an escalation approves this call only: the next escalation asks again.
       if (decision.decision === 'always') {
         if (secrets.length > 0) for (const s of secrets) this.approvedSecrets.add(s);
-        else this.alwaysAllowed.add(def.name);
+        else if (def.confinement?.(p.args) !== 'escalated') this.alwaysAllowed.add(def.name);
       }
       if ('error' in preview) return err(preview.error);
       this.setState('executing_tools');

@@ -6,6 +6,7 @@ import type { McpPool } from '../mcp/client-pool';
 import type { McpHealth } from '../mcp/status';
 import { rulesOptions } from './project-rules';
 import { loadRules } from '../workspace/rules';
+import type { SandboxHealth } from './sandbox-probe';
 
 /** The project rules a new conversation in `cwd` would read. */
 export interface RulesHealth {
@@ -49,6 +50,8 @@ export interface HealthReport {
   rules: RulesHealth;
   /** Each configured MCP server (started here when it was not yet); absent without any. */
   mcp?: McpHealth[];
+  /** Where commands run, and the probe's attacks (issue 19). */
+  sandbox?: SandboxHealth;
 }
 
 export async function rulesHealth(config: HostConfig, cwd: string): Promise<RulesHealth> {
@@ -105,8 +108,16 @@ export async function checkHealth(config: HostConfig, dataDir: string, cwd: stri
         report.mcp = mcpHealth(mcp.status());
       })
     : Promise.resolve();
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const sandboxDone = (require('./sandbox-probe') as typeof import('./sandbox-probe'))
+    .sandboxHealth({ cwd, dataDir, config: config.sandbox ?? null })
+    .then(
+      (h) => (report.sandbox = h),
+      (e: unknown) => (report.sandbox = { mode: 'workspace-write', available: false, summary: 'the sandbox check failed', error: e instanceof Error ? e.message : String(e) }),
+    );
   await Promise.all([checkEndpoint(config, report), checkProviders(config, report)]);
   await mcpDone;
+  await sandboxDone;
   return report;
 }
 

@@ -3,6 +3,7 @@ import { PERMISSION_MODES } from '../agent/permissions';
 import { isValidRulesPattern } from '../workspace/rules';
 import { McpConfigSchema } from '../mcp/config';
 import { AcpConfigSchema } from '../acp/config';
+import { SandboxConfigSchema } from '../workspace/sandbox/policy';
 
 export { METHODS, EVENTS } from './protocol-names';
 
@@ -83,6 +84,7 @@ export const HostConfigSchema = z
       .optional(),
     mcp: McpConfigSchema.optional().nullable(),
     acp: AcpConfigSchema.optional().nullable(),
+    sandbox: SandboxConfigSchema.optional().nullable(),
   })
   .partial();
 

@@ -29,6 +29,7 @@ import { resolveContextWindow } from './model-list';
 import { checkpointApi, type CheckpointApi } from './checkpoints';
 import { ConversationRules, rulesOptions } from './project-rules';
 import type { McpPool } from '../mcp/client-pool';
+import { Sandbox } from '../workspace/sandbox/sandbox';
 
 type SelectionEditParamsT = {
   id: number;
@@ -181,7 +182,11 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   todos.onChange((items) => ui.emit(EVENTS.todos, { items }));
   // The file tools' registry audits refused write attempts; the other tools join it.
   const registry = ws.registry;
+  // bash (and MCP servers that opt in) run inside the OS sandbox (issue 19).
+  const sandbox = new Sandbox({ root: o.cwd, dataDir: o.dataDir, config: config.sandbox ?? null });
+  let sandboxNoticed = false;
   for (const def of createExecTools({
+    sandbox,
     todos,
     webSearch: config.web_search ? { searxngUrl: config.web_search.searxng_url } : null,
     bashTimeoutMs: config.bash_timeout_ms,
@@ -301,6 +306,10 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       toolCall: (c) => {
         callArgs.set(c.id, c.args);
         ui.emit(EVENTS.toolCall, { id: c.id, name: c.name, summary: summarizeToolCall(c.name, c.args) });
+        if (c.name === 'bash' && sandbox.unavailable && !sandboxNoticed) {
+          sandboxNoticed = true;
+          notice(`commands are not sandboxed: ${sandbox.support.available ? '' : sandbox.support.reason}; every command asks (fix: ${sandbox.support.available ? '' : sandbox.support.fix}; see :checkhealth caboose)`);
+        }
       },
       toolResult: (r) => {
         const view = describeToolResult(r.name, callArgs.get(r.id), r.result, transcripts.get(r.id));
@@ -461,6 +470,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       mcp?.detach();
       session.stop();
       recorder.dispose();
+      void sandbox.dispose();
       ws.close();
     },
   };

@@ -372,6 +372,9 @@ export class HostServer {
     const servers = init.config.mcp?.servers ?? {};
     if (Object.keys(servers).length === 0) return (this.mcp = null);
     const { McpPool } = require('../mcp/client-pool') as typeof import('../mcp/client-pool');
+    const needsSandbox = Object.values(servers).some((s) => 'command' in s && s.sandbox === true);
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const sandbox = needsSandbox ? new (require('../workspace/sandbox/sandbox') as typeof import('../workspace/sandbox/sandbox')).Sandbox({ root: init.cwd, dataDir: init.dataDir, config: init.config.sandbox ?? null }) : null;
     const path = require('node:path') as typeof import('node:path');
     const { pathToFileURL } = require('node:url') as typeof import('node:url');
     // What servers ask of the client goes to the current chat (none, or an ACP chat: cancelled/refused).
@@ -380,6 +383,7 @@ export class HostServer {
       cwd: init.cwd,
       log: this.log,
       clientVersion: HOST_VERSION,
+      sandbox,
       client: {
         roots: () => [{ uri: pathToFileURL(init.cwd).href, name: path.basename(init.cwd) }],
         elicit: async (server, req, signal) => chat()?.elicit(server, req, signal) ?? { action: 'cancel' },

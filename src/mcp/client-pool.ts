@@ -57,6 +57,8 @@ export interface McpPoolOptions {
   connect?: Connector;
   /** Roots, elicitation, sampling, resource updates (declared to the servers as client capabilities). */
   client?: McpClientHooks;
+  /** The sandbox for stdio servers that opt in (`sandbox = true`). */
+  sandbox?: import('../workspace/sandbox/sandbox').Sandbox | null;
 }
 
 /** Automatic restarts of a server that keeps dying; after them it stays failed until restart(). */
@@ -284,6 +286,7 @@ export class McpPool {
         server: e.name,
         ...(this.o.client ? { client: this.o.client } : {}),
         cwd: this.o.cwd,
+        sandbox: this.o.sandbox ?? null,
         timeoutMs: this.startTimeoutMs,
         clientVersion: this.o.clientVersion,
         onStderr: (line) => {

@@ -29,6 +29,8 @@ export const McpStdioServerSchema = z
     args: z.array(z.string()).optional(),
     env: dict(z.string()).optional(),
     cwd: z.string().min(1).optional(),
+    /** Run the server inside the same OS sandbox as the agent's commands (:help caboose-sandbox). */
+    sandbox: z.boolean().optional(),
     ...common,
   })
   .strict();

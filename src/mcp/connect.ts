@@ -25,6 +25,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JsonSchemaType } from '@modelcontextprotocol/sdk/validation/types.js';
 import { isStdioServer, type McpServerConfig } from './config';
 import type { McpCallResult } from './results';
+import type { Sandbox } from '../workspace/sandbox/sandbox';
 
 export interface McpToolInfo {
   name: string;
@@ -115,6 +116,8 @@ export interface ConnectOptions {
   server?: string;
   /** Roots, elicitation, sampling: declared as client capabilities only when given. */
   client?: McpClientHooks;
+  /** The workspace's sandbox, for stdio servers with `sandbox = true`. */
+  sandbox?: Sandbox | null;
 }
 
 /** Why a call failed, as the pool acts on it. */
@@ -129,7 +132,7 @@ export type CallFailure =
 const MAX_TOOL_PAGES = 20;
 
 export async function connectMcpServer(cfg: McpServerConfig, o: ConnectOptions): Promise<McpConnection> {
-  const transport = createTransport(cfg, o);
+  const transport = createTransport(await sandboxed(cfg, o), o);
   const client = new Client(
     { name: 'caboose.nvim', version: o.clientVersion },
     {
@@ -233,6 +236,22 @@ export async function connectMcpServer(cfg: McpServerConfig, o: ConnectOptions):
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * A stdio server with `sandbox = true` runs inside the workspace's sandbox (bwrap or sandbox-exec wrapping
+ * its command). Without a sandbox here it does not start: it asked for one.
+ */
+async function sandboxed(cfg: McpServerConfig, o: ConnectOptions): Promise<McpServerConfig> {
+  if (!isStdioServer(cfg) || !cfg.sandbox) return cfg;
+  const sb = o.sandbox;
+  if (!sb?.active) {
+    const why = !sb ? 'no sandbox' : sb.mode === 'off' ? 'sandbox.mode is "off"' : sb.support.available ? 'no sandbox' : sb.support.reason;
+    throw new Error(`the server asks for the sandbox (sandbox = true) but none can run: ${why}. See :checkhealth caboose.`);
+  }
+  const cwd = cfg.cwd ?? o.cwd;
+  const w = await sb.wrap(cfg.command, cfg.args ?? [], cwd, cfg.env ?? {});
+  return { ...cfg, command: w.command, args: w.args, env: w.env, cwd };
 }
 
 function createTransport(cfg: McpServerConfig, o: ConnectOptions): Transport {

@@ -142,6 +142,10 @@ H.lines_for = function(req)
   if type(p) == 'table' and p.kind == 'command' then
     -- The host's display form shows every line numbered and control characters made visible.
     body = type(p.display) == 'string' and p.display or ('$ ' .. H.visible(p.command or ''))
+    -- Where it runs (issue 19): inside the sandbox, or OUTSIDE it (escalation, no sandbox, sandbox off).
+    if type(p.sandbox) == 'string' and p.sandbox ~= '' then
+      body = (p.sandbox:find('OUTSIDE', 1, true) and '⚠ ' or '') .. p.sandbox .. '\n' .. body
+    end
   elseif type(p) == 'table' and p.kind == 'diff' then
     body = p.diff ~= '' and p.diff or '(no change)'
   elseif type(p) == 'table' and p.kind == 'text' then
