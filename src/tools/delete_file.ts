@@ -5,7 +5,8 @@ import { fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type Writ
 import { expectedShaField, pathField } from '../workspace/tool-support';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
-import { sha256File, unsavedBufferError, type FileView } from '../workspace/file-access';
+import { createHash } from 'node:crypto';
+import { unsavedBufferError, type FileView } from '../workspace/file-access';
 import { sliceLines, type LineSlice } from '../workspace/encoding';
 
 export const deleteFileParameters = z.object({
@@ -77,7 +78,18 @@ async function planLarge(
   st: fs.Stats,
   seen?: { preview?: string },
 ): Promise<WritePlan<DeleteFileData>> {
-  const sha = await sha256File(r.abs);
+  // One pass in 1 MiB chunks: the sha256 and the line count (what the chat line says).
+  const h = createHash('sha256');
+  let newlines = 0;
+  let last = -1;
+  for await (const chunk of fs.createReadStream(r.abs, { highWaterMark: 1 << 20 })) {
+    const b = chunk as Buffer;
+    h.update(b);
+    for (let i = b.indexOf(10); i !== -1; i = b.indexOf(10, i + 1)) newlines++;
+    if (b.length) last = b[b.length - 1];
+  }
+  const sha = h.digest('hex');
+  const lineCount = newlines + (last !== -1 && last !== 10 ? 1 : 0);
   d.beforeSha256 = sha;
   const v: FileView = { abs: r.abs, kind: 'file', bytes: null, sha256: sha, mode: st.mode & 0o7777, size: st.size, source: 'disk' };
   await ws.files.assertWritable(v, r.rel);
@@ -99,7 +111,7 @@ async function planLarge(
   return {
     changes: [{ type: 'delete', abs: r.abs, expectSha256: sha }],
     diff,
-    result: { path: r.rel, trashId, sha256: sha, lines: 0, diff },
+    result: { path: r.rel, trashId, sha256: sha, lines: lineCount, diff },
     audit: [{ ...d, operation: 'delete' }],
     beforeCommit: () => ws.trash.stash(trashId, { file: r.abs }, { originalPath: r.rel, sha256: sha, mode: v.mode ?? 0o644 }),
     onFailure: () => ws.trash.discard(trashId),

@@ -105,6 +105,7 @@ test('a file larger than maxFileBytes goes to the trash and comes back streamed,
   try {
     const del = await ws.call('delete_file', { path: 'big.log', expectedSha256: sha(big) });
     assert.ok(del.ok, JSON.stringify(del));
+    assert.equal((del as { data: { lines: number } }).data.lines, Math.ceil(big.length / 2), 'the line count, streamed');
     assert.equal(fs.existsSync(path.join(root, 'big.log')), false);
     const [entry] = ws.listTrash();
     assert.equal(entry.size, big.length);
