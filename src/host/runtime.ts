@@ -4,6 +4,7 @@ import type { McpPool } from '../mcp/client-pool';
 import { isOffered } from '../tools/offered';
 import { TodoList } from '../tools/todo-list';
 import { Sandbox } from '../workspace/sandbox/sandbox';
+import { recoveryNotice } from '../workspace/commit-journal';
 import type { SessionRepository } from '../store/sessions';
 import type { ResolvedProvider } from './provider-config';
 import { EVENTS, type HostConfig } from './protocol';
@@ -147,6 +148,9 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     ...(mcp.hooks ? { prepareTools: mcp.hooks.prepare } : {}),
     recorder, workspace: ws.workspace, session, events, log,
   });
+  // What opening the workspace undid of a commit a crash interrupted (issue 18).
+  const recoveredText = recoveryNotice(ws.workspace.recovered, ws.workspace.root);
+  if (recoveredText) notice(recoveredText);
   session.bind(agent);
   const ensureRestored = restoreOnce(o.resume, { sessions, sessionId: session.id, agent, recorder });
   identity.announce(chat.label);

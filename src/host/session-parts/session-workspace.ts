@@ -35,6 +35,7 @@ export function openSessionWorkspace(o: SessionWorkspaceOptions): OpenedWorkspac
     bridge: new NvimBufferBridge(ui),
     unsavedBuffers: config.unsaved_buffers,
     allowReadonlyWrites: config.allow_readonly_writes,
+    hardLinks: config.hard_links,
     // The diagnostics tool, and what the agent's edits report of the language servers (issue 12).
     diagnostics: new NvimDiagnostics(ui),
     postEditDiagnostics:
