@@ -799,6 +799,9 @@ end
 --- Updates the status (state, mode and any of model, usage, retry, grants) and the chat winbars.
 function M.set_status(state, mode, fields)
   H.status.state = state or H.status.state
+  if H.status.state == 'idle' and H.streaming then
+    H.release_held() -- the turn ended without the reply's end (the host exited, say)
+  end
   H.status.mode = mode or H.status.mode
   for k, v in pairs(fields or {}) do
     H.status[k] = v or nil
@@ -985,13 +988,14 @@ function M.rules_lines()
 end
 
 -- One "## Caboose" heading per reply, however many model steps (text, tool calls) it takes.
-H.reply = { open = false, last = nil } ---@type { open: boolean, last: 'text'|'tool'|nil }
+H.reply = { open = false, last = nil } ---@type { open: boolean, last: 'text'|'tool'|'notice'|nil }
 H.tools = {} ---@type table<string, { mark: integer, text: string, icon: integer|nil, done: boolean|nil }>
 H.queue = {} ---@type { id: integer, text: string }[]
 
 --- What the transcript's rendering keeps about its text: reset with a new buffer or a reopened session.
 H.clear_state = function()
   H.reply = { open = false, last = nil }
+  H.streaming, H.held = false, {}
   H.tools, H.queue = {}, {}
   H.rules = nil
 end
@@ -1002,8 +1006,8 @@ H.reply_part = function(reply, kind, out)
   if not reply.open then
     out.block(H.REPLY_HEADING)
     reply.open = true
-  elseif kind == 'text' and reply.last == 'tool' then
-    out.block('')
+  elseif kind == 'text' and reply.last ~= nil and reply.last ~= 'text' then
+    out.block('') -- after a tool line or a notice, text starts a paragraph of its own
   end
   reply.last = kind
 end
@@ -1034,6 +1038,7 @@ function M.user_message(p)
     p = { text = p }
   end
   M.buf()
+  H.release_held()
   H.queue_remove({ p.id })
   H.reply = { open = false, last = nil }
   M.block(H.user_text(p.text, p.context))
@@ -1044,31 +1049,67 @@ H.REPLY_HEADING = '## Caboose\n\n'
 H.INTERRUPTED = '\n\n_[response interrupted]_'
 
 H.user_text = function(text, labels)
-  local out = '## You\n\n' .. (text or '')
+  local out = '## You\n\n' .. table.concat(H.clean_lines(text, math.huge), '\n')
   for _, label in ipairs(labels or {}) do
-    out = out .. '\n> 📎 ' .. label
+    out = out .. '\n> 📎 ' .. H.clean(label)
+  end
+  return out
+end
+
+-- Text from tools, the host and servers is shown, never trusted to be one short line: line breaks end a
+-- line (or become spaces where one line is wanted), other control characters show as ^X, and a very long
+-- line is cut, saying how much was left out.
+H.MAX_LINE = 1000 -- bytes of a detail, notice or error line
+H.MAX_TOOL_LINE = 300 -- bytes of a tool call's line
+H.UNSAFE = '[%z\1-\8\10-\31\127]' -- control characters but the tab
+
+H.cut = function(s, max)
+  if #s <= max then
+    return s
+  end
+  -- Cut on a character boundary (a trailing partial UTF-8 sequence goes with the rest).
+  local head = s:sub(1, max):gsub('[\192-\255][\128-\191]*$', '')
+  return string.format('%s … (%d more characters)', head, vim.fn.strchars(s:sub(#head + 1)))
+end
+
+--- One displayable line of at most `max` bytes.
+H.clean = function(s, max)
+  s = tostring(s == nil and '' or s)
+  if s:find(H.UNSAFE) then
+    s = s:gsub('\r?\n', ' '):gsub(H.UNSAFE, function(c)
+      return c == '\127' and '^?' or '^' .. string.char(c:byte() + 64)
+    end)
+  end
+  return H.cut(s, max or H.MAX_LINE)
+end
+
+--- Displayable lines of `s` (CRLF, LF end lines; each line cleaned).
+H.clean_lines = function(s, max)
+  s = tostring(s == nil and '' or s)
+  if not s:find(H.UNSAFE) and #s <= (max or H.MAX_LINE) then
+    return { s } -- most are one short line (a reopened session has thousands)
+  end
+  local out = {}
+  for _, l in ipairs(vim.split(s, '\r?\n')) do
+    out[#out + 1] = H.clean(l, max)
   end
   return out
 end
 
 H.error_text = function(message)
-  return '> **Error:** ' .. tostring(message):gsub('\n', '\n> ')
+  return '> **Error:** ' .. table.concat(H.clean_lines(message), '\n> ')
 end
 
 -- A quoted line, no emphasis markup (the chat shows markdown unconcealed: `_…_` would show its underscores).
 H.notice_text = function(text)
-  return '> ' .. tostring(text):gsub('\n', ' ')
+  return '> ' .. H.clean(text)
 end
 
 H.detail_lines = function(details, out)
   out = out or {}
   for _, d in ipairs(details or {}) do
-    if not d:find('\n', 1, true) then
-      out[#out + 1] = H.DETAIL .. d -- most are one line: no split (a reopened session has thousands)
-    else
-      for _, l in ipairs(vim.split(d, '\n', { plain = true })) do
-        out[#out + 1] = H.DETAIL .. l
-      end
+    for _, l in ipairs(H.clean_lines(d)) do
+      out[#out + 1] = H.DETAIL .. l
     end
   end
   return out
@@ -1191,6 +1232,7 @@ function M.assistant_delta(text)
     M.set_status(nil, nil, { retry = false })
   end
   H.ensure_reply('text')
+  H.streaming = true
   M.append(text)
 end
 
@@ -1199,10 +1241,37 @@ function M.assistant_end(info)
     H.ensure_reply('text')
     M.append(H.INTERRUPTED)
   end
+  H.release_held()
+end
+
+-- Notices and errors that come while a reply's text streams wait for its end: written at once they
+-- would land in the middle of a word, and the next words after them.
+H.streaming = false
+H.held = {} ---@type string[]
+
+H.release_held = function()
+  H.streaming = false
+  local held = H.held
+  H.held = {}
+  for _, text in ipairs(held) do
+    H.write_notice(text)
+  end
+end
+
+H.write_notice = function(text)
+  if H.streaming then
+    table.insert(H.held, text)
+    return
+  end
+  M.block(text)
+  if H.reply.open then
+    H.reply.last = 'notice' -- the reply's next text starts below it
+  end
 end
 
 H.tool_line = function(status, text, summary)
-  return (H.ICONS[status] or '•') .. ' ' .. text .. ((summary and summary ~= '') and (' ' .. summary) or '')
+  local line = tostring(text) .. ((summary and summary ~= '') and (' ' .. tostring(summary)) or '')
+  return (H.ICONS[status] or '•') .. ' ' .. H.clean(line, H.MAX_TOOL_LINE)
 end
 
 --- Highlights the icon of a tool line; `t.icon` keeps the extmark so an update moves it instead of adding one.
@@ -1216,6 +1285,7 @@ end
 
 --- One compact line per tool call; its status and summary are filled in when the result arrives.
 function M.tool_call(p)
+  H.release_held()
   local text = p.summary or p.name or '?'
   H.put_tool_line(H.reply, H.tool_line('running', text), H.buffer_out)
   local buf = H.buf
@@ -1284,11 +1354,11 @@ function M.tool_result(p)
 end
 
 function M.error(message)
-  M.block(H.error_text(message))
+  H.write_notice(H.error_text(message))
 end
 
 function M.notice(text)
-  M.block(H.notice_text(text))
+  H.write_notice(H.notice_text(text))
 end
 
 -- Reopened sessions ----------------------------------------------------------------------------------
@@ -1352,10 +1422,11 @@ function M.load(items)
         table.insert(folds, { w.row() + 2, w.row() + 1 + #details })
         w.append('\n' .. table.concat(details, '\n'))
       end
-    elseif it.t == 'notice' then
-      w.block(H.notice_text(it.text))
-    elseif it.t == 'error' then
-      w.block(H.error_text(it.text))
+    elseif it.t == 'notice' or it.t == 'error' then
+      w.block(it.t == 'notice' and H.notice_text(it.text) or H.error_text(it.text))
+      if reply.open then
+        reply.last = 'notice'
+      end
     elseif it.t == 'rules' and it.lines and #it.lines > 0 then
       w.block(table.concat(it.lines, '\n'))
       rules = { row = w.row() - #it.lines + 1, count = #it.lines }
