@@ -182,11 +182,11 @@ forEachNvim((bin) => {
       await waitChat(/second/);
     });
 
-    it('chat keys: ? lists them, i goes to the message area, q closes the chat', async () => {
+    it('chat keys: g? lists them, i goes to the message area, q closes the chat', async () => {
       await e.start({ initLua: SETUP() });
       await e.t.cmd('CabooseChat');
       await e.t.lua('vim.api.nvim_set_current_win(...)', [await chatWin()]);
-      await e.t.nvim.input('?');
+      await e.t.nvim.input('g?');
       const keys = await e.t.waitFor(async () => {
         const l = await e.t.lua<string[] | null>("if vim.bo.filetype == 'caboose_keys' then return vim.api.nvim_buf_get_lines(0, 0, -1, false) end return nil");
         return l;
@@ -582,7 +582,7 @@ forEachNvim((bin) => {
       assert.equal(wide, '  create  │ pending approval │ always: bash │ fake-model-x │ ↑10 ↓5 Σ90 │ Trial session title');
     });
 
-    it('the new-chat hint fits the window (a shorter form when narrow) and keeps "? lists the keys"', async () => {
+    it('the new-chat hint fits the window (a shorter form when narrow) and keeps "g? lists the keys"', async () => {
       await e.start({ initLua: SETUP_CREATE });
       await e.t.cmd('CabooseChat');
       const hint = () =>
@@ -593,7 +593,7 @@ forEachNvim((bin) => {
       const width = () => e.t.lua<number>("return vim.api.nvim_win_get_width(vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1])");
       const narrow = await hint();
       assert.ok(narrow.length > 0 && narrow.length <= (await width()), `${narrow} fits ${await width()} columns`);
-      assert.match(narrow, /\? lists the keys$/);
+      assert.match(narrow, /g\? lists the keys$/);
       await e.t.lua('vim.o.columns = 220');
       await e.t.waitFor(async () => (await hint()).includes('(or <C-s> in Insert mode)'), 'the long hint when wide');
     });

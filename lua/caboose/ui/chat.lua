@@ -205,7 +205,7 @@ H.keys = {
   { 'n', 'za zo zc', 'open/close a tool call\'s details (on its line)' },
   { 'n', 'ga', 'go to the pending approval (:CabooseApproval)' },
   { 'n', 'q', 'transcript: close the chat' },
-  { 'n', '?', 'this list' },
+  { 'n', 'g?', 'this list (? stays backward search)' },
   { 'i', '@', 'complete a file path to attach' },
   { 'i', '#buffer', 'attach the buffer you came from' },
 }
@@ -250,7 +250,7 @@ H.set_transcript_keymaps = function(buf)
       vim.notify('(caboose) no approval is pending', vim.log.levels.INFO)
     end
   end, 'go to the pending approval')
-  H.map(buf, 'n', '?', M.show_keys, 'list the chat keys')
+  H.map(buf, 'n', 'g?', M.show_keys, 'list the chat keys')
 end
 
 H.set_input_keymaps = function(buf)
@@ -259,10 +259,10 @@ H.set_input_keymaps = function(buf)
   H.map(buf, 'n', '<C-c>', function()
     require('caboose').stop()
   end, 'stop')
-  H.map(buf, 'n', '?', M.show_keys, 'list the chat keys')
+  H.map(buf, 'n', 'g?', M.show_keys, 'list the chat keys')
 end
 
---- A float listing the chat's keys (q, <Esc> or ? closes it). `opts` (the review's keys): { title, keys }.
+--- A float listing the chat's keys (q, <Esc> or g? closes it). `opts` (the review's keys): { title, keys }.
 function M.show_keys(opts)
   opts = type(opts) == 'table' and opts or {}
   local lines = {}
@@ -286,7 +286,7 @@ function M.show_keys(opts)
     title_pos = 'center',
   })
   require('caboose.ui.windows').fix_buffer(win)
-  for _, lhs in ipairs({ 'q', '<Esc>', '?' }) do
+  for _, lhs in ipairs({ 'q', '<Esc>', 'g?' }) do
     vim.keymap.set('n', lhs, function()
       pcall(vim.api.nvim_win_close, win, true)
     end, { buffer = buf, nowait = true })
@@ -507,7 +507,7 @@ function M.open(cfg)
     H.win_options(iwin, false)
     H.chat_options(iwin, 'input')
     vim.wo[iwin].winfixheight = true
-    vim.wo[iwin].winbar = '%#CabooseInputTitle#Message%* %#CabooseNotice#<CR>/<C-s> send · @file #buffer · ? keys%*'
+    vim.wo[iwin].winbar = '%#CabooseInputTitle#Message%* %#CabooseNotice#<CR>/<C-s> send · @file #buffer · g? keys%*'
   end
   H.restore_sizes(tab)
   if vim.api.nvim_win_is_valid(prev) then
@@ -904,11 +904,11 @@ end
 
 -- Longest first: the hint is the first that fits the narrowest transcript window.
 H.HINTS = {
-  'Write below and press <CR> (or <C-s> in Insert mode) to send · ? lists the keys',
-  'Write below, <CR> (<C-s> in Insert mode) sends · ? lists the keys',
-  'Write below, <CR> sends · ? lists the keys',
-  '<CR> sends · ? lists the keys',
-  '? lists the keys',
+  'Write below and press <CR> (or <C-s> in Insert mode) to send · g? lists the keys',
+  'Write below, <CR> (<C-s> in Insert mode) sends · g? lists the keys',
+  'Write below, <CR> sends · g? lists the keys',
+  '<CR> sends · g? lists the keys',
+  'g? lists the keys',
 }
 
 H.hint_text = function()
