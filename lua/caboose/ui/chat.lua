@@ -717,75 +717,124 @@ H.esc = function(s)
   return (tostring(s):gsub('%%', '%%%%'))
 end
 
---- The transcript window's winbar: mode, state, queued messages, standing grants, model, token usage,
---- title. Fields that do not fit in `width` columns are left out whole, the least useful first: grants,
---- then the model, the usage, the title, queued messages (never the mode or state).
+--- The transcript window's winbar: mode, state, queued messages, model, standing grants, token usage,
+--- title. When it does not fit in `width` columns it gives way in this order: the title is cut (down to a
+--- few words' width), the usage goes, the grants shrink to a count, the title goes; then the queue count
+--- and the state take their short forms, the model is cut, the grants go, the model goes. The mode and the
+--- state always show.
+H.STATE_SHORT = { pending_approval = 'approval', executing_tools = 'tools' }
+
+--- `s` cut to `w` display columns (its end replaced by …).
+H.cut_width = function(s, w)
+  if vim.api.nvim_strwidth(s) <= w then
+    return s
+  end
+  local n = vim.fn.strchars(s)
+  while n > 0 and vim.api.nvim_strwidth(vim.fn.strcharpart(s, 0, n)) > w - 1 do
+    n = n - 1
+  end
+  return vim.fn.strcharpart(s, 0, n) .. '…'
+end
+
 ---@param width integer|nil
 function M.status_line(width)
   local s = H.status
-  -- Fields are dropped whole, lowest `keep` first, until the bar fits; one with a `short` form is
-  -- shortened before it is dropped.
-  local fields = {} ---@type { text: string, plain: string, keep: integer, short: string|nil, hl: string|nil }[]
-  local function text_of(plain, hl)
-    local text = H.esc(plain)
-    return hl and ('%#' .. hl .. '#' .. text .. '%*') or text
-  end
-  local function add(keep, plain, hl, short)
-    table.insert(fields, { text = text_of(plain, hl), plain = plain, keep = keep, short = short, hl = hl })
-  end
-  add(9, ' ' .. (s.mode or '?') .. ' ', 'CabooseMode')
+  width = width or math.huge
+  local fields = {} ---@type table<string, { plain: string, hl: string|nil }>
+  local order = { 'mode', 'state', 'queued', 'model', 'grants', 'usage', 'title' }
+  fields.mode = { plain = ' ' .. (s.mode or '?') .. ' ', hl = 'CabooseMode' }
+  local state_short
   if s.retry and s.state ~= 'idle' then
-    add(9, 'retrying (attempt ' .. tostring(s.retry.attempt) .. ')', 'CabooseWarn')
+    fields.state = { plain = 'retrying (attempt ' .. tostring(s.retry.attempt) .. ')', hl = 'CabooseWarn' }
+    state_short = 'retry ' .. tostring(s.retry.attempt)
   elseif s.state and s.state ~= 'idle' then
-    add(9, (s.state:gsub('_', ' ')))
+    fields.state = { plain = (s.state:gsub('_', ' ')) }
+    state_short = H.STATE_SHORT[s.state]
   end
   local queued = H.queue and #H.queue or 0
   if queued > 0 then
-    add(5, string.format('%d queued', queued), 'CabooseQueued')
-  end
-  if s.grants and #s.grants > 0 then
-    -- What runs without asking matters more than the model or the token counts.
-    local short = #s.grants == 1 and 'always: 1 tool' or string.format('always: %d tools', #s.grants)
-    add(6, 'always: ' .. table.concat(s.grants, ', '), 'CabooseWarn', short)
+    fields.queued = { plain = string.format('%d queued', queued), hl = 'CabooseQueued' }
   end
   if s.model then
-    add(2, s.model)
+    fields.model = { plain = tostring(s.model) }
+  end
+  if s.grants and #s.grants > 0 then
+    -- What runs without asking: shrinks to a count before the model is cut.
+    fields.grants = { plain = 'always: ' .. table.concat(s.grants, ', '), hl = 'CabooseWarn' }
   end
   if s.usage then
     local u = s.usage
-    add(3, string.format('↑%s ↓%s Σ%s', H.tokens(u.prompt), H.tokens(u.completion), H.tokens((u.session_prompt or 0) + (u.session_completion or 0))))
+    fields.usage = { plain = string.format('↑%s ↓%s Σ%s', H.tokens(u.prompt), H.tokens(u.completion), H.tokens((u.session_prompt or 0) + (u.session_completion or 0))) }
   end
   if s.title then
-    add(4, s.title, 'CabooseTitle')
+    fields.title = { plain = tostring(s.title), hl = 'CabooseTitle' }
   end
   local SEP = ' │ '
-  local function fits()
-    local w = 1
-    for i, f in ipairs(fields) do
-      w = w + vim.api.nvim_strwidth(f.plain) + (i > 1 and vim.api.nvim_strwidth(SEP) or 0)
-    end
-    return w <= (width or math.huge)
-  end
-  while not fits() do
-    local drop
-    for i, f in ipairs(fields) do
-      if f.keep < 9 and (not drop or f.keep < fields[drop].keep) then
-        drop = i
+  local function used()
+    local w, n = 1, 0
+    for _, k in ipairs(order) do
+      if fields[k] then
+        w = w + vim.api.nvim_strwidth(fields[k].plain) + (n > 0 and vim.api.nvim_strwidth(SEP) or 0)
+        n = n + 1
       end
     end
-    if not drop then
+    return w
+  end
+  local function cut(k, min)
+    local f = fields[k]
+    if f then
+      local room = vim.api.nvim_strwidth(f.plain) - (used() - width)
+      if room >= min then
+        f.plain = H.cut_width(f.plain, room)
+      end
+    end
+  end
+  local function short(k, text)
+    if fields[k] and text and vim.api.nvim_strwidth(text) < vim.api.nvim_strwidth(fields[k].plain) then
+      fields[k].plain = text
+    end
+  end
+  local function drop(k)
+    fields[k] = nil
+  end
+  -- Cutting steps stay in force: after each later step they are tried again (a dropped field leaves
+  -- room to the title or the model).
+  local steps = {
+    { cut = 'title', min = 12 },
+    function() drop('usage') end,
+    function() short('grants', #(s.grants or {}) == 1 and 'always: 1 tool' or string.format('always: %d tools', #(s.grants or {}))) end,
+    function() drop('title') end,
+    function() short('queued', string.format('⧗%d', queued)) end,
+    function() short('state', state_short) end,
+    { cut = 'model', min = 6 },
+    function() drop('grants') end,
+    function() drop('model') end,
+    function() drop('queued') end,
+  }
+  local cuts = {}
+  for _, step in ipairs(steps) do
+    for _, c in ipairs(cuts) do
+      if used() > width then
+        cut(c.cut, c.min)
+      end
+    end
+    if used() <= width then
       break
     end
-    local f = fields[drop]
-    if f.short and f.short ~= f.plain then
-      f.plain, f.text = f.short, text_of(f.short, f.hl)
+    if type(step) == 'table' then
+      table.insert(cuts, step)
+      cut(step.cut, step.min)
     else
-      table.remove(fields, drop)
+      step()
     end
   end
   local parts = {}
-  for _, f in ipairs(fields) do
-    table.insert(parts, f.text)
+  for _, k in ipairs(order) do
+    local f = fields[k]
+    if f then
+      local text = H.esc(f.plain)
+      table.insert(parts, f.hl and ('%#' .. f.hl .. '#' .. text .. '%*') or text)
+    end
   end
   return ' ' .. table.concat(parts, SEP)
 end
