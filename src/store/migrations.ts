@@ -151,6 +151,15 @@ CREATE TABLE checkpoint_blobs (
 );
 `,
   },
+  {
+    // The session's token usage (its subagents' included): the winbar's Σ survives reopening the session.
+    version: 6,
+    name: 'session_usage',
+    sql: `
+ALTER TABLE sessions ADD COLUMN prompt_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN completion_tokens INTEGER NOT NULL DEFAULT 0;
+`,
+  },
 ];
 
 /** Applies every migration newer than `PRAGMA user_version`, each in its own transaction. */

@@ -764,7 +764,9 @@ function M.status_line(width)
   end
   if s.usage then
     local u = s.usage
-    fields.usage = { plain = string.format('↑%s ↓%s Σ%s', H.tokens(u.prompt), H.tokens(u.completion), H.tokens((u.session_prompt or 0) + (u.session_completion or 0))) }
+    local total = 'Σ' .. H.tokens((u.session_prompt or 0) + (u.session_completion or 0))
+    -- A reopened session knows only its total until its first request.
+    fields.usage = { plain = u.prompt and string.format('↑%s ↓%s %s', H.tokens(u.prompt), H.tokens(u.completion), total) or total }
   end
   if s.title then
     fields.title = { plain = tostring(s.title), hl = 'CabooseTitle' }
