@@ -12,7 +12,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ToolRegistry } from '../tools/registry';
-import type { ApprovalPreview, ToolContext, ToolDefinition, ToolResult } from '../tools/tool';
+import type { ApprovalPreview, ToolContext, ToolDefinition, ToolPolicy, ToolResult } from '../tools/tool';
 import type { ReviewSelection } from '../workspace/review';
 import { ToolError, type ToolErrorInfo } from '../tools/errors';
 import { OpenAIProvider, ProviderError, type AssembledToolCall, type ChatMessage, type ModelClient, type ProviderConfig, type Usage } from './provider';
@@ -34,6 +34,9 @@ export interface ApprovalRequest {
   preview?: ApprovalPreview;
   /** Who asks, when it is not the main agent (a subagent: "agent #2: fix the parser"). */
   label?: string;
+  /** What decides whether the call asks in a mode (a mode change answers a request its new mode would not ask). */
+  policy?: ToolPolicy;
+  allowed?: { readOnly: boolean };
 }
 
 /** `review`: with 'once'/'always', the hunks the user rejected in a file change (the rest are written). */
@@ -568,7 +571,15 @@ export class Agent {
 
   /** Waits for the user; null when stop() withdrew the request. */
   private async askApproval(p: PendingCall, def: ToolDefinition, args: unknown, preview: ApprovalPreview | undefined, signal: AbortSignal): Promise<ApprovalDecision | null> {
-    const req: ApprovalRequest = { id: randomUUID(), toolCallId: p.call.id, tool: def.name, args, ...(preview ? { preview } : {}) };
+    const req: ApprovalRequest = {
+      id: randomUUID(),
+      toolCallId: p.call.id,
+      tool: def.name,
+      args,
+      policy: def.policy,
+      ...(def.allowed ? { allowed: def.allowed } : {}),
+      ...(preview ? { preview } : {}),
+    };
     const aborted = abortPromise(signal);
     try {
       // The request goes out before the state change, so whoever reacts to `pending_approval` finds it.

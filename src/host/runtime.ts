@@ -284,6 +284,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     ui.emit(EVENTS.notice, { text });
   }
   session.bind(agent);
+  session.notice = notice;
   // The conversation the model continues from is read when the first message needs it (parsing every
   // stored tool output of a long session must not delay its transcript).
   let restore = o.resume;

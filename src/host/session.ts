@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Agent, AgentState, ApprovalDecision, ApprovalRequest, PermissionMode } from '../agent/loop';
+import { permissionFor } from '../agent/permissions';
 import type { ToolContext } from '../tools/tool';
 import { EVENTS } from './protocol';
 import type { LuaUi } from './lua-ui';
@@ -16,9 +17,11 @@ interface Pending<T> {
  */
 export class ChatSession {
   readonly id: string;
-  private readonly approvals = new Map<string, Pending<ApprovalDecision>>();
+  private readonly approvals = new Map<string, Pending<ApprovalDecision> & { req: ApprovalRequest }>();
   private readonly asks = new Map<string, Pending<string | null>>();
   agent!: Agent;
+  /** Says something in the chat (the runtime also stores it with the session). */
+  notice: (text: string) => void = (text) => this.ui.emit(EVENTS.notice, { text });
 
   constructor(
     private readonly ui: LuaUi,
@@ -39,7 +42,7 @@ export class ChatSession {
 
   requestApproval = (req: ApprovalRequest): Promise<ApprovalDecision> =>
     new Promise((resolve) => {
-      this.approvals.set(req.id, { resolve });
+      this.approvals.set(req.id, { resolve, req });
       this.ui.emit(EVENTS.approvalRequest, {
         id: req.id,
         tool: req.tool,
@@ -96,8 +99,27 @@ export class ChatSession {
     return revoked;
   }
 
+  /**
+   * The mode changes for the requests that wait too: one the new mode would not ask about is approved,
+   * one it blocks (plan) is refused, each said in the chat; the others keep waiting (Lua retitles them).
+   */
   setMode(mode: PermissionMode): void {
     this.agent.setMode(mode);
+    for (const [id, { req }] of [...this.approvals]) {
+      if (!req.policy) continue;
+      const perm = permissionFor(mode, req.policy, req.allowed);
+      const who = req.label ? ` (${req.label.split(':')[0]})` : '';
+      if (perm === 'run') {
+        this.notice(`approved ${req.tool}${who}: ${mode} mode runs it without asking`);
+        this.resolveApproval(id, { decision: 'once' });
+      } else if (perm === 'block') {
+        this.notice(`refused ${req.tool}${who}: ${mode} mode blocks it`);
+        this.resolveApproval(id, {
+          decision: 'reject',
+          reason: `the user switched to ${mode} mode, where ${req.tool} (${req.policy}) is blocked and only read-only tools run. Do not retry it; describe the change you propose instead`,
+        });
+      }
+    }
     this.emitState(this.agent.state, this.agent.state);
   }
 }

@@ -481,6 +481,20 @@ function M.close_all()
   H.refresh_status()
 end
 
+--- The mode changed (:CabooseMode): the requests that still wait say the mode now in force (the host
+--- answered those the new mode does not ask about).
+function M.mode_changed(mode)
+  local changed = false
+  for _, req in ipairs(H.pending) do
+    if req.mode ~= mode then
+      req.mode, changed = mode, true
+    end
+  end
+  if changed and H.current() and H.win and vim.api.nvim_win_is_valid(H.win) then
+    H.render()
+  end
+end
+
 --- How many requests wait for an answer.
 function M.count()
   return #H.pending
