@@ -203,7 +203,7 @@ H.keys = {
   { 'n', '<C-c>', 'stop the running turn (:CabooseStop)' },
   { 'n', 'gy', 'yank the code block under the cursor' },
   { 'n', 'za zo zc', 'open/close a tool call\'s details (on its line)' },
-  { 'n', 'ga', 'go to the pending approval (:CabooseApproval)' },
+  { 'n', 'ga', 'go to the pending approval or question (:CabooseApproval)' },
   { 'n', 'q', 'transcript: close the chat' },
   { 'n', 'g?', 'this list (? stays backward search)' },
   { 'i', '@', 'complete a file path to attach' },
@@ -246,10 +246,10 @@ H.set_transcript_keymaps = function(buf)
     end, 'open/close a tool call\'s details', true)
   end
   H.map(buf, 'n', 'ga', function()
-    if not require('caboose.ui.approval').focus() then
+    if not require('caboose.ui.approval').focus() and not require('caboose.ui.ask').answer() then
       vim.notify('(caboose) no approval is pending', vim.log.levels.INFO)
     end
-  end, 'go to the pending approval')
+  end, 'go to the pending approval (or the agent\'s question)')
   H.map(buf, 'n', 'g?', M.show_keys, 'list the chat keys')
 end
 
