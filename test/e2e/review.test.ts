@@ -56,7 +56,7 @@ forEachNvim((bin) => {
       assert.equal(await e.t.lua("return vim.fn.undotree(vim.fn.bufnr('a.txt')).seq_last"), 0);
       // Decorations: added lines, removed lines as virtual lines above them, changed words, hunk labels.
       const m = await marks(r.buf);
-      assert.deepEqual(m.filter((x) => x[3].line_hl_group === 'CabooseReviewAdd').map((x) => x[1]), [1, 4, 8]);
+      assert.deepEqual(m.filter((x) => x[3].hl_group === 'CabooseReviewAdd').map((x) => x[1]), [1, 4, 8]);
       const virt = m.filter((x) => x[3].virt_lines).map((x) => [x[1], x[3].virt_lines![0][0][0], x[3].virt_lines![0][0][1]]);
       assert.deepEqual(virt, [[1, 'two', 'CabooseReviewDelete'], [4, 'five', 'CabooseReviewDelete'], [8, 'nine', 'CabooseReviewDelete']]);
       assert.equal(m.filter((x) => x[3].hl_group === 'CabooseReviewText').length, 0, 'a whole-line change has no word marks');

@@ -138,7 +138,9 @@ H.decorate = function()
     for l = 0, (h.newLines or 0) - 1 do
       local row = h.newStart - 1 + l
       if row < nlines then
-        vim.api.nvim_buf_set_extmark(buf, H.ns, row, 0, { line_hl_group = add_hl, priority = 150 })
+        -- A range to the next line's start (not line_hl_group, which is drawn over every other highlight
+        -- of the line and hid the changed words): the words' marks, of higher priority, show on top.
+        vim.api.nvim_buf_set_extmark(buf, H.ns, row, 0, { end_row = row + 1, end_col = 0, hl_group = add_hl, hl_eol = true, priority = 150, strict = false })
       end
     end
     if not (d and d.state == 'rejected') then
