@@ -99,6 +99,7 @@ forEachNvim((bin) => {
       assert.equal(failures, '');
       const lines = await e.t.chatLines();
       assert.ok(lines.some((l) => /^✗ apply_patch f\.txt patch_failed: a/.test(l)));
+      assert.ok(lines.includes('  ┆ x^@y'), 'NUL shown as ^@, the CR ending a line (CRLF output) dropped');
       // eslint-disable-next-line no-control-regex
       assert.ok(!lines.some((l) => /[\x00-\x08\x0b-\x1f\x7f]/.test(l)));
       assert.ok(lines.every((l) => l.length < 2000));

@@ -1142,7 +1142,7 @@ H.clean_lines = function(s, max)
   end
   local out = {}
   for _, l in ipairs(vim.split(s, '\r?\n')) do
-    out[#out + 1] = H.clean(l, max)
+    out[#out + 1] = H.clean((l:gsub('\r+$', '')), max) -- a line's CR (CRLF split by the host) says nothing
   end
   return out
 end
