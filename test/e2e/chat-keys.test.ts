@@ -48,6 +48,17 @@ forEachNvim((bin) => {
       assert.match(hint, /g\? lists the keys/);
       const bar = await e.t.lua<string>("return vim.wo[require('caboose.ui.chat').input_win()].winbar");
       assert.match(bar, /g\? keys/);
+      // At 80 columns (a 40-column chat) the bar still starts with its title and names g?.
+      await e.t.lua('vim.o.columns = 80');
+      const drawn = () =>
+        e.t.lua<{ text: string; width: number }>(`local win = require('caboose.ui.chat').input_win()
+          local w = vim.api.nvim_win_get_width(win)
+          return { text = vim.api.nvim_eval_statusline(vim.wo[win].winbar, { winid = win, use_winbar = true, maxwidth = w }).str, width = w }`);
+      const narrow = await e.t.waitFor(async () => {
+        const d = await drawn();
+        return d.width <= 40 && /^Message .*g\? keys/.test(d.text) ? d : null;
+      }, 'the short message-area bar');
+      assert.ok(narrow.text.length <= narrow.width, JSON.stringify(narrow));
     });
   });
 });

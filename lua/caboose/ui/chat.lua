@@ -507,7 +507,7 @@ function M.open(cfg)
     H.win_options(iwin, false)
     H.chat_options(iwin, 'input')
     vim.wo[iwin].winfixheight = true
-    vim.wo[iwin].winbar = '%#CabooseInputTitle#Message%* %#CabooseNotice#<CR>/<C-s> send · @file #buffer · g? keys%*'
+    H.input_bar(iwin)
   end
   H.restore_sizes(tab)
   if vim.api.nvim_win_is_valid(prev) then
@@ -650,8 +650,25 @@ H.on_win_resized = function()
       if H.hint then
         H.render_hint()
       end
+    elseif vim.api.nvim_win_is_valid(win) and H.role(win) == 'input' then
+      H.input_bar(win)
     end
   end
+end
+
+-- The message area's winbar: the longest form that fits (Neovim would cut a longer one at its start).
+H.INPUT_KEYS = { '<CR>/<C-s> send · @file #buffer · g? keys', '<CR> send · @file · g? keys', '<CR> send · g? keys', 'g? keys' }
+
+H.input_bar = function(win)
+  local width = vim.api.nvim_win_get_width(win)
+  local keys = H.INPUT_KEYS[#H.INPUT_KEYS]
+  for _, k in ipairs(H.INPUT_KEYS) do
+    if vim.api.nvim_strwidth('Message ' .. k) <= width then
+      keys = k
+      break
+    end
+  end
+  vim.wo[win].winbar = '%#CabooseInputTitle#Message%* %#CabooseNotice#' .. keys .. '%*'
 end
 
 H.layout_autocmds = function()
