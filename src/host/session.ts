@@ -116,7 +116,7 @@ export class ChatSession {
         this.notice(`refused ${req.tool}${who}: ${mode} mode blocks it`);
         this.resolveApproval(id, {
           decision: 'reject',
-          reason: `the user switched to ${mode} mode, where ${req.tool} (${req.policy}) is blocked and only read-only tools run. Do not retry it; describe the change you propose instead`,
+          reason: `switched to ${mode} mode, which blocks it (only read-only tools run). Do not retry it; describe the change you propose instead`,
         });
       }
     }
