@@ -43,3 +43,35 @@ forEachNvim((bin) => {
     }
   });
 });
+
+forEachNvim((bin) => {
+  describe(`queued messages in view (Neovim ${bin.version})`, () => {
+    const e = useE2E(bin);
+    it('a chat window following a long reply shows the queued messages under it (on the screen)', async () => {
+      await e.start({ initLua: SETUP(80, 24) });
+      await e.t.nvim.uiAttach(80, 24, { ext_linegrid: true });
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      const many = Array.from({ length: 60 }, (_, i) => `streamed line ${i}\n`);
+      e.fake.script({ text: many.join('') + 'end', chunks: [...many, 'end'], gate, gateAfterChunks: 50 }, { text: 'second' });
+      await e.t.cmd('Caboose first');
+      await e.t.waitFor(async () => (await e.t.chatLines()).includes('streamed line 49'), 'the reply streams');
+      await e.t.cmd('Caboose queued while streaming');
+      const screen = () =>
+        e.t.lua<string>(`vim.cmd('redraw')
+          local out = {}
+          for r = 1, vim.o.lines do
+            local l = {}
+            for c = 1, vim.o.columns do l[#l + 1] = vim.fn.screenstring(r, c) end
+            out[#out + 1] = table.concat(l)
+          end
+          return table.concat(out, '\\n')`);
+      await e.t.waitFor(async () => /⧗ queued 1: queued while streaming/.test(await screen()), 'the queued message on the screen').catch(async (err) => {
+        throw new Error(`${err}\n${await screen()}`);
+      });
+      assert.match(await screen(), /streamed line 49/, 'with the reply\'s last line');
+      release();
+      await e.t.waitFor(async () => (await e.t.chatLines()).includes('second'), 'the queued message\'s reply');
+    });
+  });
+});

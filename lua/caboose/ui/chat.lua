@@ -1239,6 +1239,32 @@ H.render_queue = function()
   end
   local last = vim.api.nvim_buf_line_count(buf) - 1
   vim.api.nvim_buf_set_extmark(buf, H.ns_queue, last, 0, { virt_lines = virt })
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    H.show_below(win, #virt)
+  end
+end
+
+--- A window following the end (cursor on the last line) scrolls so the lines under the last one (the
+--- queued messages) show too: keeping the cursor line in view would leave them below the window.
+---@param below integer virtual lines under the last line (nvim_win_text_height leaves them out)
+H.show_below = function(win, below)
+  local buf = vim.api.nvim_win_get_buf(win)
+  local last = vim.api.nvim_buf_line_count(buf)
+  if vim.api.nvim_win_get_cursor(win)[1] < last or not vim.api.nvim_win_text_height then
+    return
+  end
+  local info = vim.fn.getwininfo(win)[1]
+  local height = info.height -- text rows (without the winbar; nvim_win_get_height counts it)
+  local top = info.topline
+  local start = top
+  while top < last and vim.api.nvim_win_text_height(win, { start_row = top - 1, end_row = last - 1 }).all + below > height do
+    top = top + 1
+  end
+  if top ~= start then
+    vim.api.nvim_win_call(win, function()
+      vim.fn.winrestview({ topline = top }) -- the cursor stays on the last line
+    end)
+  end
 end
 
 H.queue_remove = function(ids)
