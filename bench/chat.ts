@@ -23,9 +23,12 @@
  *   npm run build && node --import tsx bench/chat.ts [cold|stream]
  *
  * Env: BENCH_CHAT_RUNS (cold runs, each a fresh Neovim; default 10), BENCH_STREAM_RUNS (runs per stream
- * case; default 5), BENCH_NODE (node executable for the host and the baseline; default `node`).
+ * case; default 5), BENCH_STREAM_CASES (a comma list of burst-fresh, burst-long, paced-fresh, paced-long; default
+ * all), BENCH_NODE (node executable for the host and the baseline; default `node`).
  */
 import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { startFakeOpenAI, type FakeOpenAI, type FakeTextReply } from '../test/support/fake-openai';
@@ -69,11 +72,11 @@ interface LuaResult {
   stall_done_ms?: number;
 }
 
-async function openNvim(fake: FakeOpenAI): Promise<TestNvim> {
+async function openNvim(fake: FakeOpenAI, env: Record<string, string> = {}): Promise<TestNvim> {
   const setup = NODE === 'node' ? '{}' : `{ host = { node = ${JSON.stringify(NODE)} } }`;
   const t = await startNvim({
     nvim: defaultNvim(),
-    env: { OPENAI_BASE_URL: fake.url, CABOOSE_MODEL: 'fake-model' },
+    env: { OPENAI_BASE_URL: fake.url, CABOOSE_MODEL: 'fake-model', ...env },
     initLua: `require('caboose').setup(${setup})\ndofile(${JSON.stringify(PROBE_LUA)})`,
   });
   try {
@@ -122,6 +125,8 @@ export interface ColdResult {
   coldReturnMs: number[];
   warmFirstMs: number[];
   warmStallMs: number[];
+  /** The very first start (no compiled-code cache yet, as after installing or updating the plugin). */
+  firstEverMs: number;
   typedFirstMs: number[];
   typedStallMs: number[];
   nvim: string;
@@ -137,14 +142,28 @@ export function nodeOnce(): number {
 }
 
 export async function runColdBenchmark(runs = Number(process.env.BENCH_CHAT_RUNS ?? 10)): Promise<ColdResult> {
-  const res: ColdResult = { runs, nodeMs: [], coldFirstMs: [], coldStallMs: [], coldReturnMs: [], warmFirstMs: [], warmStallMs: [], typedFirstMs: [], typedStallMs: [], nvim: defaultNvim().version };
+  const res: ColdResult = { runs, nodeMs: [], coldFirstMs: [], coldStallMs: [], coldReturnMs: [], warmFirstMs: [], warmStallMs: [], firstEverMs: NaN, typedFirstMs: [], typedStallMs: [], nvim: defaultNvim().version };
   nodeOnce(); // warm the page cache
   const fake = await startFakeOpenAI();
+  // Every Neovim here is fresh, but they share one cache folder (stdpath('cache')), as a user's
+  // Neovim sessions do: the host keeps its compiled code there. A first start (not counted) fills it.
+  const cacheHome = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-bench-cache-'));
+  const env: Record<string, string> = { XDG_CACHE_HOME: cacheHome, ...(process.env.BENCH_HOST_UNBUNDLED ? { CABOOSE_HOST_UNBUNDLED: '1' } : {}) };
   try {
+    const p = await openNvim(fake, env);
+    try {
+      fake.script({ text: COLD_REPLY });
+      await run(p, 'Caboose hi', 'Zephyr');
+      await waitSeen(p, 't_first', 30_000);
+      await waitIdle(p, 'Cold done.');
+      res.firstEverMs = (await result(p)).first_ms!;
+    } finally {
+      await p.close();
+    }
     for (let i = 0; i < runs; i++) {
       // The baseline is interleaved with the runs, so a busy moment on the machine hits both.
       res.nodeMs.push(nodeOnce());
-      const t = await openNvim(fake);
+      const t = await openNvim(fake, env);
       try {
         await t.lua('caboose_bench.probe_start()');
         await sleep(100); // let start-up settle; the probe is running
@@ -171,7 +190,7 @@ export async function runColdBenchmark(runs = Number(process.env.BENCH_CHAT_RUNS
         await t.close();
       }
       // As a user starts it: the command typed at ~12 keys a second, timed from its <CR>.
-      const u = await openNvim(fake);
+      const u = await openNvim(fake, env);
       try {
         await u.lua('caboose_bench.probe_start()');
         await sleep(100);
@@ -195,6 +214,7 @@ export async function runColdBenchmark(runs = Number(process.env.BENCH_CHAT_RUNS
     }
   } finally {
     await fake.close();
+    fs.rmSync(cacheHome, { recursive: true, force: true });
   }
   return res;
 }
@@ -226,6 +246,7 @@ export function formatColdTable(r: ColdResult): string {
     first(`typed \`:Caboose hi\` (${TYPING_MS} ms a key, fresh Neovim), <CR> → first token`, r.typedFirstMs, 1.5),
     stall('longest editor stall, typed <CR> → first token', r.typedStallMs),
     `| (information) cold \`:Caboose hi\` returns to the editor | ${cols(r.coldReturnMs)} | — | — | — |`,
+    `| (information) the very first start, no compiled-code cache yet (one run) | ${f1(r.firstEverMs)} | — | — | ${f1(node)} | ${(r.firstEverMs / node).toFixed(2)}× | — |`,
   ].join('\n');
 }
 
@@ -394,11 +415,13 @@ export interface StreamCase {
   stallMs: number[];
   nvimCpuMs: number[];
   hostCpuMs: number[];
+  /** CPU time (user + system) of the plain Node client reading the same stream (its whole process). */
+  rawCpuMs: number[];
 }
 
 async function streamCase(fake: FakeOpenAI, shape: StreamShape, name: string, fill: string | null, runs: number): Promise<StreamCase> {
   const text = streamText(shape.chars);
-  const c: StreamCase = { name, shape, chatChars: [], renderedMs: [], rawMs: [], firstMs: [], rawFirstMs: [], evalMs: [], stallMs: [], nvimCpuMs: [], hostCpuMs: [] };
+  const c: StreamCase = { name, shape, chatChars: [], renderedMs: [], rawMs: [], firstMs: [], rawFirstMs: [], evalMs: [], stallMs: [], nvimCpuMs: [], hostCpuMs: [], rawCpuMs: [] };
   const t = await openNvim(fake);
   try {
     const socket = path.join(t.home, 'bench.sock');
@@ -410,7 +433,8 @@ async function streamCase(fake: FakeOpenAI, shape: StreamShape, name: string, fi
     for (let i = 0; i < runs; i++) {
       // Baseline first, same stream, same server.
       fake.script(streamReply(text, shape));
-      const raw = await childJson<{ ms: number; firstMs: number; chars: number }>('raw-stream.ts', [fake.url], 150_000);
+      const raw = await childJson<{ ms: number; firstMs: number; chars: number; cpuMs?: number }>('raw-stream.ts', [fake.url], 150_000);
+      if (raw.cpuMs !== undefined) c.rawCpuMs.push(raw.cpuMs);
       if (raw.chars !== text.length) throw new Error(`raw client got ${raw.chars} chars`);
       c.rawMs.push(raw.ms);
       c.rawFirstMs.push(raw.firstMs);
@@ -448,9 +472,12 @@ export async function runStreamBenchmark(runs = Number(process.env.BENCH_STREAM_
   const fake = await startFakeOpenAI();
   try {
     const cases: StreamCase[] = [];
+    // BENCH_STREAM_CASES: a comma list of burst-fresh, burst-long, paced-fresh, paced-long (default: all).
+    const only = process.env.BENCH_STREAM_CASES?.split(',');
+    const want = (id: string) => !only || only.includes(id);
     for (const shape of [BURST, PACED]) {
-      cases.push(await streamCase(fake, shape, 'fresh chat', null, runs));
-      cases.push(await streamCase(fake, shape, 'chat holding ~100k tokens of markdown', fillText(), runs));
+      if (want(`${shape.label}-fresh`)) cases.push(await streamCase(fake, shape, 'fresh chat', null, runs));
+      if (want(`${shape.label}-long`)) cases.push(await streamCase(fake, shape, 'chat holding ~100k tokens of markdown', fillText(), runs));
     }
     return cases;
   } finally {
@@ -478,15 +505,19 @@ export function formatStreamTables(cases: StreamCase[]): string {
     '',
     "Editor responsiveness meanwhile: a second RPC client (its own process) calling `nvim_eval('1')` every 10 ms — round trips overlapping [command, fully rendered], all runs pooled; the longest main-loop gap seen inside Neovim (2 ms timer, worst run); CPU time (user + system) during the stream, median run.",
     '',
-    '| reply streamed into | eval p50 (ms) | eval p99 (ms) | eval max (ms) | samples | targets p99 ≤ 16, max ≤ 50 | longest in-Neovim stall (ms) | stall per run (ms) | Neovim CPU (ms) | host CPU (ms) |',
-    '|---|---:|---:|---:|---:|---|---:|---|---:|---:|',
+    '| reply streamed into | eval p50 (ms) | eval p99 (ms) | eval max (ms) | samples | targets p99 ≤ 16, max ≤ 50 | longest in-Neovim stall (ms) | stall per run (ms) | Neovim CPU (ms) | Neovim CPU / stream time (target ≤ 20 % when paced) | host CPU (ms) | host CPU / raw client CPU (target ≤ 2×) |',
+    '|---|---:|---:|---:|---:|---|---:|---|---:|---:|---:|---:|',
   );
   for (const c of cases) {
     const p99 = quantile(c.evalMs, 0.99);
     const max = Math.max(...c.evalMs);
     const cpu = (xs: number[]) => (xs.length ? f1(median(xs)) : '—');
+    const share = c.nvimCpuMs.length ? median(c.nvimCpuMs) / median(c.renderedMs) : NaN;
+    const shareCol = Number.isNaN(share) ? '—' : `${(share * 100).toFixed(0)} %${c.shape.delayMs > 0 ? ok(share <= 0.2) : ''}`;
+    const hostRatio = c.hostCpuMs.length && c.rawCpuMs.length ? median(c.hostCpuMs) / median(c.rawCpuMs) : NaN;
+    const hostCol = Number.isNaN(hostRatio) ? '—' : `${f1(median(c.rawCpuMs))} ms: ${hostRatio.toFixed(2)}×${ok(hostRatio <= 2)}`;
     out.push(
-      `| ${c.shape.label}, ${c.name} | ${f1(quantile(c.evalMs, 0.5))} | ${f1(p99)} | ${f1(max)} | ${c.evalMs.length} | p99${ok(p99 <= 16)} max${ok(max <= 50)} | ${f1(Math.max(...c.stallMs))} | ${c.stallMs.map((x) => x.toFixed(0)).join(', ')} | ${cpu(c.nvimCpuMs)} | ${cpu(c.hostCpuMs)} |`,
+      `| ${c.shape.label}, ${c.name} | ${f1(quantile(c.evalMs, 0.5))} | ${f1(p99)} | ${f1(max)} | ${c.evalMs.length} | p99${ok(p99 <= 16)} max${ok(max <= 50)} | ${f1(Math.max(...c.stallMs))} | ${c.stallMs.map((x) => x.toFixed(0)).join(', ')} | ${cpu(c.nvimCpuMs)} | ${shareCol} | ${cpu(c.hostCpuMs)} | ${hostCol} |`,
     );
   }
   return out.join('\n');
@@ -494,14 +525,28 @@ export function formatStreamTables(cases: StreamCase[]): string {
 
 /* ------------------------------------------------------------------------------------------------ */
 
+/** The machine's load (/proc/loadavg: 1, 5 and 15 minute averages), printed beside each section. */
+export function loadLine(): string {
+  try {
+    const [a, b, c] = fs.readFileSync('/proc/loadavg', 'utf8').split(' ');
+    return `Machine load (/proc/loadavg) ${a} ${b} ${c} on ${os.cpus().length} CPUs`;
+  } catch {
+    return `Machine load: unknown (no /proc/loadavg) on ${os.cpus().length} CPUs`;
+  }
+}
+
 export async function runChatBenchmarks(which: string | undefined, write: (s: string) => void): Promise<void> {
   if (!which || which === 'cold') {
     write('## Cold `:Caboose` → first token (bench/chat.ts)\n\n');
-    write(formatColdTable(await runColdBenchmark()) + '\n\n');
+    const before = loadLine();
+    const table = formatColdTable(await runColdBenchmark());
+    write(`${before}; after: ${loadLine()}.\n\n${table}\n\n`);
   }
   if (!which || which === 'stream') {
     write('## Streaming throughput and stalls (bench/chat.ts)\n\n');
-    write(formatStreamTables(await runStreamBenchmark()) + '\n\n');
+    const before = loadLine();
+    const tables = formatStreamTables(await runStreamBenchmark());
+    write(`${before}; after: ${loadLine()}.\n\n${tables}\n\n`);
   }
 }
 

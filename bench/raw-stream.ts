@@ -5,7 +5,8 @@
  *
  *   node --import tsx bench/raw-stream.ts <base url ending in /v1>
  *
- * Prints one JSON line: `{"ms":…, "firstMs":…, "chars":…}` (firstMs: first non-empty content delta).
+ * Prints one JSON line: `{"ms":…, "firstMs":…, "chars":…, "cpuMs":…}` (firstMs: first non-empty content delta;
+ * cpuMs: this process's CPU time, user + system, from the request to `[DONE]`).
  */
 import http from 'node:http';
 
@@ -15,6 +16,7 @@ function main(): void {
   const body = JSON.stringify({ model: 'fake-model', stream: true, messages: [{ role: 'user', content: 'stream please' }] });
   const url = new URL(base.replace(/\/+$/, '') + '/chat/completions');
   const t0 = process.hrtime.bigint();
+  const cpu0 = process.cpuUsage();
   const since = () => Number(process.hrtime.bigint() - t0) / 1e6;
   let firstMs: number | undefined;
   let text = '';
@@ -27,7 +29,8 @@ function main(): void {
     if (done) return;
     done = true;
     clearTimeout(timer);
-    process.stdout.write(JSON.stringify({ ms: since(), firstMs, chars: text.length }) + '\n', () => process.exit(0));
+    const cpu = process.cpuUsage(cpu0);
+    process.stdout.write(JSON.stringify({ ms: since(), firstMs, chars: text.length, cpuMs: (cpu.user + cpu.system) / 1000 }) + '\n', () => process.exit(0));
   };
   const req = http.request(
     url,

@@ -104,6 +104,37 @@ end, {
   end,
 })
 
+vim.api.nvim_create_user_command('CabooseBuild', function()
+  require('caboose.build').start({ progress = true })
+end, { desc = 'Caboose: finish (or resume) the install: dependencies, native SQLite module, compiled host' })
+
+vim.api.nvim_create_user_command('CabooseModel', function(o)
+  require('caboose.model').command(o)
+end, {
+  nargs = '?',
+  bang = true,
+  desc = 'Caboose: choose the model of the next request ([provider/model], or check: does each provider stream tool calls)',
+  complete = function(lead)
+    return require('caboose.model').complete(lead)
+  end,
+})
+
+vim.api.nvim_create_user_command('CabooseAgent', function(o)
+  caboose().command_agent(o)
+end, {
+  nargs = '?',
+  bang = true,
+  desc = 'Caboose: pick the agent of this chat (built-in or an ACP agent; ! starts a new chat)',
+  complete = function(lead)
+    local names = vim.tbl_keys((caboose().config().acp or {}).agents or {})
+    table.sort(names)
+    table.insert(names, 1, 'caboose')
+    return vim.tbl_filter(function(n)
+      return n:find(lead, 1, true) == 1
+    end, names)
+  end,
+})
+
 vim.api.nvim_create_user_command('CabooseChat', function()
   caboose().focus_chat()
 end, { desc = 'Caboose: open the chat and go to its message area' })

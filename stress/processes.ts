@@ -13,6 +13,8 @@ import { MAX_OUTPUT_BYTES } from '../src/tools/output';
 import { startFakeOpenAI } from '../test/support/fake-openai';
 import { Checks, mainIfDirect, processAlive, scaled, sleep, tempDir, type SuiteReport } from './lib';
 import { chatText, nvimVersion, startSession } from './nvim-session';
+import { spawn } from 'node:child_process';
+import { Sandbox, detectSandbox } from '../src/workspace/sandbox/sandbox';
 
 type Variant = 'ignores SIGTERM' | 'keeps background children' | 'child in its own session' | 'exits, leaving background children';
 
@@ -128,7 +130,9 @@ async function neovimRuns(checks: Checks, rounds: number): Promise<void> {
         // A fresh model per session: a reply a stopped turn never asked for must not reach the next one.
         const fake = await startFakeOpenAI();
         try {
-          const t = await startSession(fake.url, "require('caboose').setup({ mode = 'chug' })");
+          // Unsandboxed: the pid files hold host pids only outside the sandbox's PID namespace (the
+          // sandboxed commands are attacked in escapeRuns).
+          const t = await startSession(fake.url, "require('caboose').setup({ mode = 'chug', sandbox = { mode = 'off' } })");
           const pidFile = path.join(t.cwd, 'pids.txt');
           const marker = `${RUN_ID}-nvim-${k}-${how.replace(/\W+/g, '')}-${v.replace(/\W+/g, '-')}`;
           const command = `export STRESS_MARK=${marker}; ${lingering(v, pidFile)}`;
@@ -175,6 +179,91 @@ async function neovimRuns(checks: Checks, rounds: number): Promise<void> {
   }
 }
 
+/** Live processes whose command line holds `needle` (a unique sleep duration). */
+function byCmdline(needle: string): number[] {
+  const out: number[] = [];
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${d}/cmdline`, 'latin1').includes(needle) && processAlive(Number(d))) out.push(Number(d));
+    } catch {
+      // gone
+    }
+  }
+  return out;
+}
+
+async function goneBy(needle: string, ms: number): Promise<number[]> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const alive = byCmdline(needle);
+    if (alive.length === 0 || Date.now() > end) return alive;
+    await sleep(50);
+  }
+}
+
+/**
+ * Issue 18, item 16: processes that escape the sweep (`env -i setsid` holding stdout, `env -u
+ * CABOOSE_BASH_RUN`, SIGTERM ignored) against the timeout, and against a SIGKILL of the host. Sandboxed
+ * (when bwrap runs here) nothing may survive; unsandboxed the call must still return at its timeout, and
+ * what survives (a process that dropped both the group and the tag) is counted as the known limit.
+ */
+export async function escapeRuns(checks: Checks, root: string, rounds: number): Promise<void> {
+  const support = detectSandbox();
+  const modes: ('sandboxed' | 'unsandboxed')[] = support.available ? ['sandboxed', 'unsandboxed'] : ['unsandboxed'];
+  if (!support.available) checks.figures.push(`escapes: sandboxed runs skipped (${support.reason}).`);
+  const sandbox = support.available ? new Sandbox({ root }) : null;
+  const escaped = { sandboxed: 0, unsandboxed: 0 };
+  let attempts = 0;
+  const timeoutMs = 800;
+  const grace = 300;
+  try {
+    for (let k = 0; k < rounds; k++) {
+      for (const mode of modes) {
+        const n = `${4000 + k}.${mode === 'sandboxed' ? 1 : 2}${process.pid % 1000}`;
+        const command = [
+          `env -i setsid sleep ${n}1 &`, // holds stdout, no tag, own session
+          `env -u CABOOSE_BASH_RUN setsid sleep ${n}2 &`,
+          `(trap '' TERM HUP; exec sleep ${n}3) &`,
+          `nohup sleep ${n}4 >/dev/null 2>&1 &`,
+          `sleep ${n}5`,
+        ].join(' ');
+        const bash = createBashTool({ sandbox: mode === 'sandboxed' ? sandbox : null, killGraceMs: grace });
+        const t0 = Date.now();
+        const r = await bash.execute({ command, timeoutMs }, { signal: new AbortController().signal, workspace: { root, dataDir: path.join(root, '..', 'data'), sessionId: 'stress' }, sessionId: 'stress' });
+        const took = Date.now() - t0;
+        attempts++;
+        checks.record(`the call returns by its timeout + grace + 2 s whatever its children do (${mode})`, r.timedOut && took <= timeoutMs + grace + 2000 ? null : `round ${k}: ${took} ms, timedOut ${r.timedOut}`);
+        const alive = await goneBy(`sleep\0${n}`, 3000);
+        escaped[mode] += alive.length;
+        checks.record(`no command process alive after its timeout (${mode})`, alive.length === 0 ? null : `round ${k}: ${alive.length} alive`);
+        killAll(alive);
+      }
+      // SIGKILL of the host: a stand-in host runs one command and is killed while it runs.
+      for (const mode of modes) {
+        const n = `${5000 + k}.${mode === 'sandboxed' ? 1 : 2}${process.pid % 1000}`;
+        // Unsandboxed, only what keeps the group or the tag can be found after the host is gone.
+        const command = mode === 'sandboxed' ? `env -i setsid sleep ${n}1 & env -u CABOOSE_BASH_RUN setsid sleep ${n}2 & echo started; sleep ${n}3` : `setsid sleep ${n}1 & (trap '' TERM HUP; exec sleep ${n}2) & echo started; sleep ${n}3`;
+        const host = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '../test/support/sandbox-host.ts'), root, command], { stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, SANDBOX: mode === 'sandboxed' ? '' : 'off' } });
+        await new Promise<void>((resolve) => host.stdout.on('data', (d: Buffer) => d.toString().includes('started') && resolve()));
+        const end = Date.now() + 10_000;
+        while (byCmdline(`sleep\0${n}`).length < 3 && Date.now() < end) await sleep(50);
+        const before = byCmdline(`sleep\0${n}`).length;
+        host.kill('SIGKILL');
+        const alive = await goneBy(`sleep\0${n}`, 5000);
+        checks.record(`no command process alive after a SIGKILL of the host (${mode})`, before === 3 && alive.length === 0 ? null : `round ${k}: ${before} ran, ${alive.length} alive`);
+        killAll(alive);
+      }
+    }
+  } finally {
+    await sandbox?.dispose();
+  }
+  checks.figures.push(
+    `escapes: ${attempts} timed-out calls with env -i setsid / env -u ${'CABOOSE_BASH_RUN'} / SIGTERM-ignoring / nohup children: ` +
+      `${escaped.sandboxed} left alive sandboxed; ${escaped.unsandboxed} left alive unsandboxed (unsandboxed, descendants are found by parent pid before the kill; a process that double-forks out of the group and drops the tag is out of reach without the sandbox).`,
+  );
+}
+
 export async function run(): Promise<SuiteReport> {
   const started = Date.now();
   const checks = new Checks();
@@ -183,6 +272,7 @@ export async function run(): Promise<SuiteReport> {
   fs.mkdirSync(root);
   try {
     await directRuns(checks, root, scaled(3));
+    await escapeRuns(checks, root, scaled(3));
     await neovimRuns(checks, scaled(1));
   } finally {
     killAll(strays(RUN_ID));

@@ -11,8 +11,10 @@ import { run as model } from './model';
 import { run as processes } from './processes';
 import { run as secrets } from './secrets';
 import { run as buffers } from './buffers';
+import { run as swap } from './swap';
+import { run as escapes } from './escapes';
 
-const SUITES: Record<string, () => Promise<SuiteReport>> = { paths, fuzz, crash, model, processes, secrets, buffers };
+const SUITES: Record<string, () => Promise<SuiteReport>> = { paths, fuzz, crash, model, processes, secrets, buffers, swap, escapes };
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2);

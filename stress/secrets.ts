@@ -5,12 +5,12 @@
  * in the data folder (SQLite, trash), the log file or Neovim's state (ShaDa and the rest of the
  * isolated XDG folders). Run after `npm run build`: `node --import tsx stress/secrets.ts`.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startFakeOpenAI } from '../test/support/fake-openai';
-import { firstToolResult } from '../test/support/chat-requests';
+import { firstToolResult, lastToolResults } from '../test/support/chat-requests';
 import { Checks, mainIfDirect, scaled, tempDir, type SuiteReport } from './lib';
 import { chatText, nvimVersion, say, startSession } from './nvim-session';
 
@@ -72,9 +72,21 @@ async function session(source: KeySource, checks: Checks, figures: string[]): Pr
   try {
     fake.script(
       { toolCalls: [{ name: 'create_file', arguments: { path: 'notes.txt', content: 'some notes\n' } }] },
-      { toolCalls: [{ name: 'bash', arguments: { command: 'env > env-dump.txt; echo dumped' } }] },
+      // The command's own environment and the host's (/proc/$PPID/environ: the key must not be there either).
+      { toolCalls: [{ name: 'bash', arguments: { command: "env > env-dump.txt; tr '\\0' '\\n' < /proc/$PPID/environ >> env-dump.txt; echo dumped" } }] },
       { toolCalls: [{ name: 'read_file', arguments: { path: 'env-dump.txt' } }] },
-      { toolCalls: [{ name: 'delete_file', arguments: { path: 'env-dump.txt' } }, { name: 'delete_file', arguments: { path: 'notes.txt' } }] },
+      // Both deletes carry the sha256 of what was read (without it they fail as invalid arguments and
+      // nothing reaches the trash: the trash check would pass vacuously, issue 18).
+      (req) => {
+        const dumpRead = firstToolResult(req);
+        const dumpSha = typeof dumpRead.data?.sha256 === 'string' ? dumpRead.data.sha256 : '';
+        return {
+          toolCalls: [
+            { name: 'delete_file', arguments: { path: 'env-dump.txt', expectedSha256: dumpSha } },
+            { name: 'delete_file', arguments: { path: 'notes.txt', expectedSha256: createHash('sha256').update('some notes\n').digest('hex') } },
+          ],
+        };
+      },
       { text: 'all done' },
       { status: 401, body: { error: { message: `Incorrect API key provided: ${key}. You can find your API key at https://example.invalid.` } } },
       { text: 'fine again' },
@@ -106,6 +118,13 @@ async function session(source: KeySource, checks: Checks, figures: string[]): Pr
     checks.record("not in Neovim's state (ShaDa, state/data/cache folders)", state.hits.length ? `${source}: ${state.hits.map((h) => path.relative(home, h)).join(', ')}` : null);
     checks.record('the ShaDa file was written (the check is not vacuous)', fs.existsSync(shada) ? null : `${source}: no ${shada}`);
     const trash = filesUnder(path.join(dataDir, 'trash')).length;
+    // The precondition of the trash check: both deleted files really are in the trash.
+    const deletes = [...lastToolResults(fake.chatRequests[4]).values()];
+    const deleted = deletes.filter((d) => d.ok && typeof d.data?.trashId === 'string');
+    checks.record(
+      'the deleted files really went to the trash (the trash check is not vacuous)',
+      deleted.length === 2 && trash >= 2 ? null : `${source}: ${deleted.length} of 2 deletes ok (${deletes.map((d) => (d.ok ? 'ok' : d.error?.kind)).join(', ')}), ${trash} files in the trash`,
+    );
     figures.push(
       `key from ${source}: scanned ${filesUnder(dataDir).length} files in the data folder (${(data.bytes / 1024).toFixed(0)} KB, ${trash} in the trash), ` +
         `the log (${(log.bytes / 1024).toFixed(0)} KB) and ${filesUnder(home).length} files of Neovim's folders.`,

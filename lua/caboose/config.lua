@@ -3,15 +3,18 @@ local M = {}
 local H = {}
 
 ---@class caboose.Config
----@field provider caboose.ProviderConfig Model endpoint (falls back to OPENAI_BASE_URL, OPENAI_API_KEY, CABOOSE_MODEL).
+---@field provider caboose.ProviderConfig|string Model endpoint (falls back to OPENAI_BASE_URL, OPENAI_API_KEY, CABOOSE_MODEL), or the name of the default one among `providers`.
+---@field providers table<string, caboose.NamedProvider>|nil Several named providers; `:CabooseModel` switches between their models.
 ---@field mode 'plan'|'create'|'auto-edit'|'chug' Permission mode at start.
 ---@field step_limit integer Model calls per message before the agent stops.
 ---@field max_queue integer Messages queued while the agent is busy.
 ---@field unsaved_buffers 'edit_buffer'|'refuse' What the agent does with buffers holding unsaved changes.
 ---@field allow_readonly_writes boolean Let the agent change read-only files (no owner write bit, or not writable by you).
 ---@field deny_globs string[] Paths the agent may never touch.
+---@field secret_globs string[] Files that usually hold secrets: reading or searching one asks first, in every mode.
 ---@field trash_retention_days number How long deleted files stay restorable.
 ---@field bash_timeout_ms integer Default timeout of the bash tool.
+---@field fetch_allow_hosts string[] Hosts fetch may reach although they are loopback, link-local or private.
 ---@field web_search table|nil `{ searxng_url = 'http://…' }` enables web_search.
 ---@field system_prompt string|nil Replaces the built-in system prompt (project rules are still appended).
 ---@field rules caboose.RulesOptions|false Project instruction files added to the system prompt; false: none.
@@ -22,6 +25,11 @@ local H = {}
 ---@field approval caboose.ApprovalOptions Approval float.
 ---@field log caboose.LogOptions Host log file.
 ---@field mcp caboose.McpOptions MCP servers whose tools the agent may call.
+---@field acp caboose.AcpOptions External agents (Claude Code, Codex, Gemini CLI, opencode) :CabooseAgent can run.
+
+---@class caboose.AcpOptions
+---@field agents table<string, { command: string|string[], env: table<string,string>|nil, start_timeout_ms: integer|nil }>
+---@field sandbox caboose.SandboxOptions Where the agent's commands run (:help caboose-sandbox).
 
 ---@class caboose.ProviderConfig
 ---@field base_url string|nil
@@ -34,6 +42,17 @@ local H = {}
 ---@field timeout_ms integer|nil
 ---@field max_retries integer|nil Retries on 429/5xx/network errors (default 3).
 ---@field retry_base_delay_ms integer|nil First backoff delay (default 500 ms, doubled each retry).
+---@field media ('image'|'audio')[]|nil What the model accepts besides text: images/audio tools return reach it.
+
+---@class caboose.NamedProvider: caboose.ProviderConfig
+---@field api_key_env string|nil Name of the environment variable holding the key.
+---@field models string[]|table<string, caboose.ModelOptions>|nil Models offered in the picker (besides the server's /models), or names → their options.
+
+---@class caboose.ModelOptions
+---@field context_window integer|nil
+---@field max_tokens integer|nil
+---@field reasoning_effort string|nil Sent only to this model ('low', 'medium', 'high', …).
+---@field temperature number|nil Sent only to this model.
 
 ---@class caboose.RulesOptions
 ---@field files string[] Names or globs looked up in the working directory and each parent up to the repository root.
@@ -56,6 +75,7 @@ local H = {}
 ---@field min_size integer|nil Smallest size (default 40 columns, or 8 lines for top/bottom).
 ---@field max_size integer|nil Largest size (default 120 columns, or 30 lines for top/bottom).
 ---@field input_height integer Lines of the message area under the transcript.
+---@field show_thinking boolean Show the model's reasoning as a folded "thinking" block (za opens it).
 
 ---@class caboose.ApprovalOptions
 ---@field grace_ms integer When a new request replaces the one in the focused float, its decision keys are ignored this long (ms), so a double press does not answer it unseen. 0 disables.
@@ -79,6 +99,12 @@ local H = {}
 ---@field level 'debug'|'info'|'warn'|'error'|'off'
 ---@field file string
 
+---@class caboose.SandboxOptions
+---@field mode? 'workspace-write'|'read-only'|'off' nil: workspace-write where a sandbox is available.
+---@field network { allow: boolean|string[] } Hosts commands may reach (true: all).
+---@field deny_read string[] More paths commands may not read (~ is your home folder).
+---@field writable string[] More folders commands may write (e.g. '/tmp').
+
 ---@type caboose.Config
 local defaults = {
   provider = {},
@@ -88,8 +114,11 @@ local defaults = {
   unsaved_buffers = 'edit_buffer',
   allow_readonly_writes = false,
   deny_globs = { '.git/**' },
+  -- Files that usually hold secrets: reading or searching one asks the user first, in every mode.
+  secret_globs = { '.env*', '*.pem', '*.key', 'id_*', '.npmrc', '.netrc', '.pypirc', '.pgpass', '.git-credentials', '*.p12', '*.pfx' },
   trash_retention_days = 30,
   bash_timeout_ms = 120000,
+  fetch_allow_hosts = {},
   web_search = nil,
   system_prompt = nil,
   rules = {
@@ -100,7 +129,7 @@ local defaults = {
   diagnostics = { enabled = true, wait_ms = 2000, settle_ms = 300 },
   data_dir = vim.fn.stdpath('data') .. '/caboose',
   host = { node = 'node', transport = 'job', prestart = true },
-  chat = { position = 'right', size = 0.4, min_size = nil, max_size = nil, input_height = 5 },
+  chat = { position = 'right', size = 0.4, min_size = nil, max_size = nil, input_height = 5, show_thinking = true },
   approval = { grace_ms = 400, style = 'inline' },
   edit = { keymap = nil }, -- e.g. '<leader>ce' in Visual mode for <Plug>(CabooseEdit)
   review = {
@@ -108,6 +137,8 @@ local defaults = {
   },
   log = { level = 'info', file = vim.fn.stdpath('log') .. '/caboose.log' },
   mcp = { servers = {}, start_timeout_ms = 10000 },
+  acp = { agents = {} },
+  sandbox = { mode = nil, network = { allow = {} }, deny_read = {}, writable = {} },
 }
 
 M.defaults = vim.deepcopy(defaults)
@@ -163,7 +194,9 @@ end
 
 -- dotted key → checker(value) returning ok, expected
 H.checks = {
-  ['provider'] = H.opt_type('table'),
+  ['provider'] = function(v)
+    return v == nil or type(v) == 'table' or (type(v) == 'string' and v ~= ''), "a table, or the name of one of `providers`"
+  end,
   ['provider.base_url'] = H.opt_type('string'),
   ['provider.api_key'] = H.opt_type('string'),
   ['provider.api_key_cmd'] = function(v)
@@ -175,6 +208,20 @@ H.checks = {
   ['provider.headers'] = H.opt_type('table'),
   ['provider.timeout_ms'] = H.opt_type('number'),
   ['provider.max_retries'] = H.opt_type('number'),
+  ['provider.media'] = function(v)
+    if v == nil then
+      return true
+    end
+    if type(v) ~= 'table' then
+      return false, "a list of 'image' and/or 'audio'"
+    end
+    for _, x in ipairs(v) do
+      if x ~= 'image' and x ~= 'audio' then
+        return false, "a list of 'image' and/or 'audio'"
+      end
+    end
+    return true
+  end,
   ['provider.retry_base_delay_ms'] = H.opt_type('number'),
   ['mode'] = H.enum({ 'plan', 'create', 'auto-edit', 'chug' }),
   ['step_limit'] = H.positive,
@@ -186,8 +233,10 @@ H.checks = {
     return type(v) == 'boolean', 'a boolean'
   end,
   ['deny_globs'] = H.string_list,
+  ['secret_globs'] = H.string_list,
   ['trash_retention_days'] = H.positive,
   ['bash_timeout_ms'] = H.positive,
+  ['fetch_allow_hosts'] = H.string_list,
   ['web_search'] = function(v)
     local ok = v == nil or (type(v) == 'table' and type(v.searxng_url) == 'string' and v.searxng_url:match('^https?://') ~= nil)
     return ok, 'nil or { searxng_url = "http(s)://…" }'
@@ -228,6 +277,9 @@ H.checks = {
   ['chat.max_size'] = function(v)
     return v == nil or (type(v) == 'number' and v >= 1), 'nil or a number >= 1'
   end,
+  ['chat.show_thinking'] = function(v)
+    return type(v) == 'boolean', 'a boolean'
+  end,
   ['chat.input_height'] = function(v)
     return type(v) == 'number' and v >= 1 and v == math.floor(v), 'a whole number >= 1'
   end,
@@ -252,6 +304,14 @@ H.checks = {
   ['mcp.start_timeout_ms'] = function(v)
     return type(v) == 'number' and v > 0 and v == math.floor(v), 'a positive whole number'
   end,
+  ['sandbox.mode'] = function(v)
+    return v == nil or vim.tbl_contains({ 'workspace-write', 'read-only', 'off' }, v), "nil, 'workspace-write', 'read-only' or 'off'"
+  end,
+  ['sandbox.network.allow'] = function(v)
+    return type(v) == 'boolean' or (H.string_list(v)), 'true, false or a list of host names'
+  end,
+  ['sandbox.deny_read'] = H.string_list,
+  ['sandbox.writable'] = H.string_list,
   ['log.level'] = H.enum({ 'debug', 'info', 'warn', 'error', 'off' }),
   ['log.file'] = function(v)
     return type(v) == 'string' and v ~= '', 'a non-empty string'
@@ -278,7 +338,7 @@ H.provider_keys = { 'base_url', 'api_key', 'api_key_cmd', 'model', 'max_tokens',
 H.normalize = function(opts)
   opts = vim.deepcopy(opts or {})
   for _, k in ipairs(H.provider_keys) do
-    if opts[k] ~= nil then
+    if opts[k] ~= nil and type(opts.provider) ~= 'string' then
       opts.provider = opts.provider or {}
       if opts.provider[k] == nil then
         opts.provider[k] = opts[k]
@@ -297,7 +357,7 @@ H.normalize = function(opts)
     opts.web_search = { searxng_url = opts.web_search.url }
   end
   for k in pairs(opts) do
-    if defaults[k] == nil and k ~= 'web_search' and k ~= 'system_prompt' then
+    if defaults[k] == nil and k ~= 'web_search' and k ~= 'system_prompt' and k ~= 'providers' then
       vim.notify(string.format('(caboose) setup(): unknown option `%s` (ignored)', k), vim.log.levels.WARN)
     end
   end
@@ -318,7 +378,58 @@ function M.build(opts)
     end
   end
   H.check_mcp_servers(cfg.mcp.servers)
+  H.check_providers(cfg)
+  H.check_acp_agents(cfg.acp.agents)
   return cfg
+end
+
+H.provider_fields = {
+  base_url = 'string', api_key = 'string', api_key_env = 'string', model = 'string', max_tokens = 'number',
+  context_window = 'number', headers = 'table', timeout_ms = 'number', max_retries = 'number', retry_base_delay_ms = 'number',
+}
+
+--- `providers = { name = {…} }` and `provider = 'name'`.
+H.check_providers = function(cfg)
+  local providers = cfg.providers
+  if providers == nil then
+    if type(cfg.provider) == 'string' then
+      H.fail('provider', 'a table (there are no `providers` to name)', cfg.provider)
+    end
+    return
+  end
+  if type(providers) ~= 'table' or vim.islist(providers) then
+    H.fail('providers', 'a table of providers by name', providers)
+  end
+  for name, p in pairs(providers) do
+    local at = 'providers.' .. tostring(name)
+    if type(name) ~= 'string' or not name:match('^[%w][%w_.-]*$') then
+      H.fail(at, 'named with letters, digits, ".", "-" and "_"', name)
+    end
+    if type(p) ~= 'table' then
+      H.fail(at, 'a table { base_url, api_key | api_key_cmd | api_key_env, model, models, … }', p)
+    end
+    for k, v in pairs(p) do
+      local t = H.provider_fields[k]
+      if k == 'api_key_cmd' then
+        if type(v) ~= 'string' and type(v) ~= 'table' then
+          H.fail(at .. '.api_key_cmd', 'a string or a list of strings', v)
+        end
+      elseif k == 'models' then
+        if type(v) ~= 'table' then
+          H.fail(at .. '.models', 'a list of model names, or a table of model names → options', v)
+        end
+      elseif not t then
+        H.fail(at .. '.' .. tostring(k), 'one of base_url, api_key, api_key_cmd, api_key_env, model, models, max_tokens, context_window, headers, timeout_ms, max_retries, retry_base_delay_ms', v)
+      elseif type(v) ~= t then
+        H.fail(at .. '.' .. k, 'a ' .. t, v)
+      end
+    end
+  end
+  if type(cfg.provider) == 'string' and providers[cfg.provider] == nil then
+    local names = vim.tbl_keys(providers)
+    table.sort(names)
+    H.fail('provider', 'one of the configured providers (' .. table.concat(names, ', ') .. ')', cfg.provider)
+  end
 end
 
 H.fail = function(key, expected, got)
@@ -383,11 +494,24 @@ H.mcp_server_keys = {
     end,
     'a boolean',
   },
+  sandbox = {
+    function(v)
+      return type(v) == 'boolean'
+    end,
+    'a boolean',
+    'stdio',
+  },
   timeout_ms = {
     function(v)
       return type(v) == 'number' and v > 0 and v == math.floor(v)
     end,
     'a positive whole number',
+  },
+  sampling = {
+    function(v)
+      return v == 'ask' or v == 'allow' or v == 'deny'
+    end,
+    "'ask', 'allow' or 'deny'",
   },
 }
 
@@ -409,7 +533,7 @@ H.check_mcp_servers = function(servers)
     for k, v in pairs(s) do
       local check = H.mcp_server_keys[k]
       if not check then
-        H.fail(at .. '.' .. tostring(k), 'one of type, command, args, env, cwd, url, headers, allow, disabled, timeout_ms', v)
+        H.fail(at .. '.' .. tostring(k), 'one of type, command, args, env, cwd, url, headers, allow, disabled, timeout_ms, sampling, sandbox', v)
       end
       if k == 'type' and H.MCP_TYPES[v] and H.MCP_TYPES[v] ~= transport then
         H.fail(at .. '.type', string.format("'%s' (the server has %s)", transport, transport == 'stdio' and 'a command' or 'a url'), v)
@@ -424,31 +548,114 @@ H.check_mcp_servers = function(servers)
   end
 end
 
+--- Each agent of `acp.agents`: a valid name, a `command` (a string or a list), string `env` values.
+H.check_acp_agents = function(agents)
+  if type(agents) ~= 'table' then
+    H.fail('acp.agents', 'a table of agents by name', agents)
+  end
+  for name, a in pairs(agents) do
+    local at = 'acp.agents.' .. tostring(name)
+    if type(name) ~= 'string' or #name > 32 or not name:match('^[%w][%w_.-]*$') or name == 'caboose' then
+      H.fail(at, 'named with letters, digits, ".", "-" and "_" (at most 32 characters; not "caboose", the built-in agent)', name)
+    end
+    if type(a) ~= 'table' or not H.mcp_server_keys.command[1](a.command) then
+      H.fail(at .. '.command', 'a non-empty string or a list of strings (the command and its arguments)', type(a) == 'table' and a.command or a)
+    end
+    for k, v in pairs(a) do
+      if k == 'env' then
+        if not H.is_dict_of_strings(v) then
+          H.fail(at .. '.env', 'a table of strings by name', v)
+        end
+      elseif k == 'start_timeout_ms' then
+        if not (type(v) == 'number' and v > 0 and v == math.floor(v)) then
+          H.fail(at .. '.start_timeout_ms', 'a positive whole number', v)
+        end
+      elseif k ~= 'command' then
+        H.fail(at .. '.' .. tostring(k), 'one of command, env, start_timeout_ms', v)
+      end
+    end
+  end
+end
+
+--- The ACP agents as the host expects them: `command` split into the program and its arguments.
+H.acp_part = function(acp)
+  local agents = setmetatable({}, getmetatable(vim.empty_dict()))
+  for name, a in pairs(acp.agents or {}) do
+    local cmd = type(a.command) == 'table' and a.command or { a.command }
+    local program = cmd[1]
+    if program:sub(1, 2) == '~/' then
+      program = vim.fs.normalize(program)
+    end
+    agents[name] = {
+      command = program,
+      args = vim.list_slice(cmd, 2),
+      env = a.env and setmetatable(vim.deepcopy(a.env), getmetatable(vim.empty_dict())) or nil,
+      start_timeout_ms = a.start_timeout_ms,
+    }
+  end
+  return { agents = agents }
+end
+
 --- The part of the config the host owns (model, tools, approvals, store).
 ---@param cfg caboose.Config
 function M.host_part(cfg)
   local provider = vim.deepcopy(cfg.provider)
-  if provider.headers and vim.tbl_isempty(provider.headers) then
-    provider.headers = nil
+  if type(provider) == 'table' then
+    if provider.headers and vim.tbl_isempty(provider.headers) then
+      provider.headers = nil
+    end
+    -- An empty Lua table travels as an array; the host expects an object.
+    setmetatable(provider, getmetatable(vim.empty_dict()))
   end
-  -- An empty Lua table travels as an array; the host expects an object.
-  setmetatable(provider, getmetatable(vim.empty_dict()))
+  local providers = nil
+  if cfg.providers then
+    providers = setmetatable({}, getmetatable(vim.empty_dict()))
+    for name, p in pairs(cfg.providers) do
+      local out = setmetatable(vim.deepcopy(p), getmetatable(vim.empty_dict()))
+      if out.headers then
+        setmetatable(out.headers, getmetatable(vim.empty_dict()))
+      end
+      if type(out.models) == 'table' and not vim.islist(out.models) then
+        setmetatable(out.models, getmetatable(vim.empty_dict()))
+        for _, o in pairs(out.models) do
+          setmetatable(o, getmetatable(vim.empty_dict()))
+        end
+      end
+      providers[name] = out
+    end
+  end
   return {
     provider = provider,
+    providers = providers,
     mode = cfg.mode,
     step_limit = cfg.step_limit,
     max_queue = cfg.max_queue,
     unsaved_buffers = cfg.unsaved_buffers,
     allow_readonly_writes = cfg.allow_readonly_writes,
     deny_globs = cfg.deny_globs,
+    secret_globs = cfg.secret_globs,
     trash_retention_days = cfg.trash_retention_days,
     bash_timeout_ms = cfg.bash_timeout_ms,
+    fetch_allow_hosts = cfg.fetch_allow_hosts,
     web_search = cfg.web_search,
     system_prompt = cfg.system_prompt,
     rules = cfg.rules,
     diagnostics = cfg.diagnostics,
     mcp = H.mcp_part(cfg.mcp),
+    acp = H.acp_part(cfg.acp),
+    sandbox = H.sandbox_part(cfg.sandbox),
   }
+end
+
+--- The sandbox settings as the host expects them (an object; `~` expanded by the host).
+H.sandbox_part = function(sb)
+  local allow = sb.network and sb.network.allow
+  return setmetatable({
+    mode = sb.mode,
+    network = setmetatable({ allow = allow == nil and false or allow }, getmetatable(vim.empty_dict())),
+    deny_read = sb.deny_read or {},
+    writable = sb.writable or {},
+  }, getmetatable(vim.empty_dict()))
 end
 
 local dict_mt = getmetatable(vim.empty_dict())

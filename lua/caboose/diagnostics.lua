@@ -17,6 +17,9 @@ H.STALE_MS = 120000
 H.PROBE = 'typescript.tsserverRequest'
 H.PROBE_CHECKS = { 'syntacticDiagnosticsSync', 'semanticDiagnosticsSync', 'suggestionDiagnosticsSync' }
 
+--- Most other loaded buffers (not written) whose diagnostics a watch compares.
+H.MAX_OTHERS = 100
+
 H.watches = {} ---@type table<integer, table>
 H.next_token = 0
 H.group = nil ---@type integer|nil
@@ -211,6 +214,17 @@ H.on_changed = function(ev)
       s.last = H.now()
     end
   end)
+  -- Another buffer's diagnostics changed after the write reached a server: the watch waits for quiet.
+  for _, w in pairs(H.watches) do
+    if w.others and w.others[ev.buf] then
+      for _, s in pairs(w.bufs) do
+        if s.sent then
+          w.others_last = H.now()
+          break
+        end
+      end
+    end
+  end
 end
 
 H.arm = function()
@@ -296,9 +310,12 @@ end
 
 --- Before a write: watches the loaded buffers among `paths` that a language server is attached to.
 --- Returns `{ token, buffers }` (their diagnostics now), or `{ buffers = {} }` when there is none.
+--- With `root`, the other loaded file buffers under it are watched too (`others`: their diagnostics
+--- now), since an edit to one file can change another's.
 ---@param paths string[]
 ---@param limit integer
-function M.watch(paths, limit)
+---@param root string|nil
+function M.watch(paths, limit, root)
   H.drop_stale()
   local find = require('caboose.buffers').find
   local w = { started = H.now(), limit = limit, bufs = {} }
@@ -329,10 +346,25 @@ function M.watch(paths, limit)
     H.disarm_if_idle()
     return { buffers = {} }
   end
+  local others
+  if type(root) == 'string' then
+    others = {}
+    w.others = {}
+    for _, b in ipairs(vim.api.nvim_list_bufs()) do
+      if #others >= H.MAX_OTHERS then
+        break
+      end
+      local p = not w.bufs[b] and H.path(b) or nil
+      if p and H.under(p, root) then
+        w.others[b] = p
+        others[#others + 1] = H.record(b, p, 4, limit)
+      end
+    end
+  end
   H.next_token = H.next_token + 1
   H.watches[H.next_token] = w
   H.arm()
-  return { token = H.next_token, buffers = before }
+  return { token = H.next_token, buffers = before, others = others }
 end
 
 --- `{ done = false }` while a watched buffer changed and its servers have not answered (and been quiet
@@ -352,6 +384,9 @@ function M.poll(token, settle_ms, final)
         return { done = false }
       end
     end
+    if w.others_last and now - w.others_last < settle_ms then
+      return { done = false }
+    end
   end
   H.watches[token] = nil
   H.disarm_if_idle()
@@ -365,7 +400,16 @@ function M.poll(token, settle_ms, final)
       out[#out + 1] = r
     end
   end
-  return { done = true, buffers = out }
+  local others
+  if w.others then
+    others = {}
+    for b, p in pairs(w.others) do
+      if vim.api.nvim_buf_is_loaded(b) then
+        others[#others + 1] = H.record(b, p, 4, w.limit)
+      end
+    end
+  end
+  return { done = true, buffers = out, others = others }
 end
 
 ---@param token integer

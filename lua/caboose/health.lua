@@ -10,6 +10,41 @@ H.size = function(n)
   return string.format('%d bytes', n)
 end
 
+--- Where the agent's commands run, and the probe's attacks (:help caboose-sandbox).
+H.report_sandbox = function(sb)
+  local h = vim.health
+  h.start('caboose: sandbox')
+  if type(sb) ~= 'table' then
+    h.warn('the host did not report the sandbox')
+    return
+  end
+  if sb.mode == 'off' then
+    h.warn("sandbox.mode = 'off': commands run with your full rights (chug mode runs them without asking)", { "remove sandbox.mode = 'off' to run them in the sandbox" })
+    return
+  end
+  if not sb.available then
+    h.error('no sandbox available: ' .. tostring(sb.reason or sb.error), {
+      tostring(sb.fix or ''),
+      'until then every command asks for approval, in every mode',
+    })
+    return
+  end
+  h.ok(string.format('%s (%s): %s', tostring(sb.kind), tostring(sb.path), tostring(sb.summary)))
+  for _, p in ipairs(type(sb.probes) == 'table' and sb.probes or {}) do
+    local line = string.format('probe: %s: %s (%s)', tostring(p.attack), p.blocked and 'blocked' or 'NOT blocked', tostring(p.detail))
+    if p.blocked then
+      h.ok(line)
+    elseif tostring(p.detail):find('allowed by', 1, true) then
+      h.info(line)
+    else
+      h.error(line, { 'the sandbox does not hold here: report it, and set mode to create meanwhile' })
+    end
+  end
+  if sb.error then
+    h.warn('the probe did not finish: ' .. tostring(sb.error))
+  end
+end
+
 --- The project rules a new conversation in the current directory would read (the host looked them up).
 H.report_rules = function(r)
   local h = vim.health
@@ -86,6 +121,24 @@ function M.check()
     h.error('Node ' .. out .. ' is too old', { 'caboose needs Node.js 20 or newer' })
   end
 
+  -- A half-built install (a plugin manager's build timeout cut `npm ci` short): say what is missing and
+  -- the one command that finishes it, and do not try to start a host that cannot run.
+  h.start('caboose: install')
+  local build = require('caboose.build')
+  local bs = build.status()
+  if bs.complete then
+    h.ok('installed: dependencies, native better-sqlite3 module and compiled host (dist/) in ' .. bs.root)
+  else
+    local advice = { 'finish it with ' .. build.finish_command .. ' (or in a shell: sh ' .. bs.root .. '/scripts/build)' }
+    if bs.running then
+      table.insert(advice, 1, string.format('a build is running (pid %d); log: %s', bs.running, bs.log))
+    elseif bs.failed then
+      table.insert(advice, 1, 'the last build failed; log: ' .. bs.log)
+    end
+    h.error('half-built install: ' .. table.concat(bs.missing, '; '), advice)
+    return
+  end
+
   h.start('caboose: host')
   local rpc = require('caboose.rpc')
   local started, err = require('caboose')._start_host()
@@ -128,9 +181,10 @@ function M.check()
   end
 
   H.report_rules(report.rules)
+  H.report_sandbox(report.sandbox)
   h.start('caboose: MCP servers')
   if type(report.mcp) ~= 'table' or #report.mcp == 0 then
-    h.info('no MCP server configured (see :help caboose-mcp)')
+    h.info('no MCP server configured: see :help caboose-mcp')
   else
     for _, s in ipairs(report.mcp) do
       local what = string.format('%s (%s)', s.name, tostring(s.target))
@@ -149,6 +203,24 @@ function M.check()
     end
   end
 
+  h.start('caboose: ACP agents')
+  local agents = (cfg.acp or {}).agents or {}
+  local names = vim.tbl_keys(agents)
+  table.sort(names)
+  if #names == 0 then
+    h.info('no ACP agent configured (see :help caboose-acp)')
+  end
+  for _, name in ipairs(names) do
+    local cmd = agents[name].command
+    local program = type(cmd) == 'table' and cmd[1] or cmd
+    local line = type(cmd) == 'table' and table.concat(cmd, ' ') or tostring(cmd)
+    if vim.fn.executable(vim.fs.normalize(program)) == 1 then
+      h.ok(string.format('%s: %s (:CabooseAgent %s)', name, line, name))
+    else
+      h.error(string.format('%s: command not found: %s', name, program), { 'install the agent, or fix acp.agents.' .. name .. '.command' })
+    end
+  end
+
   h.start('caboose: model endpoint')
   local ep = report.endpoint or {}
   h.info('endpoint: ' .. tostring(ep.base_url) .. '  model: ' .. tostring(ep.model))
@@ -164,6 +236,30 @@ function M.check()
   else
     h.error('endpoint not reachable: ' .. tostring(ep.error), { 'check provider.base_url / OPENAI_BASE_URL' })
   end
+  H.providers(h, report.providers)
+end
+
+--- Every configured provider (`providers = { name = {…} }`): reachable, key accepted, model listed.
+H.providers = function(h, providers)
+  if type(providers) ~= 'table' or #providers <= 1 then
+    return
+  end
+  h.start('caboose: providers')
+  for _, p in ipairs(providers) do
+    local what = string.format('%s (%s, model %s)', tostring(p.name), tostring(p.base_url), tostring(p.model))
+    if not p.reachable then
+      h.error(what .. ': not reachable: ' .. tostring(p.error), { 'check providers.' .. tostring(p.name) .. '.base_url' })
+    elseif p.status == 401 or p.status == 403 then
+      h.error(string.format('%s: the key was refused (HTTP %d)', what, p.status), { 'check providers.' .. tostring(p.name) .. '.api_key / api_key_cmd / api_key_env' })
+    elseif p.status and p.status >= 400 then
+      h.warn(string.format('%s: GET /models answered HTTP %d', what, p.status))
+    elseif p.model_listed == false then
+      h.warn(what .. ': reachable, but its model list does not name the model', { ':CabooseModel lists what it offers' })
+    else
+      h.ok(string.format('%s: reachable%s%s', what, p.key_present and ', key present' or ', no key', p.models and string.format(', %d models', p.models) or ''))
+    end
+  end
+  h.info('whether each streams tool calls: :CabooseModel check (one tiny request per provider)')
 end
 
 return M

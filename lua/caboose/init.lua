@@ -111,6 +111,8 @@ H.handlers = {
     local fields = { title = p.title or false }
     if p.model then
       fields.model = p.model
+      -- Which agent runs this chat (an ACP agent's name; nil: the built-in one).
+      H.state.agent = p.agent
     end
     H.chat().set_status(nil, nil, fields)
   end,
@@ -139,6 +141,9 @@ H.handlers = {
   end,
   assistant_delta = function(p)
     H.chat().assistant_delta(p.text)
+  end,
+  reasoning_delta = function(p)
+    H.chat().reasoning_delta(p.text)
   end,
   assistant_end = function(p)
     H.chat().assistant_end(p)
@@ -213,8 +218,22 @@ H.report = function(msg)
   H.chat().error(msg)
 end
 
-H.start_host = function()
+H.start_host = function(prestarting)
   local rpc = require('caboose.rpc')
+  -- A half-built install (a build cut off by a plugin manager's timeout): finished in the background
+  -- at the first command (not while a command is being typed).
+  if not rpc.is_running() then
+    local build = require('caboose.build')
+    if prestarting then
+      if not build.status().complete then
+        return false, 'the install is not finished'
+      end
+    end
+    local unfinished = not prestarting and build.ensure_built()
+    if unfinished then
+      return false, '(caboose) ' .. unfinished
+    end
+  end
   rpc.set_handlers(H.handlers)
   return pcall(rpc.ensure, H.cfg(), H.report)
 end
@@ -266,7 +285,7 @@ function M.prestart()
   if require('caboose.rpc').is_running() or not cfg.host.prestart or cfg.host.transport == 'remote' then
     return
   end
-  H.start_host()
+  H.start_host(true)
 end
 
 --- A short status for statuslines: '' when idle, else e.g. 'caboose: streaming'.
@@ -551,6 +570,86 @@ function M.command_mcp(o)
     return M.mcp_restart(args[2])
   end
   H.notify('usage: :CabooseMcp [restart {server}]', vim.log.levels.ERROR)
+end
+
+--- Open the model picker (vim.ui.select over every provider's models): the same one :CabooseModel and
+--- the chat's gL open. `opts.on_choice(item|nil)` runs after the switch. Returns at once.
+---@param opts { refresh: boolean|nil, on_choice: fun(item: table|nil)|nil }|nil
+function M.pick_model(opts)
+  return require('caboose.model').pick(opts)
+end
+
+--- Set the model of the next request: 'provider/model', a model of the current provider, or a provider.
+---@param spec string
+---@param on_done fun(res: { provider: string, model: string, label: string })|nil
+function M.set_model(spec, on_done)
+  return require('caboose.model').set(spec, on_done)
+end
+
+--- Completion items for MCP resources and prompts (servers are started first): calls `on_items` with a
+--- list of `{ word, kind = 'resource'|'prompt', menu, info }`, e.g. `#mcp:everything:demo://…` to attach a
+--- resource to a message, `/everything:simple-prompt` to run a prompt (at the start of a message). Returns
+--- at once.
+---@param on_items fun(items: table[])
+function M.mcp_completion_items(on_items)
+  return H.call(require('caboose.rpc').methods.mcp_items, vim.empty_dict(), function(err, res)
+    if not err then
+      on_items(res.items or {})
+    end
+  end)
+end
+
+--- Which agent runs the current chat: an `acp.agents` name, or nil for the built-in agent.
+function M.agent_name()
+  return H.state.agent
+end
+
+--- Run the chat with agent {name} (an `acp.agents` entry, or 'caboose' for the built-in agent). The current
+--- chat switches while it is empty; a conversation keeps its agent and a new chat starts (always with
+--- `new_chat`). Without {name}, picks one with vim.ui.select. Returns at once.
+---@param name string|nil
+---@param new_chat boolean|nil
+function M.agent(name, new_chat)
+  local methods = require('caboose.rpc').methods
+  if not name or name == '' then
+    return H.call(methods.agent_list, vim.empty_dict(), function(err, res)
+      if err then
+        return
+      end
+      local items = { 'caboose' }
+      vim.list_extend(items, res.agents or {})
+      vim.ui.select(items, {
+        prompt = 'Agent for this chat',
+        format_item = function(item)
+          local current = (res.current or 'caboose') == item and '  (current)' or ''
+          return (item == 'caboose' and 'caboose (built-in)' or item .. ' (ACP)') .. current
+        end,
+      }, function(choice)
+        if choice then
+          M.agent(choice, new_chat)
+        end
+      end)
+    end)
+  end
+  if not new_chat and (H.state.agent or 'caboose') == name then
+    H.notify('this chat already runs ' .. name)
+    return true
+  end
+  local undo = M._leave_session()
+  M.open_chat()
+  return H.call(methods.agent_select, { name = name, new_chat = new_chat or false }, function(err, res)
+    if err then
+      undo()
+      return
+    end
+    H.state.agent = res.agent
+    H.notify(string.format('%s runs %s', res.new_chat and 'a new chat' or 'this chat', name == 'caboose' and 'the built-in agent' or name))
+  end)
+end
+
+--- :CabooseAgent[!] [name]
+function M.command_agent(o)
+  return M.agent(vim.trim(o.args or ''), o.bang)
 end
 
 --- Run one tool directly, as the user (no model, no approval). Returns `{ ok, data }` or `{ ok = false, error }`.

@@ -32,6 +32,12 @@ M.methods = {
   audit_diff = 'audit.diff',
   mcp_list = 'mcp.list',
   mcp_restart = 'mcp.restart',
+  model_list = 'model.list',
+  model_set = 'model.set',
+  model_check = 'model.check',
+  mcp_items = 'mcp.items',
+  agent_list = 'agent.list',
+  agent_select = 'agent.select',
 }
 
 H.chan = nil ---@type integer|nil
@@ -152,12 +158,18 @@ H.start_job = function(cfg)
     error(string.format('(caboose) node executable not found: %s (set host.node in setup())', cfg.host.node), 0)
   end
   local stderr = {}
+  -- The API key is not put in the host's environment (a command the agent runs could read
+  -- /proc/<host pid>/environ): it goes over the RPC channel with host.init (H.init_params).
+  local env = vim.fn.environ()
+  env.OPENAI_API_KEY = nil
+  env.CABOOSE_LOG_FILE = cfg.log.file
+  env.CABOOSE_LOG_LEVEL = cfg.log.level
+  -- Where the host keeps its compiled code between starts (rplugin/node/caboose/index.js).
+  env.CABOOSE_CACHE_DIR = vim.fn.stdpath('cache') .. '/caboose'
   local job = vim.fn.jobstart({ cfg.host.node, entry }, {
     rpc = true,
-    env = {
-      CABOOSE_LOG_FILE = cfg.log.file,
-      CABOOSE_LOG_LEVEL = cfg.log.level,
-    },
+    clear_env = true,
+    env = env,
     on_stderr = function(_, data)
       for _, line in ipairs(data or {}) do
         if line ~= '' and #stderr < 50 then
@@ -185,6 +197,7 @@ H.init_params = function(cfg)
     log_file = cfg.log.file,
     log_level = cfg.log.level,
     nvim_version = string.format('%d.%d.%d', v.major, v.minor, v.patch),
+    env_api_key = (vim.env.OPENAI_API_KEY ~= nil and vim.env.OPENAI_API_KEY ~= '') and vim.env.OPENAI_API_KEY or nil,
   }
 end
 

@@ -44,6 +44,51 @@ export function pruneToolOutputs(history: readonly ChatMessage[], keepTurns = DE
   return out;
 }
 
+/** One tool output `fitToolOutputs` replaced: its index in the prompt, and its stored id when stubbed. */
+export interface FittedOutput {
+  index: number;
+  storedAs?: number;
+}
+
+/**
+ * Brings `prompt` within `budgetTokens` (estimateTokens) by replacing tool outputs, the largest first: with
+ * the stub naming their stored id (recall reads them back), or, for a `recall` output (a stub would send
+ * the model in a circle) or one not stored, with its beginning and a notice. Outputs already stubbed and
+ * short ones are left alone. Pure: returns the new prompt and what it replaced.
+ */
+export function fitToolOutputs(prompt: readonly ChatMessage[], budgetTokens: number, storedAt: (index: number) => number | undefined): { prompt: ChatMessage[]; replaced: FittedOutput[] } {
+  const out = [...prompt];
+  const names = new Map<string, string>();
+  for (const m of prompt) {
+    const calls = (m as { tool_calls?: { id: string; function: { name: string } }[] }).tool_calls;
+    if (m.role === 'assistant' && Array.isArray(calls)) for (const c of calls) names.set(c.id, c.function.name);
+  }
+  const candidates = prompt
+    .map((m, index) => ({ m, index }))
+    .filter(({ m }) => m.role === 'tool' && typeof m.content === 'string' && m.content.length > KEEP_SHORT_OUTPUT_CHARS && !m.content.startsWith('['))
+    .sort((a, b) => (b.m.content as string).length - (a.m.content as string).length || a.index - b.index);
+  const replaced: FittedOutput[] = [];
+  let used = estimateTokens(out);
+  for (const { m, index } of candidates) {
+    if (used <= budgetTokens) break;
+    const content = m.content as string;
+    const tool = names.get((m as { tool_call_id: string }).tool_call_id) ?? 'tool';
+    const id = tool === 'recall' ? undefined : storedAt(index);
+    let next: string;
+    if (id !== undefined) next = storedOutputStub(id, tool, content.length);
+    else {
+      const excessChars = (used - budgetTokens) * 4;
+      const keep = Math.max(KEEP_SHORT_OUTPUT_CHARS, content.length - excessChars - 200);
+      if (keep >= content.length) continue;
+      next = `${content.slice(0, keep)}\n[${tool} output cut from ${content.length} to ${keep} characters to fit the context window${tool === 'recall' ? '; recall a smaller slice (lineCount) for the rest' : ''}]`;
+    }
+    out[index] = { ...m, content: next } as ChatMessage;
+    replaced.push({ index, ...(id !== undefined ? { storedAs: id } : {}) });
+    used = estimateTokens(out);
+  }
+  return { prompt: out, replaced: replaced.sort((a, b) => a.index - b.index) };
+}
+
 /** Compaction starts when the last request used this share of the context window. */
 export const DEFAULT_COMPACT_AT = 0.8;
 

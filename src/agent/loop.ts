@@ -14,12 +14,17 @@ import { randomUUID } from 'node:crypto';
 import type { ToolRegistry } from '../tools/registry';
 import type { ApprovalPreview, ToolContext, ToolDefinition, ToolPolicy, ToolResult } from '../tools/tool';
 import type { ReviewSelection } from '../workspace/review';
+import type { Confinement } from '../workspace/sandbox/sandbox';
 import { ToolError, type ToolErrorInfo } from '../tools/errors';
 import { OpenAIProvider, ProviderError, type AssembledToolCall, type ChatMessage, type ModelClient, type ProviderConfig, type Usage } from './provider';
 import { DEFAULT_MODE, blockedByModeMessage, permissionFor, type PermissionMode } from './permissions';
+import { secretReason, secretTargets } from '../tools/secret-targets';
+import { redactDeep } from '../store/redact';
 import { assistantMessage, interruptedAssistantMessage, parseToolArguments, toolMessage, userMessage } from './messages';
+import { audioFormat, mediaOf } from '../tools/media';
+import type { ChatCompletionContentPart } from 'openai/resources/chat/completions';
 import { defaultSystemPrompt } from './prompt';
-import { compactedHistory, DEFAULT_CONTEXT_WINDOW, estimateTokens, fitForSummary, needsCompaction, pruneToolOutputs, splitForCompaction, SUMMARIZE_INSTRUCTION, SUMMARY_INPUT_SHARE, type StoredRef } from './context';
+import { compactedHistory, DEFAULT_COMPACT_AT, DEFAULT_CONTEXT_WINDOW, estimateTokens, fitForSummary, fitToolOutputs, needsCompaction, pruneToolOutputs, splitForCompaction, SUMMARIZE_INSTRUCTION, SUMMARY_INPUT_SHARE, type StoredRef } from './context';
 
 export type { PermissionMode } from './permissions';
 
@@ -34,9 +39,12 @@ export interface ApprovalRequest {
   preview?: ApprovalPreview;
   /** Who asks, when it is not the main agent (a subagent: "agent #2: fix the parser"). */
   label?: string;
+  /** Why the user is asked although the mode would not ask (a file that usually holds secrets). */
+  reason?: string;
   /** What decides whether the call asks in a mode (a mode change answers a request its new mode would not ask). */
   policy?: ToolPolicy;
   allowed?: { readOnly: boolean };
+  confinement?: Confinement;
 }
 
 /** `review`: with 'once'/'always', the hunks the user rejected in a file change (the rest are written). */
@@ -46,6 +54,8 @@ export interface AgentEvents {
   state?(state: AgentState, previous: AgentState): void;
   assistantStart?(): void;
   text?(delta: string): void;
+  /** The model's reasoning as it streams (never part of the reply). */
+  reasoning?(delta: string): void;
   assistantEnd?(info: { interrupted: boolean }): void;
   toolCall?(call: { id: string; name: string; args: unknown }): void;
   toolResult?(r: { id: string; name: string; result: ToolResult }): void;
@@ -109,6 +119,8 @@ export interface AgentOptions {
   archive?: (removed: ChatMessage[], summary: string) => number | undefined;
   /** Which registry tools are offered to the model (a hidden tool still answers when called by name). Default: all. */
   toolFilter?: (def: ToolDefinition) => boolean;
+  /** Media the model accepts: images and audio tools returned reach it as a user message after the results. */
+  acceptsMedia?: readonly ('image' | 'audio')[];
   /** Tools approved with "always"; pass one set to share the grants with subagents. Default: a set of its own. */
   grants?: Set<string>;
   /** Awaited before each model request: tools that come and go (MCP servers) get ready. Must not throw. */
@@ -143,6 +155,8 @@ export class Agent {
   /** Queued messages a stop() dropped while a turn ran: reported once that turn has ended. */
   private readonly discardedOnStop: QueuedMessage[] = [];
   private readonly alwaysAllowed: Set<string>;
+  /** Secret files (secret_globs) the user allowed for this session with "always". */
+  private readonly approvedSecrets = new Set<string>();
   private readonly idleWaiters: (() => void)[] = [];
   private currentMode: PermissionMode;
   private currentState: AgentState = 'idle';
@@ -152,6 +166,11 @@ export class Agent {
   private contextWindow: number | undefined;
   private windowLookedUp = false;
   private warnedSmallWindow = false;
+  /**
+   * Tool messages moved out of the prompt (stub) or cut (cap) because the turn's outputs did not fit the
+   * context window; the same replacement is sent at every later step (a stable prompt).
+   */
+  private readonly fitted = new WeakMap<ChatMessage, ChatMessage>();
 
   constructor(opts: AgentOptions) {
     this.opts = opts;
@@ -378,9 +397,36 @@ export class Agent {
     );
   }
 
-  /** The conversation as the next request sends it (old tool outputs stubbed). */
+  /** The conversation as the next request sends it (old tool outputs stubbed, those that did not fit too). */
   private promptHistory(): ChatMessage[] {
-    return pruneToolOutputs(this.history, undefined, this.opts.storedRef);
+    const pruned = pruneToolOutputs(this.history, undefined, this.opts.storedRef);
+    return pruned.map((m, i) => (m === this.history[i] ? (this.fitted.get(m) ?? m) : m));
+  }
+
+  /**
+   * The request must fit the context window even when the current turn's tool outputs alone do not (they
+   * cannot be summarized: compaction keeps the current turn). The largest outputs leave the prompt for a
+   * stub naming their stored id (recall reads them back; a recall output, or one not stored, is cut
+   * instead) until the conversation fits the window's compaction share next to the system prompt and the
+   * tool definitions. Said in the chat.
+   */
+  private fitToWindow(prompt: ChatMessage[], tools: readonly { name: string; description: string; parameters: unknown }[]): ChatMessage[] {
+    if (!this.contextWindow) return prompt;
+    const fixed = estimateTokens([{ role: 'system', content: this.systemPrompt() }]) + Math.ceil(JSON.stringify(tools).length / 4);
+    const budget = Math.floor(this.contextWindow * (this.opts.compactAt ?? DEFAULT_COMPACT_AT)) - fixed;
+    // A window too small for the fixed part is said elsewhere (warnIfWindowTooSmall): nothing to fit into.
+    if (budget <= 0 || estimateTokens(prompt) <= budget) return prompt;
+    const fit = fitToolOutputs(prompt, budget, (i) => this.opts.storedRef?.(this.history[i]));
+    if (fit.replaced.length === 0) return prompt;
+    for (const r of fit.replaced) this.fitted.set(this.history[r.index], fit.prompt[r.index]);
+    const stubs = fit.replaced.filter((r) => r.storedAs !== undefined).map((r) => `#${r.storedAs}`);
+    const cut = fit.replaced.length - stubs.length;
+    const what = [
+      stubs.length > 0 ? `${stubs.length} moved out of the prompt (stored as ${stubs.join(', ')}; recall reads them)` : '',
+      cut > 0 ? `${cut} cut` : '',
+    ].filter(Boolean);
+    this.emit('notice', `this turn's tool outputs did not fit the context window (${this.contextWindow} tokens): ${what.join(', ')}`);
+    return fit.prompt;
   }
 
   private push(m: ChatMessage): void {
@@ -401,9 +447,10 @@ export class Agent {
     }
     this.emit('assistantStart');
     let partial = '';
+    let lastRetryMessage: string | undefined;
     try {
-      const messages: ChatMessage[] = [{ role: 'system', content: this.systemPrompt() }, ...prompt];
       const tools = this.registry.specs(this.opts.toolFilter).map(({ name, description, parameters }) => ({ name, description, parameters }));
+      const messages: ChatMessage[] = [{ role: 'system', content: this.systemPrompt() }, ...this.fitToWindow(prompt, tools)];
       for await (const ev of this.model.stream({ messages, tools, signal })) {
         switch (ev.type) {
           case 'text':
@@ -416,12 +463,17 @@ export class Agent {
             break;
           case 'retry':
             this.emit('retry', { attempt: ev.attempt, delayMs: ev.delayMs, message: ev.error.message });
-            this.emit('notice', `${ev.error.message}; retrying in ${formatDelay(ev.delayMs)} (attempt ${ev.attempt})`);
+            // The server's message once: a retry failing the same way says so without repeating it.
+            this.emit('notice', `${ev.error.message === lastRetryMessage ? 'the same error again' : ev.error.message}; retrying in ${formatDelay(ev.delayMs)} (attempt ${ev.attempt})`);
+            lastRetryMessage = ev.error.message;
+            break;
+          case 'reasoning':
+            this.emit('reasoning', ev.delta);
             break;
           case 'tool_call_delta':
             break;
           case 'done':
-            this.push(assistantMessage(ev.text, ev.toolCalls));
+            this.push(assistantMessage(ev.text, ev.toolCalls, { model: this.model.model, ...(ev.reasoning ? { reasoning: ev.reasoning } : {}), ...(ev.reasoningOpaque ? { reasoningOpaque: ev.reasoningOpaque } : {}) }));
             this.emit('assistantEnd', { interrupted: false });
             if (ev.finishReason === 'length' && ev.toolCalls.length === 0) {
               this.emit('notice', 'the reply was cut at the max_tokens limit');
@@ -504,13 +556,46 @@ export class Agent {
       finish(signal.aborted ? cancelledResult() : await this.gateAndRun(p, signal));
     }
     await flush();
+    if (!signal.aborted) this.pushMedia(pending.map((p) => p.call.id), results);
+  }
+
+  /** Images and audio the step's tools returned, for a model that accepts them (after every tool result). */
+  private pushMedia(ids: string[], results: ToolResult[]): void {
+    const accepts = this.opts.acceptsMedia ?? [];
+    if (accepts.length === 0) return;
+    const parts: ChatCompletionContentPart[] = [];
+    results.forEach((r, i) => {
+      if (!r?.ok) return;
+      const own: ChatCompletionContentPart[] = [];
+      for (const m of mediaOf(r.data)) {
+        if (!accepts.includes(m.type)) continue;
+        if (m.type === 'image') own.push({ type: 'image_url', image_url: { url: `data:${m.mimeType};base64,${m.data}` } });
+        else {
+          const format = audioFormat(m.mimeType);
+          if (format) own.push({ type: 'input_audio', input_audio: { data: m.data, format } });
+        }
+      }
+      if (own.length > 0) parts.push({ type: 'text', text: `Media returned by tool call ${ids[i]}:` }, ...own);
+    });
+    if (parts.length > 0) this.push({ role: 'user', content: parts });
   }
 
   private permission(p: PendingCall): 'run' | 'ask' | 'block' {
     if (!p.def) return 'run'; // the registry answers invalid_arguments (unknown tool)
-    const perm = permissionFor(this.currentMode, p.def.policy, p.def.allowed);
-    if (perm === 'ask' && this.alwaysAllowed.has(p.def.name)) return 'run';
+    const confinement = p.def.confinement?.(p.args);
+    const perm = permissionFor(this.currentMode, p.def.policy, p.def.allowed, confinement);
+    // Reading or searching a file that usually holds secrets asks in every mode, whatever was always allowed.
+    if (perm !== 'block' && this.unapprovedSecrets(p).length > 0) return 'ask';
+    // An escalation out of the sandbox asks every time, whatever "always" was answered before.
+    if (perm === 'ask' && confinement !== 'escalated' && this.alwaysAllowed.has(p.def.name)) return 'run';
     return perm;
+  }
+
+  /** The secret files (secret_globs) this call would read or search that the user has not allowed yet. */
+  private unapprovedSecrets(p: PendingCall): string[] {
+    if (!p.def || p.parseError !== undefined) return [];
+    const workspace = this.opts.makeContext(new AbortController().signal).workspace;
+    return secretTargets(p.def.name, p.args, workspace).filter((rel) => !this.approvedSecrets.has(rel));
   }
 
   /** Mode check, approval (when needed), then the tool. */
@@ -524,10 +609,14 @@ export class Agent {
       // Invalid arguments never reach the user: the registry reports them to the model.
       const valid = def.parameters.safeParse(p.args ?? {});
       if (!valid.success) return this.runTool(p, signal);
-      // A call that cannot apply (stale file, text not found…) fails now: the user is not asked about it.
+      // A call that cannot apply (stale file, text not found…) fails now: the user is not asked about it —
+      // unless it touches a secret file: its error (closest lines…) could show the content, so the user is asked first.
+      const secrets = this.unapprovedSecrets(p);
       const preview = await this.previewFor(p, def, valid.data, signal);
-      if ('error' in preview) return err(preview.error);
-      const decision = await this.askApproval(p, def, valid.data, preview.preview, signal);
+      if ('error' in preview && secrets.length === 0) return err(preview.error);
+      const reason = secrets.length > 0 ? secretReason(def.name, secrets) : undefined;
+      if (reason) this.emit('notice', reason);
+      const decision = await this.askApproval(p, def, valid.data, 'preview' in preview ? preview.preview : undefined, signal, reason);
       if (decision === null) {
         return this.refuse(p, { kind: 'rejected_by_user', message: 'The user stopped the agent before approving this call.' });
       }
@@ -539,7 +628,13 @@ export class Agent {
           suggestedAction: 'Do not repeat the same call; adjust your approach or ask the user.',
         });
       }
-      if (decision.decision === 'always') this.alwaysAllowed.add(def.name);
+      // "always" for a secret file allows that file for the session, not the tool for every file; "always"
+      // on an escalation approves this call only: the next escalation asks again.
+      if (decision.decision === 'always') {
+        if (secrets.length > 0) for (const s of secrets) this.approvedSecrets.add(s);
+        else if (def.confinement?.(p.args) !== 'escalated') this.alwaysAllowed.add(def.name);
+      }
+      if ('error' in preview) return err(preview.error);
       this.setState('executing_tools');
       const review = decision.review?.files.some((f) => f.rejected.length > 0) ? decision.review : undefined;
       return this.runTool(p, signal, review);
@@ -570,7 +665,15 @@ export class Agent {
   }
 
   /** Waits for the user; null when stop() withdrew the request. */
-  private async askApproval(p: PendingCall, def: ToolDefinition, args: unknown, preview: ApprovalPreview | undefined, signal: AbortSignal): Promise<ApprovalDecision | null> {
+  private async askApproval(
+    p: PendingCall,
+    def: ToolDefinition,
+    args: unknown,
+    preview: ApprovalPreview | undefined,
+    signal: AbortSignal,
+    reason?: string,
+  ): Promise<ApprovalDecision | null> {
+    const confinement = def.confinement?.(p.args);
     const req: ApprovalRequest = {
       id: randomUUID(),
       toolCallId: p.call.id,
@@ -578,7 +681,9 @@ export class Agent {
       args,
       policy: def.policy,
       ...(def.allowed ? { allowed: def.allowed } : {}),
+      ...(confinement !== undefined ? { confinement } : {}),
       ...(preview ? { preview } : {}),
+      ...(reason ? { reason } : {}),
     };
     const aborted = abortPromise(signal);
     try {
@@ -603,7 +708,8 @@ export class Agent {
     try {
       const ctx = review ? { ...this.contextFor(p, signal), review } : this.contextFor(p, signal);
       const result = await Promise.race([this.registry.call(p.call.name, p.args, ctx), aborted.promise]);
-      return result ?? cancelledResult();
+      // The API key (and a base_url's password) never reach the model, even when a command prints them.
+      return result ? redactDeep(result) : cancelledResult();
     } finally {
       aborted.dispose();
     }

@@ -2,6 +2,7 @@
 import type { ToolResult } from '../tools/tool';
 import { capToolResultJson } from '../tools/output';
 import type { AssembledToolCall, ChatMessage } from './provider';
+import { META_KEY, type AssistantMeta } from './stream';
 
 /** Appended to a partial assistant message whose stream was cut or stopped. */
 export const INTERRUPTED_MARKER = '[response interrupted]';
@@ -24,13 +25,32 @@ export function userMessage(text: string): ChatMessage {
   return { role: 'user', content: text };
 }
 
-export function assistantMessage(text: string, calls: AssembledToolCall[] = []): ChatMessage {
-  if (calls.length === 0) return { role: 'assistant', content: text };
-  return {
+/**
+ * An assistant reply. `extra` is kept beside it under `caboose` (see AssistantMeta: the model, the
+ * provider's tool call ids, the reasoning) and stripped before any request (toWireMessages).
+ */
+export function assistantMessage(text: string, calls: AssembledToolCall[] = [], extra: { model?: string; reasoning?: string; reasoningOpaque?: string } = {}): ChatMessage {
+  const providerIds: Record<string, string> = {};
+  for (const c of calls) if (c.providerId !== undefined && c.providerId !== c.id) providerIds[c.id] = c.providerId;
+  const meta: AssistantMeta = {
+    ...(extra.model ? { model: extra.model } : {}),
+    ...(Object.keys(providerIds).length > 0 ? { providerIds } : {}),
+    ...(extra.reasoning ? { reasoning: extra.reasoning } : {}),
+    ...(extra.reasoningOpaque ? { reasoningOpaque: extra.reasoningOpaque } : {}),
+  };
+  const withMeta = (m: ChatMessage): ChatMessage => (Object.keys(meta).length > 0 ? ({ ...m, [META_KEY]: meta } as unknown as ChatMessage) : m);
+  if (calls.length === 0) return withMeta({ role: 'assistant', content: text });
+  return withMeta({
     role: 'assistant',
     content: text.length > 0 ? text : null,
     tool_calls: calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })),
-  };
+  });
+}
+
+/** The model that wrote an assistant message, when it was recorded. */
+export function modelOf(m: ChatMessage): string | undefined {
+  const meta = (m as unknown as Record<string, unknown>)[META_KEY] as AssistantMeta | undefined;
+  return meta?.model;
 }
 
 export function interruptedAssistantMessage(partial: string): ChatMessage {

@@ -7,8 +7,20 @@
  * | create    | run  | run         | ask   | ask   |
  * | auto-edit | run  | run         | run   | ask   |
  * | chug      | run  | run         | run   | run   |
+ *
+ * An exec call that says where it runs (bash: `confinement`) combines with the OS sandbox like Codex:
+ *
+ * | mode      | sandboxed | escalated | unsandboxed (sandbox.mode off) | unavailable (no sandbox) |
+ * |-----------|-----------|-----------|--------------------------------|--------------------------|
+ * | plan      | block     | block     | block                          | block                    |
+ * | create    | ask       | ask       | ask                            | ask                      |
+ * | auto-edit | run       | ask       | ask                            | ask                      |
+ * | chug      | run       | ask       | run                            | ask                      |
+ *
+ * Escalations ask every time: an earlier "always" does not cover them.
  */
 import type { ToolPolicy } from '../tools/tool';
+import type { Confinement } from '../workspace/sandbox/sandbox';
 
 export const PERMISSION_MODES = ['plan', 'create', 'auto-edit', 'chug'] as const;
 export type PermissionMode = (typeof PERMISSION_MODES)[number];
@@ -25,9 +37,15 @@ export function isPermissionMode(v: unknown): v is PermissionMode {
  * runs in every mode but plan, where it runs only when it is also read-only (the server's readOnlyHint):
  * plan mode's promise — nothing changes — holds even for tools the user trusts.
  */
-export function permissionFor(mode: PermissionMode, policy: ToolPolicy, allowed?: { readOnly: boolean }): Permission {
+export function permissionFor(mode: PermissionMode, policy: ToolPolicy, allowed?: { readOnly: boolean }, confinement?: Confinement): Permission {
   if (policy === 'read' || policy === 'interactive') return 'run';
   if (allowed) return mode === 'plan' && !allowed.readOnly ? 'block' : 'run';
+  if (policy === 'exec' && confinement !== undefined) {
+    if (mode === 'plan') return 'block';
+    if (mode === 'create' || confinement === 'escalated' || confinement === 'unavailable') return 'ask';
+    if (confinement === 'sandboxed') return 'run';
+    return mode === 'chug' ? 'run' : 'ask';
+  }
   switch (mode) {
     case 'plan':
       return 'block';

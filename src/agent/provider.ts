@@ -9,7 +9,8 @@
  * are imported statically (erased at compile time).
  */
 import type OpenAI from 'openai';
-import type { ChatCompletionChunk, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import { readSse, StreamAssembler, toWireMessages, type AssembledCall, type StreamErrorInfo, type StreamUsage } from './stream';
 
 /* ------------------------------------------------------------------------------------------------
  * Public types
@@ -26,6 +27,8 @@ export interface ProviderConfig {
   contextWindow?: number;
   /** Extra HTTP headers on every request. */
   headers?: Record<string, string>;
+  /** What the model accepts besides text: images and audio tools return are passed to it (provider.media). */
+  media?: ('image' | 'audio')[];
   /** SDK request timeout (ms). Default: 10 minutes (SDK default). */
   timeoutMs?: number;
   /** Retries on 429 / 5xx / network errors before any output arrived. Default 3. */
@@ -34,6 +37,11 @@ export interface ProviderConfig {
   retryBaseDelayMs?: number;
   /** Upper bound for one backoff delay, including Retry-After. Default 30,000. */
   retryMaxDelayMs?: number;
+  /**
+   * Per-model request fields (reasoning_effort, temperature, …). One the server rejects with a 400 naming
+   * it is dropped, the request sent again once, and the model remembered as not accepting it.
+   */
+  options?: Record<string, unknown>;
 }
 
 export type ChatMessage = ChatCompletionMessageParam;
@@ -51,32 +59,32 @@ export interface ModelRequest {
   signal?: AbortSignal;
   /** Overrides the configured max_tokens (short side requests such as titles). */
   maxTokens?: number;
+  /** Extra top-level request fields (per-model options such as reasoning_effort, temperature). */
+  extraBody?: Record<string, unknown>;
 }
 
-export interface AssembledToolCall {
-  id: string;
-  name: string;
-  /** Raw JSON text exactly as the model produced it (may be malformed). */
-  arguments: string;
-}
+/**
+ * `id` is our own (unique in the session: transcript, store and recall key on it); `providerId` is the
+ * server's id when it sent a usable one (sent back to it in the next request). `arguments`: raw JSON text
+ * exactly as the model produced it (may be malformed).
+ */
+export type AssembledToolCall = AssembledCall;
 
-export interface Usage {
-  promptTokens: number;
-  completionTokens: number;
-  totalTokens: number;
-}
+export type Usage = StreamUsage;
 
 export type FinishReason = 'stop' | 'tool_calls' | 'length' | 'content_filter' | 'function_call' | 'unknown';
 
 export type ModelEvent =
   | { type: 'text'; delta: string }
+  /** The model's reasoning (never part of the reply text). */
+  | { type: 'reasoning'; delta: string }
   /** Raw argument fragments as they arrive (for UIs that want to show a call being written). */
   | { type: 'tool_call_delta'; index: number; id?: string; name?: string; argumentsDelta: string }
   | { type: 'usage'; usage: Usage }
   /** A retry is about to happen after `delayMs` (nothing was yielded before it). */
   | { type: 'retry'; attempt: number; delayMs: number; error: ProviderError }
   /** Always the last event of a successful stream. */
-  | { type: 'done'; finishReason: FinishReason; text: string; toolCalls: AssembledToolCall[]; usage?: Usage };
+  | { type: 'done'; finishReason: FinishReason; text: string; toolCalls: AssembledToolCall[]; usage?: Usage; reasoning?: string; reasoningOpaque?: string };
 
 /** What the agent needs from a model; tests may pass their own. */
 export interface ModelClient {
@@ -90,7 +98,7 @@ export interface ModelClient {
 export type ProviderErrorKind = 'unreachable' | 'auth' | 'not_found' | 'rate_limited' | 'server' | 'interrupted' | 'aborted' | 'bad_response' | 'context_length';
 
 /** How servers say the prompt does not fit (OpenAI's code, vLLM, llama.cpp, Ollama, OpenRouter, Anthropic-compatible). */
-const CONTEXT_LENGTH_RE = /context[_ ]length[_ ]exceeded|maximum context length|context window|exceeds? the (?:model'?s? )?(?:maximum )?context|too many tokens|prompt is too long|input is too long|reduce the length of the (?:messages|prompt)/i;
+const CONTEXT_LENGTH_RE = /context[_ ]length[_ ]exceeded|compared to KV size|maximum context length|context window|exceeds? the (?:model'?s? )?(?:maximum )?context|too many tokens|prompt is too long|input is too long|reduce the length of the (?:messages|prompt)/i;
 
 /** True when an error text from the server means "the prompt is longer than the model's context". */
 export function isContextLengthMessage(text: string): boolean {
@@ -162,6 +170,7 @@ export class OpenAIProvider implements ModelClient {
 
   async *stream(req: ModelRequest): AsyncGenerator<ModelEvent> {
     const maxRetries = this.config.maxRetries ?? DEFAULTS.maxRetries;
+    let droppedOne = false;
     for (let attempt = 0; ; attempt++) {
       const yielded = { any: false };
       try {
@@ -172,6 +181,15 @@ export class OpenAIProvider implements ModelClient {
         return;
       } catch (err) {
         const e = err instanceof ProviderError ? err : this.mapError(err, req.signal);
+        // A 400 naming a per-model option: sent again once without it, and remembered for this model.
+        const param = !yielded.any && !droppedOne && e.kind === 'bad_response' && (e.status === 400 || e.status === undefined || e.status === 422) ? this.rejectedOption(e, req) : undefined;
+        if (param !== undefined) {
+          droppedOne = true;
+          unsupportedFor(this.config).add(param);
+          attempt--;
+          yield { type: 'retry', attempt: 1, delayMs: 0, error: new ProviderError('bad_response', `${this.config.model} does not accept \`${param}\`: sending the request again without it`) };
+          continue;
+        }
         if (yielded.any || !e.retryable || attempt >= maxRetries || req.signal?.aborted) throw e;
         const delayMs = this.backoff(attempt, e.retryAfterMs);
         yield { type: 'retry', attempt: attempt + 1, delayMs, error: e };
@@ -180,6 +198,23 @@ export class OpenAIProvider implements ModelClient {
         });
       }
     }
+  }
+
+  /** The per-model option (or max_tokens) a rejection names, when it is one this request sent. */
+  private rejectedOption(e: ProviderError, req: ModelRequest): string | undefined {
+    const sent = [...Object.keys(this.sentOptions()), ...((req.maxTokens ?? this.config.maxTokens) && !unsupportedFor(this.config).has('max_tokens') ? ['max_tokens'] : [])];
+    const cause = e.cause as { param?: unknown } | undefined;
+    const param = typeof cause?.param === 'string' ? cause.param : undefined;
+    if (param && sent.includes(param)) return param;
+    return sent.find((k) => new RegExp(`['"\`\\s(]${k.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}['"\`\\s):,]`).test(` ${e.message} `) && /unsupported|not supported|unrecognized|unknown|not allowed|does not support|invalid|extra|unexpected/i.test(e.message));
+  }
+
+  /** The per-model options still sent (those the model rejected before are left out). */
+  private sentOptions(): Record<string, unknown> {
+    const dropped = unsupportedFor(this.config);
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(this.config.options ?? {})) if (!dropped.has(k)) out[k] = v;
+    return out;
   }
 
   /** Exponential backoff with a little jitter; a server's Retry-After wins (capped). */
@@ -198,62 +233,49 @@ export class OpenAIProvider implements ModelClient {
     if (req.signal?.aborted) throw new ProviderError('aborted', 'request cancelled');
     req.signal?.addEventListener('abort', onAbort, { once: true });
 
-    let text = '';
-    const calls: { id: string; name: string; arguments: string }[] = [];
-    let finishReason: FinishReason | undefined;
-    let usage: Usage | undefined;
-    let sawChunk = false;
+    const asm = new StreamAssembler();
+    let clean = false;
+    let streamError: StreamErrorInfo | undefined;
     try {
       const tools: ChatCompletionTool[] | undefined = req.tools?.length
         ? req.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }))
         : undefined;
-      const stream = await client.chat.completions.create(
-        {
-          model: this.config.model,
-          messages: req.messages,
-          stream: true,
-          stream_options: { include_usage: true },
-          ...(tools ? { tools } : {}),
-          ...((req.maxTokens ?? this.config.maxTokens) ? { max_tokens: req.maxTokens ?? this.config.maxTokens } : {}),
-        },
-        { signal: controller.signal },
-      );
-      for await (const chunk of stream as AsyncIterable<ChatCompletionChunk>) {
-        sawChunk = true;
-        if (chunk.usage) {
-          usage = {
-            promptTokens: chunk.usage.prompt_tokens,
-            completionTokens: chunk.usage.completion_tokens,
-            totalTokens: chunk.usage.total_tokens,
-          };
-          yield { type: 'usage', usage };
+      const maxTokens = req.maxTokens ?? this.config.maxTokens;
+      const body = {
+        model: this.config.model,
+        messages: toWireMessages(req.messages),
+        stream: true as const,
+        stream_options: { include_usage: true },
+        ...(tools ? { tools } : {}),
+        ...(maxTokens && !unsupportedFor(this.config).has('max_tokens') ? { max_tokens: maxTokens } : {}),
+        ...this.sentOptions(),
+        ...(req.extraBody ?? {}),
+      };
+      // The SDK sends the request and turns a non-2xx answer into an APIError; the body is read here, so
+      // errors inside the 200 stream (`event: error`, llama.cpp's bare `error:` line) are seen too.
+      const response = await client.chat.completions.create(body, { signal: controller.signal }).asResponse();
+      if (!response.body) throw new ProviderError('bad_response', `empty response from ${this.config.baseURL}`);
+      for await (const item of readSse(response.body as unknown as AsyncIterable<Uint8Array>)) {
+        if (item.kind === 'done') {
+          clean = true;
+          break;
         }
-        const choice = chunk.choices?.[0];
-        if (!choice) continue;
-        const delta = choice.delta;
-        if (delta?.content) {
-          text += delta.content;
-          yield { type: 'text', delta: delta.content };
+        if (item.kind === 'error') {
+          streamError = item.error;
+          break;
         }
-        for (const tc of delta?.tool_calls ?? []) {
-          const index = tc.index ?? calls.length;
-          const slot = (calls[index] ??= { id: '', name: '', arguments: '' });
-          if (tc.id) slot.id = tc.id;
-          if (tc.function?.name) slot.name += tc.function.name;
-          const argumentsDelta = tc.function?.arguments ?? '';
-          slot.arguments += argumentsDelta;
-          yield { type: 'tool_call_delta', index, id: tc.id, name: tc.function?.name, argumentsDelta };
-        }
-        if (choice.finish_reason) finishReason = normalizeFinish(choice.finish_reason);
+        if (item.kind === 'invalid') continue; // keep-alive noise some proxies send
+        for (const ev of asm.push(item.data)) yield ev;
       }
     } catch (err) {
-      if (req.signal?.aborted) throw new ProviderError('aborted', 'request cancelled', { partialText: text });
+      if (req.signal?.aborted) throw new ProviderError('aborted', 'request cancelled', { partialText: asm.text });
       const e = this.mapError(err, req.signal);
-      if (sawChunk && (e.kind === 'unreachable' || e.kind === 'bad_response' || e.kind === 'server')) {
+      if (asm.sawChunk && (e.kind === 'unreachable' || e.kind === 'bad_response' || e.kind === 'server')) {
         // The server was reached (chunks arrived): name the low-level cause, not "cannot reach".
         const cause = err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err);
-        throw new ProviderError('interrupted', `the response stream from ${this.config.baseURL} was interrupted midway (${cause}); the partial reply is kept`, {
-          partialText: text,
+        const kept = asm.text.length > 0 ? '; the partial reply is kept' : '';
+        throw new ProviderError('interrupted', `the response stream from ${this.config.baseURL} was interrupted midway (${cause})${kept}`, {
+          partialText: asm.text,
           cause: err,
         });
       }
@@ -262,15 +284,34 @@ export class OpenAIProvider implements ModelClient {
       req.signal?.removeEventListener('abort', onAbort);
       controller.abort(); // releases the connection when the consumer stops early
     }
-    // The SDK ends iteration silently when aborted.
-    if (req.signal?.aborted) throw new ProviderError('aborted', 'request cancelled', { partialText: text });
-    if (finishReason === undefined) {
-      throw new ProviderError('interrupted', 'the response stream ended before the model finished', { partialText: text });
+    if (req.signal?.aborted) throw new ProviderError('aborted', 'request cancelled', { partialText: asm.text });
+    if (streamError) throw this.redact(streamErrorToProviderError(streamError, this.config.baseURL, asm.text));
+    const calls = asm.calls();
+    let finishReason: FinishReason;
+    if (asm.finishReason !== undefined && asm.finishReason !== 'error') finishReason = normalizeFinish(asm.finishReason);
+    else if (clean || asm.usage !== undefined) finishReason = calls.length > 0 ? 'tool_calls' : 'stop'; // ended cleanly without saying why
+    else {
+      const kept = asm.text.length > 0 ? '; the partial reply is kept' : '';
+      throw new ProviderError('interrupted', `the response stream ended before the model finished${kept}`, { partialText: asm.text });
     }
-    const toolCalls: AssembledToolCall[] = calls
-      .filter((c) => c !== undefined)
-      .map((c, i) => ({ id: c.id || `call_${i}_${Date.now().toString(36)}`, name: c.name, arguments: c.arguments }));
-    yield { type: 'done', finishReason, text, toolCalls, ...(usage ? { usage } : {}) };
+    // A server that says "stop" while it sent tool calls still asked for them.
+    if (calls.length > 0 && finishReason === 'stop') finishReason = 'tool_calls';
+    const usage = asm.usage;
+    yield {
+      type: 'done',
+      finishReason,
+      text: asm.text,
+      toolCalls: calls,
+      ...(usage ? { usage } : {}),
+      ...(asm.reasoning ? { reasoning: asm.reasoning } : {}),
+      ...(asm.reasoningOpaque ? { reasoningOpaque: asm.reasoningOpaque } : {}),
+    };
+  }
+
+  private redact(e: ProviderError): ProviderError {
+    const key = this.config.apiKey;
+    if (!key || key.length < 8 || !e.message.includes(key)) return e;
+    return new ProviderError(e.kind, e.message.split(key).join('[API key]'), { status: e.status, partialText: e.partialText, retryAfterMs: e.retryAfterMs, cause: e.cause });
   }
 
   /**
@@ -278,10 +319,7 @@ export class OpenAIProvider implements ModelClient {
    * their 401 message; the message is shown and stored with the session, so the key is cut out of it.
    */
   mapError(err: unknown, signal?: AbortSignal): ProviderError {
-    const e = this.classify(err, signal);
-    const key = this.config.apiKey;
-    if (!key || key.length < 8 || !e.message.includes(key)) return e;
-    return new ProviderError(e.kind, e.message.split(key).join('[API key]'), { status: e.status, partialText: e.partialText, retryAfterMs: e.retryAfterMs, cause: e.cause });
+    return this.redact(this.classify(err, signal));
   }
 
   private classify(err: unknown, signal?: AbortSignal): ProviderError {
@@ -346,7 +384,45 @@ export function createModelClient(config: ProviderConfig): ModelClient {
  * Helpers
  * ---------------------------------------------------------------------------------------------- */
 
+/** Request fields each model rejected (by base URL and model), for the life of the host. */
+const UNSUPPORTED = new Map<string, Set<string>>();
+function unsupportedFor(c: ProviderConfig): Set<string> {
+  const key = `${c.baseURL} ${c.model}`;
+  let set = UNSUPPORTED.get(key);
+  if (!set) UNSUPPORTED.set(key, (set = new Set()));
+  return set;
+}
+
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/**
+ * An error the server sent inside a 200 stream → ProviderError, classified by the error's own status or
+ * code: only what another attempt can fix (rate limits, server faults, overload) stays retryable.
+ */
+export function streamErrorToProviderError(info: StreamErrorInfo, baseURL: string, partialText = ''): ProviderError {
+  const code = (info.code ?? '').toLowerCase();
+  const status = info.status;
+  const detail = info.message;
+  const extra = { ...(status !== undefined ? { status } : {}), ...(partialText ? { partialText } : {}) };
+  const kept = partialText ? ' (the partial reply is kept)' : '';
+  if (code === 'context_length_exceeded' || /context/.test(code) || isContextLengthMessage(detail)) {
+    return new ProviderError('context_length', `the conversation is longer than the model's context window — ${detail}${kept}`, extra);
+  }
+  if (status === 401 || status === 403 || /auth|permission|api_key|invalid_key/.test(code)) {
+    return new ProviderError('auth', `authentication failed${status ? ` (${status})` : ''}: check api_key — ${detail}`, extra);
+  }
+  if (status === 429 || /rate_limit|too_many|quota/.test(code)) {
+    return new ProviderError('rate_limited', `rate limited by ${baseURL} — ${detail}${kept}`, extra);
+  }
+  if ((status !== undefined && status >= 500) || /server_error|internal|overloaded|unavailable|timeout/.test(code)) {
+    return new ProviderError('server', `the server reported an error${status ? ` (${status})` : ''}: ${detail}${kept}`, extra);
+  }
+  if (status === 404 || /not_found|model_not_found/.test(code)) {
+    return new ProviderError('not_found', `not found${status ? ` (${status})` : ''}: ${detail}`, extra);
+  }
+  // 400-class or unclassified: the same request would fail the same way.
+  return new ProviderError('bad_response', `request rejected${status ? ` (${status})` : ''} by ${baseURL}: ${detail}${kept}`, extra);
+}
 
 function normalizeFinish(r: string): FinishReason {
   return r === 'stop' || r === 'tool_calls' || r === 'length' || r === 'content_filter' || r === 'function_call' ? r : 'unknown';

@@ -6,6 +6,7 @@ import type { McpPool } from '../mcp/client-pool';
 import type { McpHealth } from '../mcp/status';
 import { rulesOptions } from './project-rules';
 import { loadRules } from '../workspace/rules';
+import type { SandboxHealth } from './sandbox-probe';
 
 /** The project rules a new conversation in `cwd` would read. */
 export interface RulesHealth {
@@ -22,17 +23,35 @@ export interface RulesHealth {
   error?: string;
 }
 
+export interface ProviderHealth {
+  name: string;
+  base_url: string;
+  model: string;
+  key_present: boolean;
+  reachable: boolean;
+  /** HTTP status of GET /models (401/403: the key is refused). */
+  status?: number;
+  models?: number;
+  /** Whether the server's list names the model (absent when the list is empty or unavailable). */
+  model_listed?: boolean;
+  error?: string;
+}
+
 export interface HealthReport {
   node: string;
   host_pid: number;
   sqlite: { ok: boolean; version?: string; error?: string };
   endpoint: { base_url: string; model: string; reachable: boolean; status?: number; error?: string; models?: number };
+  /** Every configured provider (issue 21): reachable, key accepted, the model listed. The default one first. */
+  providers?: ProviderHealth[];
   key_present: boolean;
   /** The audit log's hash chain in the data folder's database. */
   audit: AuditHealth;
   rules: RulesHealth;
   /** Each configured MCP server (started here when it was not yet); absent without any. */
   mcp?: McpHealth[];
+  /** Where commands run, and the probe's attacks (issue 19). */
+  sandbox?: SandboxHealth;
 }
 
 export async function rulesHealth(config: HostConfig, cwd: string): Promise<RulesHealth> {
@@ -89,8 +108,16 @@ export async function checkHealth(config: HostConfig, dataDir: string, cwd: stri
         report.mcp = mcpHealth(mcp.status());
       })
     : Promise.resolve();
-  await checkEndpoint(config, report);
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const sandboxDone = (require('./sandbox-probe') as typeof import('./sandbox-probe'))
+    .sandboxHealth({ cwd, dataDir, config: config.sandbox ?? null })
+    .then(
+      (h) => (report.sandbox = h),
+      (e: unknown) => (report.sandbox = { mode: 'workspace-write', available: false, summary: 'the sandbox check failed', error: e instanceof Error ? e.message : String(e) }),
+    );
+  await Promise.all([checkEndpoint(config, report), checkProviders(config, report)]);
   await mcpDone;
+  await sandboxDone;
   return report;
 }
 
@@ -114,4 +141,35 @@ async function checkEndpoint(config: HostConfig, report: HealthReport): Promise<
     const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
     report.endpoint.error = `${err instanceof Error ? err.message : String(err)}${cause}`;
   }
+}
+
+async function checkProviders(config: HostConfig, report: HealthReport): Promise<void> {
+  const { configuredProviders, defaultProviderName } = await import('./provider-config');
+  let first: string | undefined;
+  try {
+    first = defaultProviderName(config);
+  } catch {
+    first = undefined;
+  }
+  const names = [...configuredProviders(config).keys()].sort((a, b) => (a === first ? -1 : b === first ? 1 : a.localeCompare(b)));
+  report.providers = await Promise.all(
+    names.map(async (name): Promise<ProviderHealth> => {
+      const h: ProviderHealth = { name, base_url: '', model: '', key_present: false, reachable: false };
+      try {
+        const p = await resolveProvider(config, process.env, { provider: name });
+        Object.assign(h, { base_url: p.baseURL, model: p.model, key_present: p.apiKey.length > 0 });
+        const list = await fetchModelList(p);
+        h.status = list.status;
+        h.reachable = true;
+        if (list.ok) {
+          h.models = list.data.length;
+          if (list.data.length > 0) h.model_listed = list.data.some((e) => (e as { id?: unknown } | null)?.id === p.model);
+        }
+      } catch (err) {
+        const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : '';
+        h.error = `${err instanceof Error ? err.message : String(err)}${cause}`;
+      }
+      return h;
+    }),
+  );
 }

@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { format } from 'node:util';
+import { redactForLog } from '../store/redact';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'off';
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, off: 100 };
@@ -33,7 +34,8 @@ export function createFileLogger(file: string | null, level: LogLevel = 'info'):
         fs.mkdirSync(path.dirname(target), { recursive: true });
         dirReady = true;
       }
-      const line = `${new Date().toISOString()} ${lvl.toUpperCase().padEnd(5)} [${process.pid}] ${format(msg, ...args)}\n`;
+      // Credentials never reach the log: the API key, any URL's user:password@ (redact.ts).
+      const line = `${new Date().toISOString()} ${lvl.toUpperCase().padEnd(5)} [${process.pid}] ${redactForLog(format(msg, ...args))}\n`;
       fs.appendFileSync(target, line);
     } catch {
       // Logging must never take the host down.

@@ -1,8 +1,13 @@
 import Module from 'node:module';
+import { getLogger, setClientLogger } from './client-logger';
 import { createFileLogger, guardConsole, isLogLevel, type Logger } from './logger';
 import { LuaUi, type NvimNotifier } from './lua-ui';
 import { CALL_NOTIFICATION } from './protocol-names';
 import { errorMessage, HostServer } from './server';
+
+/** True in the one-file host that scripts/bundle-host.mjs builds (it defines this constant). */
+declare const __CABOOSE_BUNDLED__: boolean | undefined;
+const BUNDLED = typeof __CABOOSE_BUNDLED__ !== 'undefined' && __CABOOSE_BUNDLED__;
 
 function makeLogger(): Logger {
   const level = process.env.CABOOSE_LOG_LEVEL;
@@ -22,15 +27,18 @@ function clientLogger(log: Logger) {
 
 /**
  * node-client's logger module loads winston (~40 ms) at require time, only to build a default logger we
- * never use (we pass our own). Seeding the module cache with a stand-in keeps it out of start-up.
+ * never use (we pass our own). Seeding the module cache with a stand-in keeps it out of start-up (in the
+ * bundled host the stand-in is built in: scripts/bundle-host.mjs).
  */
 function skipClientDefaultLogger(log: Logger): void {
+  setClientLogger(clientLogger(log));
+  if (BUNDLED) return;
   const id = require.resolve('neovim/lib/utils/logger');
   if (require.cache[id]) return;
   const stub = new Module(id);
   stub.filename = id;
   stub.loaded = true;
-  stub.exports = { getLogger: () => clientLogger(log) };
+  stub.exports = { getLogger };
   require.cache[id] = stub;
 }
 

@@ -28,7 +28,7 @@ const BufferWire = z.object({
   diagnostics: z.array(DiagnosticWire),
 });
 const ListWire = z.array(BufferWire);
-const WatchWire = z.object({ token: int.nullish(), buffers: z.array(BufferWire) });
+const WatchWire = z.object({ token: int.nullish(), buffers: z.array(BufferWire), others: z.array(BufferWire).optional() });
 const PollWire = z.union([
   z.object({ done: z.literal(false) }),
   z.object({
@@ -41,6 +41,7 @@ const PollWire = z.union([
         hunks: z.array(z.tuple([int, int, int, int])),
       }),
     ),
+    others: z.array(BufferWire).optional(),
   }),
 ]);
 
@@ -76,10 +77,11 @@ export class NvimDiagnostics implements DiagnosticsSource {
     return parse(ListWire, emptyIsList(raw), 'list').map(toBuffer);
   }
 
-  async watch(paths: string[], limit: number): Promise<{ token: number; before: BufferDiagnostics[] } | null> {
-    const raw = await this.nvim.lua<unknown>(WATCH, [paths, limit]);
+  async watch(paths: string[], limit: number, root?: string): Promise<{ token: number; before: BufferDiagnostics[]; others?: BufferDiagnostics[] } | null> {
+    const raw = await this.nvim.lua<unknown>(WATCH, root === undefined ? [paths, limit] : [paths, limit, root]);
     const w = parse(WatchWire, raw, 'watch');
-    return w.token == null ? null : { token: w.token, before: w.buffers.map(toBuffer) };
+    if (w.token == null) return null;
+    return { token: w.token, before: w.buffers.map(toBuffer), ...(w.others ? { others: w.others.map(toBuffer) } : {}) };
   }
 
   async poll(token: number, settleMs: number, final: boolean): Promise<WatchPoll> {
@@ -93,6 +95,7 @@ export class NvimDiagnostics implements DiagnosticsSource {
         answered: b.answered,
         hunks: b.hunks.map(([start, count, newStart, newCount]) => ({ start, count, newStart, newCount })),
       })),
+      ...(p.others ? { others: p.others.map(toBuffer) } : {}),
     };
   }
 

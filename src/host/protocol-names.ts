@@ -29,6 +29,12 @@ export const METHODS = {
   auditDiff: 'audit.diff',
   mcpList: 'mcp.list',
   mcpRestart: 'mcp.restart',
+  modelList: 'model.list',
+  modelSet: 'model.set',
+  modelCheck: 'model.check',
+  mcpItems: 'mcp.items',
+  agentList: 'agent.list',
+  agentSelect: 'agent.select',
 } as const;
 
 /**
@@ -43,6 +49,8 @@ export const EVENTS = {
   userMessage: 'user_message',
   assistantStart: 'assistant_start',
   assistantDelta: 'assistant_delta',
+  /** The model's reasoning as it streams: `{ text }` (shown folded, never part of the reply). */
+  reasoningDelta: 'reasoning_delta',
   assistantEnd: 'assistant_end',
   toolCall: 'tool_call',
   toolResult: 'tool_result',

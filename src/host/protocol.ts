@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { PERMISSION_MODES } from '../agent/permissions';
 import { isValidRulesPattern } from '../workspace/rules';
 import { McpConfigSchema } from '../mcp/config';
+import { AcpConfigSchema } from '../acp/config';
+import { SandboxConfigSchema } from '../workspace/sandbox/policy';
 
 export { METHODS, EVENTS } from './protocol-names';
 
@@ -20,8 +22,30 @@ export const ProviderConfigSchema = z
     timeout_ms: z.number().int().positive().optional().nullable(),
     max_retries: z.number().int().min(0).optional().nullable(),
     retry_base_delay_ms: z.number().int().min(0).optional().nullable(),
+    media: z.array(z.enum(['image', 'audio'])).optional().nullable(),
   })
   .partial();
+
+/**
+ * Per-model settings: its context window, and options sent only to it (`reasoning_effort`, `temperature`,
+ * `max_tokens`, or any other top-level request field).
+ */
+export const ModelOptionsSchema = z
+  .object({
+    context_window: z.number().int().positive().optional().nullable(),
+    max_tokens: z.number().int().positive().optional().nullable(),
+    reasoning_effort: z.string().optional().nullable(),
+    temperature: z.number().min(0).max(2).optional().nullable(),
+  })
+  .catchall(z.union([z.string(), z.number(), z.boolean(), z.null()]));
+
+/** A named provider (issue 21): the single provider's fields, its env key source and its models. */
+export const NamedProviderSchema = ProviderConfigSchema.extend({
+  /** Name of an environment variable holding the key. */
+  api_key_env: optStr,
+  /** Models offered in the picker besides the server's list: names, or names → their options. */
+  models: z.union([z.array(z.string()), z.record(z.string(), ModelOptionsSchema)]).optional().nullable(),
+}).partial();
 
 /** `false` turns project rules off; each key left out keeps its default (src/workspace/rules.ts). */
 export const RulesConfigSchema = z.union([
@@ -37,15 +61,19 @@ export const RulesConfigSchema = z.union([
 
 export const HostConfigSchema = z
   .object({
-    provider: ProviderConfigSchema.optional(),
+    /** The single-table form, or the name of the default provider among `providers`. */
+    provider: z.union([z.string().min(1), ProviderConfigSchema]).optional(),
+    providers: z.record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/), NamedProviderSchema).optional().nullable(),
     mode: z.enum(PERMISSION_MODES).optional(),
     step_limit: z.number().int().positive().optional(),
     max_queue: z.number().int().min(0).optional(),
     unsaved_buffers: z.enum(['edit_buffer', 'refuse']).optional(),
     allow_readonly_writes: z.boolean().optional(),
     deny_globs: z.array(z.string()).optional(),
+    secret_globs: z.array(z.string()).optional(),
     trash_retention_days: z.number().positive().optional(),
     bash_timeout_ms: z.number().int().positive().optional(),
+    fetch_allow_hosts: z.array(z.string()).optional(),
     web_search: z.object({ searxng_url: z.string() }).optional().nullable(),
     system_prompt: z.string().optional().nullable(),
     rules: RulesConfigSchema.optional().nullable(),
@@ -54,6 +82,8 @@ export const HostConfigSchema = z
       .partial()
       .optional(),
     mcp: McpConfigSchema.optional().nullable(),
+    acp: AcpConfigSchema.optional().nullable(),
+    sandbox: SandboxConfigSchema.optional().nullable(),
   })
   .partial();
 
@@ -66,10 +96,17 @@ export const InitParams = z.object({
   log_file: z.string().optional().nullable(),
   log_level: z.enum(['debug', 'info', 'warn', 'error', 'off']).optional(),
   nvim_version: z.string().optional(),
+  /** Neovim's OPENAI_API_KEY: sent here, never through the host's environment (issue 18, item 12). */
+  env_api_key: z.string().optional().nullable(),
 });
 
 /** :checkhealth caboose: `cwd` is Neovim's current directory (the rules a new conversation there would read). */
 export const HealthParams = z.object({ cwd: z.string().min(1).optional().nullable() });
+/** model.list: `refresh` asks each provider's /models again (else a cached list is used). */
+export const ModelListParams = z.object({ refresh: z.boolean().optional().nullable() });
+/** model.set: `provider` may be omitted with a single provider (or to keep the current one). */
+export const ModelSetParams = z.object({ provider: z.string().min(1).max(200).optional().nullable(), model: z.string().min(1).max(500) });
+
 export const SessionListParams = z.object({ query: z.string().max(1000).optional().nullable() });
 export const SessionOpenParams = z.object({ id: z.string().min(1).max(200) });
 export const SessionRenameParams = z.object({ title: z.string().min(1).max(1000) });
@@ -86,6 +123,8 @@ export const ContextItemParams = z.object({
   modified: z.boolean().optional().nullable(),
 });
 export const SendParams = z.object({ text: z.string().min(1), context: z.array(ContextItemParams).max(50).optional().nullable() });
+/** :CabooseAgent: `name` an `acp.agents` entry or 'caboose' (the built-in agent); `new_chat` always starts a new chat. */
+export const AgentSelectParams = z.object({ name: z.string().min(1).max(64), new_chat: z.boolean().optional().nullable() });
 export const SetModeParams = z.object({ mode: z.enum(PERMISSION_MODES) });
 /** A hunk review's answer: per file, the sha256 the review was shown for and the hunks (1-based) rejected. */
 export const ReviewSelectionParams = z.object({

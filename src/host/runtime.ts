@@ -5,7 +5,7 @@ import { isOffered } from '../tools/offered';
 import { createExecTools } from '../tools/exec-tools';
 import { TodoList } from '../tools/todo-list';
 import { openWorkspace } from '../index';
-import type { ResolvedProvider } from './provider-config';
+import { configuredProviders, type ResolvedProvider } from './provider-config';
 import type { HostConfig } from './protocol';
 import { EVENTS } from './protocol';
 import type { ChatSession } from './session';
@@ -15,7 +15,7 @@ import { describeSubagentProgress, describeToolResult, summarizeToolCall } from 
 import { composeMessage, type ContextItem } from './message-context';
 import { NvimBufferBridge } from './nvim-buffers';
 import { NvimDiagnostics } from './nvim-diagnostics';
-import { createModelClient, type Usage } from '../agent/provider';
+import { createModelClient, type ModelClient, type ModelEvent, type ModelRequest, type Usage } from '../agent/provider';
 import { requestSelectionEdit } from '../agent/selection-edit';
 import { computeHunks, type ReviewHunk } from '../workspace/review';
 import { createRecallTool } from '../tools/recall';
@@ -28,6 +28,7 @@ import { resolveContextWindow } from './model-list';
 import { checkpointApi, type CheckpointApi } from './checkpoints';
 import { ConversationRules, rulesOptions } from './project-rules';
 import type { McpPool } from '../mcp/client-pool';
+import { Sandbox } from '../workspace/sandbox/sandbox';
 
 type SelectionEditParamsT = {
   id: number;
@@ -58,13 +59,21 @@ export interface SessionRuntime {
   /** A visual-selection edit request: the replacement lines and their hunks (nothing is written). */
   selectionEdit(p: SelectionEditParamsT): Promise<{ cancelled: true } | { lines: string[]; hunks: ReviewHunk[] }>;
   cancelSelectionEdit(id: number): boolean;
+  /** The model the next request uses (provider resolved); null when an ACP agent runs the chat (it picks its own). */
+  model(): ResolvedProvider | null;
+  /** :CabooseModel: the next request (of this chat, its subagents, titles, selection edits) uses this model. */
+  setModel(p: ResolvedProvider, label: string): void;
   /** Renames this session (the user's title wins over the model's). */
   rename(title: string): { title: string };
   /** Which session the chat shows, its title and whether it holds messages. */
-  info(): { session: string; title: string | null; cwd: string; messages: number };
+  info(): { session: string; title: string | null; cwd: string; messages: number; agent?: string };
   /** :CabooseUndo / :CabooseCheckpoints: the file changes of each user message, rewindable. */
   checkpoints: CheckpointApi;
   dispose(): void;
+  /** An external agent's chat (src/acp): its agent. */
+  acp?: import('../acp/agent').AcpAgent;
+  /** MCP servers' elicitation and sampling, answered in this chat. */
+  mcpClient?: import('./mcp-client').McpSessionClient;
 }
 
 export interface RuntimeOptions {
@@ -79,16 +88,46 @@ export interface RuntimeOptions {
   resume?: boolean;
   /** The host's MCP servers (shared by its sessions); their tools join this session's. */
   mcp?: McpPool | null;
+  /** What the winbar calls the model (`provider/model` with named providers). Default: the model. */
+  modelLabel?: string;
+}
+
+/** The model client of a chat: swapped by :CabooseModel, so the next request goes to the new model. */
+class SwitchableModel implements ModelClient {
+  constructor(private current: ModelClient) {}
+  get model(): string {
+    return this.current.model;
+  }
+  set(client: ModelClient): void {
+    this.current = client;
+  }
+  stream(req: ModelRequest): AsyncIterable<ModelEvent> {
+    return this.current.stream(req);
+  }
+  prepare(): Promise<void> {
+    return this.current.prepare?.() ?? Promise.resolve();
+  }
 }
 
 /** Builds the workspace, the tool set and the agent for one chat session. */
 export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRuntime> {
   const { config, session, ui, log } = o;
+  let provider: ResolvedProvider = o.provider;
+  let label = o.modelLabel ?? o.provider.model;
+  // Keys the bash tool keeps out of commands' environment: the current provider's, and every configured
+  // provider's literal or environment key (a key from api_key_cmd joins once that provider is chosen).
+  const secrets: string[] = [o.provider.apiKey];
+  for (const p of configuredProviders(config).values()) {
+    if (p.api_key) secrets.push(p.api_key);
+    if (p.api_key_env && process.env[p.api_key_env]) secrets.push(process.env[p.api_key_env] as string);
+  }
+  const model = new SwitchableModel(createModelClient(provider));
   const ws = openWorkspace({
     root: o.cwd,
     dataDir: path.resolve(o.dataDir),
     sessionId: session.id,
     denyGlobs: config.deny_globs,
+    secretGlobs: config.secret_globs,
     trashRetentionDays: config.trash_retention_days,
     // The file tools see and edit live buffers (issue 4).
     bridge: new NvimBufferBridge(ui),
@@ -124,7 +163,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   // The winbar's ↑ ↓ are the main agent's last request; Σ is the session's, subagents included.
   // Σ is stored with the session: a reopened one continues from its total.
   const storedUsage = o.resume ? ws.workspace.store.sessions.get(session.id)?.usage : undefined;
-  const usage = { prompt: storedUsage?.prompt ?? 0, completion: storedUsage?.completion ?? 0, lastPrompt: 0, lastCompletion: 0 };
+  const usage = { prompt: storedUsage?.prompt ?? 0, completion: storedUsage?.completion ?? 0, lastPrompt: 0, lastCompletion: 0, lastCached: 0, lastReasoning: 0 };
   const countUsage = (u: Usage, main: boolean): void => {
     usage.prompt += u.promptTokens;
     usage.completion += u.completionTokens;
@@ -133,18 +172,32 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     } catch (e) {
       log.error('session store: usage not stored: %s', e instanceof Error ? e.message : String(e));
     }
-    if (main) [usage.lastPrompt, usage.lastCompletion] = [u.promptTokens, u.completionTokens];
-    ui.emit(EVENTS.usage, { prompt: usage.lastPrompt, completion: usage.lastCompletion, session_prompt: usage.prompt, session_completion: usage.completion });
+    if (main) [usage.lastPrompt, usage.lastCompletion, usage.lastCached, usage.lastReasoning] = [u.promptTokens, u.completionTokens, u.cachedTokens ?? 0, u.reasoningTokens ?? 0];
+    ui.emit(EVENTS.usage, {
+      prompt: usage.lastPrompt,
+      completion: usage.lastCompletion,
+      session_prompt: usage.prompt,
+      session_completion: usage.completion,
+      // Details only when the server reported them above zero (a 0 is often a placeholder).
+      ...(usage.lastCached > 0 ? { cached: usage.lastCached } : {}),
+      ...(usage.lastReasoning > 0 ? { reasoning: usage.lastReasoning } : {}),
+    });
   };
   const metaOf = (m: { text: string; meta?: unknown }): MessageMeta => (m.meta as MessageMeta | undefined) ?? { id: 0, display: m.text, labels: [] };
   todos.onChange((items) => ui.emit(EVENTS.todos, { items }));
   // The file tools' registry audits refused write attempts; the other tools join it.
   const registry = ws.registry;
+  // bash (and MCP servers that opt in) run inside the OS sandbox (issue 19).
+  const sandbox = new Sandbox({ root: o.cwd, dataDir: o.dataDir, config: config.sandbox ?? null });
+  let sandboxNoticed = false;
   for (const def of createExecTools({
+    sandbox,
     todos,
     webSearch: config.web_search ? { searxngUrl: config.web_search.searxng_url } : null,
     bashTimeoutMs: config.bash_timeout_ms,
-    hideEnvValues: o.provider.apiKey ? [o.provider.apiKey] : [],
+    fetchAllowHosts: config.fetch_allow_hosts,
+    // Every provider's key (this list grows when :CabooseModel resolves another one).
+    hideEnvValues: secrets,
   })) {
     registry.add(def);
   }
@@ -176,7 +229,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   const grants = new Set<string>();
   const transcripts = new Map<string, SubagentTranscript>(); // until the call's line shows the child's steps
   const subagent = {
-    provider: o.provider,
+    provider: model,
     registry,
     log,
     offered: isOffered,
@@ -190,11 +243,13 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     },
   };
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const mcp = o.mcp ? (require('../mcp/session') as typeof import('../mcp/session')).attachMcp(o.mcp, registry, log, (text) => notice(text)) : null;
+  const mcp = o.mcp
+    ? (require('../mcp/session') as typeof import('../mcp/session')).attachMcp(o.mcp, registry, log, (text) => notice(text), (id, summary) => ui.emit(EVENTS.toolProgress, { id, summary }))
+    : null;
   registry.add(createExploreTool(subagent));
   registry.add(createAgentTool({ ...subagent, grants, mode: () => agent.mode, requestApproval: session.requestApproval, approvalCancelled: (r) => session.cancelApproval(r.id) }));
   const agent = new Agent({
-    provider: o.provider,
+    provider: model,
     registry,
     mode: config.mode ?? 'create',
     stepLimit: config.step_limit ?? 50,
@@ -204,6 +259,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     projectRules,
     toolFilter: isOffered,
     grants,
+    ...(o.provider.media ? { acceptsMedia: o.provider.media } : {}),
     ...(mcp ? { prepareTools: mcp.prepare } : {}),
     // Compaction is always on: the configured window, else a well-known model's, else (asked only when the
     // conversation gets long) the server's model list, else a conservative default.
@@ -212,7 +268,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       o.provider.contextWindow || knownContextWindow(o.provider.model)
         ? undefined
         : async () => {
-            const w = await resolveContextWindow(o.provider);
+            const w = await resolveContextWindow(provider);
             log.info('context window %d tokens (%s)', w.tokens, w.source);
             return w.tokens;
           },
@@ -234,6 +290,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
         recorder.text(delta);
         ui.emit(EVENTS.assistantDelta, { text: delta });
       },
+      reasoning: (delta) => ui.emit(EVENTS.reasoningDelta, { text: delta }),
       messageAdded: (m) => recorder.messageAdded(m),
       assistantEnd: (info) => ui.emit(EVENTS.assistantEnd, { interrupted: info.interrupted }),
       turnStart: (m) => {
@@ -254,6 +311,10 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       toolCall: (c) => {
         callArgs.set(c.id, c.args);
         ui.emit(EVENTS.toolCall, { id: c.id, name: c.name, summary: summarizeToolCall(c.name, c.args) });
+        if (c.name === 'bash' && sandbox.unavailable && !sandboxNoticed) {
+          sandboxNoticed = true;
+          notice(`commands are not sandboxed: ${sandbox.support.available ? '' : sandbox.support.reason}; every command asks (fix: ${sandbox.support.available ? '' : sandbox.support.fix}; see :checkhealth caboose)`);
+        }
       },
       toolResult: (r) => {
         const view = describeToolResult(r.name, callArgs.get(r.id), r.result, transcripts.get(r.id));
@@ -295,7 +356,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     agent.loadMessages(restored.map((r) => r.message));
     recorder.adopt(restored);
   };
-  ui.emit(EVENTS.sessionInfo, { session: session.id, model: o.provider.model, cwd: o.cwd, title: sessions.get(session.id)?.title ?? null });
+  ui.emit(EVENTS.sessionInfo, { session: session.id, model: label, cwd: o.cwd, title: sessions.get(session.id)?.title ?? null });
   if (storedUsage && storedUsage.prompt + storedUsage.completion > 0) {
     // No request of this sitting yet: only Σ is known.
     ui.emit(EVENTS.usage, { session_prompt: storedUsage.prompt, session_completion: storedUsage.completion });
@@ -313,7 +374,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     if (!first || typeof first.content !== 'string') return;
     naming = true;
     const firstText = info.title ?? first.content;
-    requestTitle(createModelClient(o.provider), firstText, typeof reply?.content === 'string' ? reply.content : '', titleAbort.signal)
+    requestTitle(createModelClient(provider), firstText, typeof reply?.content === 'string' ? reply.content : '', titleAbort.signal)
       .then((title) => {
         const now = sessions.get(session.id);
         if (!title || !now || now.titleSource === 'user') return;
@@ -326,7 +387,10 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     ensureRestored();
     await rules.freeze();
     const id = ++messageCount;
-    const composed = await composeMessage(text, context, (p) => ws.call('read_file', { path: p }));
+    // `/server:prompt …` and `#mcp:server:uri` (MCP prompts and resources) are expanded first.
+    const expanded = o.mcp && /(^\s*\/[\w-]+:\S)|#mcp:/.test(text) ? await mcpMessage().expandMcpMessage(text, o.mcp, session.askOutsideTurn, titleAbort.signal) : null;
+    const composed = await composeMessage(expanded?.text ?? text, context, (p) => ws.call('read_file', { path: p }));
+    if (expanded) composed.labels.unshift(...expanded.labels);
     // After a rewind the model learns which of its edits are gone.
     const note = ws.workspace.checkpoints.takeNotes();
     const r = agent.send(note ? `${note}\n\n${composed.text}` : composed.text, { id, display: text, labels: composed.labels } satisfies MessageMeta);
@@ -340,6 +404,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     }
     return { id, ...r };
   };
+  const mcpMessage = () => require('./mcp-message') as typeof import('./mcp-message');
   const selectionEdits = new Map<number, AbortController>();
   return {
     session,
@@ -349,7 +414,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       selectionEdits.set(p.id, ac);
       try {
         const replacement = await requestSelectionEdit(
-          createModelClient(o.provider),
+          createModelClient(provider),
           { instruction: p.instruction, path: p.path ?? null, filetype: p.filetype ?? '', startLine: p.start_line, endLine: p.end_line, text: p.text, before: p.before ?? '', after: p.after ?? '' },
           ac.signal,
         );
@@ -378,6 +443,15 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       void mcp?.prepare(new AbortController().signal);
       return agent.prepare();
     },
+    model: () => provider,
+    setModel(p, newLabel) {
+      provider = p;
+      label = newLabel;
+      if (p.apiKey && !secrets.includes(p.apiKey)) secrets.push(p.apiKey);
+      model.set(createModelClient(p));
+      agent.setContextWindow(p.contextWindow ?? knownContextWindow(p.model) ?? DEFAULT_CONTEXT_WINDOW);
+      ui.emit(EVENTS.sessionInfo, { session: session.id, model: label, cwd: o.cwd, title: sessions.get(session.id)?.title ?? null });
+    },
     rename(title) {
       const t = title.replace(/\s+/g, ' ').trim().slice(0, 120);
       if (t === '') throw new Error('a session title cannot be empty');
@@ -394,6 +468,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     restore: (trashId, targetPath) => ws.call('restore_file', { trashId, targetPath }),
     callTool: (name, args) => ws.call(name, args),
     checkpoints: checkpointApi(ws.workspace, () => session.id, () => agent.state !== 'idle', notice),
+    mcpClient: (require('./mcp-client') as typeof import('./mcp-client')).mcpSessionClient({ session, provider: o.provider, servers: config.mcp?.servers ?? {}, notice }),
     dispose() {
       // Nothing this session emits while it winds down reaches the chat that replaces it.
       ui.close();
@@ -402,6 +477,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       mcp?.detach();
       session.stop();
       recorder.dispose();
+      void sandbox.dispose();
       ws.close();
     },
   };

@@ -28,6 +28,8 @@ interface InitState {
   cwd: string;
   dataDir: string;
   nvimVersion?: string;
+  /** The external (ACP) agent new chats run, by its `acp.agents` name; null: the built-in agent. */
+  agent?: string | null;
 }
 
 /**
@@ -42,6 +44,11 @@ export class HostServer {
   private runtimes = 0;
   /** The MCP servers, shared by the sessions; created on first need when any is configured. */
   private mcp: McpPool | null | undefined;
+  /** The model chosen with :CabooseModel: kept for the sessions that follow (:CabooseNew, reopening). */
+  private choice: { provider: string; model: string } | null = null;
+  private catalogueInstance: import('./models').ModelCatalogue | null = null;
+  /** Settles when a :CabooseAgent switch has its new chat (messages sent meanwhile wait for it). */
+  private switching: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly ui: LuaUi,
@@ -59,6 +66,8 @@ export class HostServer {
         return this.onInit(parse(protocol().InitParams, params, method));
       case METHODS.send: {
         const { text, context } = parse(protocol().SendParams, params, method);
+        // A message sent right after :CabooseAgent goes to the chat it opens, not the one it closes.
+        await this.switching;
         const rt = await this.ensureRuntime();
         return rt.send(
           text,
@@ -84,7 +93,10 @@ export class HostServer {
       case METHODS.reset: {
         // A new conversation works in Neovim's current directory (it may have changed with :cd).
         const { cwd } = parse(protocol().ResetParams, params, method);
-        if (cwd && this.init) this.init.cwd = cwd;
+        if (cwd && this.init && cwd !== this.init.cwd) {
+          this.init.cwd = cwd;
+          this.mcp?.rootsChanged();
+        }
         const rt = await this.replaceRuntime();
         // Lua learns the new session (its id, no standing grants) at once, not at the first turn.
         rt.session.emitState(rt.session.agent.state, rt.session.agent.state);
@@ -118,7 +130,14 @@ export class HostServer {
         // The conversation continues in the folder it was about (when it still exists).
         const init = this.requireInit();
         const fs = require('node:fs') as typeof import('node:fs');
-        if (fs.existsSync(stored.cwd)) init.cwd = stored.cwd;
+        if (fs.existsSync(stored.cwd) && stored.cwd !== init.cwd) {
+          init.cwd = stored.cwd;
+          this.mcp?.rootsChanged();
+        }
+        // An external agent's chat reopens with that agent (when it is still configured).
+        const { parseAcpModelTag } = require('./acp-runtime') as typeof import('./acp-runtime');
+        const acpTag = parseAcpModelTag(stored.model);
+        init.agent = acpTag && init.config.acp?.agents?.[acpTag.agent] ? acpTag.agent : null;
         // The transcript first, read through the current store: Neovim renders it while the new runtime
         // (workspace, tools, agent) is built.
         const { transcriptItems } = require('./session-history') as typeof import('./session-history');
@@ -134,6 +153,22 @@ export class HostServer {
         this.log.info('session.open: new runtime in %d ms', Math.round(performance.now() - t0));
         next.session.emitState(next.session.agent.state, next.session.agent.state);
         return next.info();
+      }
+      case METHODS.mcpItems: {
+        const pool = this.mcpPool();
+        if (!pool) return { items: [] };
+        const { mcpCompletionItems } = require('./mcp-message') as typeof import('./mcp-message');
+        return { items: await mcpCompletionItems(pool) };
+      }
+      case METHODS.agentList: {
+        const init = this.requireInit();
+        return { agents: Object.keys(init.config.acp?.agents ?? {}).sort(), current: this.runtime?.acp?.name ?? init.agent ?? null };
+      }
+      case METHODS.agentSelect: {
+        const p = parse(protocol().AgentSelectParams, params, method);
+        const done = this.selectAgent(p);
+        this.switching = done.catch(() => undefined);
+        return done;
       }
       case METHODS.sessionRename: {
         const { title } = parse(protocol().SessionRenameParams, params, method);
@@ -193,6 +228,48 @@ export class HostServer {
         const init = this.requireInit();
         const { checkHealth } = require('./health') as typeof import('./health');
         return checkHealth(init.config, init.dataDir, cwd ?? init.cwd, this.mcpPool());
+      }
+      case METHODS.modelList: {
+        const { refresh } = parse(protocol().ModelListParams, params, method);
+        const listed = await this.catalogue().list(refresh ?? false);
+        const current = this.runtime?.model() ?? (await this.currentProvider());
+        const { modelLabel } = require('./provider-config') as typeof import('./provider-config');
+        return { ...listed, current: { provider: current.name, model: current.model, label: modelLabel(this.requireInit().config, current) } };
+      }
+      case METHODS.modelSet: {
+        const p = parse(protocol().ModelSetParams, params, method);
+        const { resolveProvider, modelLabel } = require('./provider-config') as typeof import('./provider-config');
+        const config = this.requireInit().config;
+        const rt = await this.ensureRuntime();
+        const choice = p.provider ? { provider: p.provider, model: p.model } : await this.catalogue().parse(p.model, (rt.model() ?? (await this.currentProvider())).name);
+        let resolved;
+        try {
+          resolved = await resolveProvider(config, process.env, choice);
+        } catch (err) {
+          userError(err);
+        }
+        this.choice = { provider: resolved.name ?? choice.provider, model: resolved.model };
+        const label = modelLabel(config, resolved);
+        rt.setModel(resolved, label);
+        return { provider: resolved.name, model: resolved.model, label, base_url: resolved.baseURL };
+      }
+      case METHODS.modelCheck: {
+        const { configuredProviders, resolveProvider } = require('./provider-config') as typeof import('./provider-config');
+        const { checkStreaming } = require('./models') as typeof import('./models');
+        const config = this.requireInit().config;
+        const names = [...configuredProviders(config).keys()];
+        const results = await Promise.all(
+          names.map(async (name) => {
+            const current = this.runtime?.model();
+            const pick = current?.name === name ? { provider: name, model: current.model } : { provider: name };
+            try {
+              return await checkStreaming(await resolveProvider(config, process.env, pick));
+            } catch (err) {
+              return { provider: name, model: '', ok: false, tool_calls: false, detail: err instanceof Error ? err.message : String(err) };
+            }
+          }),
+        );
+        return { results };
       }
       case METHODS.mcpList: {
         const p = parse(protocol().McpListParams, params, method);
@@ -295,7 +372,29 @@ export class HostServer {
     const servers = init.config.mcp?.servers ?? {};
     if (Object.keys(servers).length === 0) return (this.mcp = null);
     const { McpPool } = require('../mcp/client-pool') as typeof import('../mcp/client-pool');
-    const pool = new McpPool(init.config.mcp ?? {}, { cwd: init.cwd, log: this.log, clientVersion: HOST_VERSION });
+    const needsSandbox = Object.values(servers).some((s) => 'command' in s && s.sandbox === true);
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const sandbox = needsSandbox ? new (require('../workspace/sandbox/sandbox') as typeof import('../workspace/sandbox/sandbox')).Sandbox({ root: init.cwd, dataDir: init.dataDir, config: init.config.sandbox ?? null }) : null;
+    const path = require('node:path') as typeof import('node:path');
+    const { pathToFileURL } = require('node:url') as typeof import('node:url');
+    // What servers ask of the client goes to the current chat (none, or an ACP chat: cancelled/refused).
+    const chat = () => this.runtime?.mcpClient;
+    const pool = new McpPool(init.config.mcp ?? {}, {
+      cwd: init.cwd,
+      log: this.log,
+      clientVersion: HOST_VERSION,
+      sandbox,
+      client: {
+        roots: () => [{ uri: pathToFileURL(init.cwd).href, name: path.basename(init.cwd) }],
+        elicit: async (server, req, signal) => chat()?.elicit(server, req, signal) ?? { action: 'cancel' },
+        sample: async (server, req, signal) => {
+          const c = chat();
+          if (!c) throw new Error('no chat with a model is open to answer the sampling request');
+          return c.sample(server, req, signal);
+        },
+        resourceUpdated: (server, uri) => this.ui.emit(EVENTS.notice, { text: `MCP server '${server}': resource ${uri} changed` }),
+      },
+    });
     pool.onChange((c) => {
       const tools = pool.status().find((s) => s.name === c.server)?.tools.length ?? 0;
       this.ui.emit(EVENTS.mcpChanged, { server: c.server, state: c.state, previous: c.previous, reason: c.reason, tools });
@@ -312,10 +411,25 @@ export class HostServer {
     return { mode, servers: pool ? mcpServerViews(pool.status(), mode, grants) : [] };
   }
 
+  private catalogue(): import('./models').ModelCatalogue {
+    if (!this.catalogueInstance) {
+      const { ModelCatalogue } = require('./models') as typeof import('./models');
+      this.catalogueInstance = new ModelCatalogue(() => this.requireInit().config);
+    }
+    return this.catalogueInstance;
+  }
+
+  /** The provider and model the next session would use. */
+  private async currentProvider(): Promise<import('./provider-config').ResolvedProvider> {
+    const { resolveProvider } = require('./provider-config') as typeof import('./provider-config');
+    return resolveProvider(this.requireInit().config, process.env, this.choice ?? {});
+  }
+
   private onInit(p: z.infer<ReturnType<typeof protocol>['InitParams']>) {
     if (p.log_file) this.log.setFile(p.log_file);
     if (p.log_level) this.log.setLevel(p.log_level);
     this.init = { config: p.config, cwd: p.cwd, dataDir: p.data_dir, nvimVersion: p.nvim_version };
+    if (p.env_api_key) (require('./provider-config') as typeof import('./provider-config')).setEditorApiKey(p.env_api_key);
     this.log.info('init cwd=%s data=%s nvim=%s', p.cwd, p.data_dir, p.nvim_version ?? '?');
     // Get the session ready while the user is still typing: the first message then streams at once. Loading
     // happens in this process, so Neovim never waits for it; a failure surfaces again at the first message.
@@ -342,19 +456,67 @@ export class HostServer {
     return this.ensureRuntime(resumeId);
   }
 
+  /** :CabooseAgent: the chat's agent (see METHODS.agentSelect). */
+  private async selectAgent(p: { name: string; new_chat?: boolean | null }) {
+    const init = this.requireInit();
+    const { BUILTIN_AGENT } = require('../acp/config') as typeof import('../acp/config');
+    const name = p.name === BUILTIN_AGENT ? null : p.name;
+    if (name !== null && !init.config.acp?.agents?.[name]) {
+      const known = Object.keys(init.config.acp?.agents ?? {});
+      throw new HostError(`no ACP agent '${p.name}' is configured (setup({ acp = { agents = { ${p.name} = { command = { … } } } } }))${known.length ? `; configured: ${known.join(', ')}` : ''}`);
+    }
+    const rt = await this.ensureRuntime();
+    const same = (rt.acp?.name ?? null) === name;
+    init.agent = name;
+    if (same && !p.new_chat) return { ...rt.info(), new_chat: false };
+    // The current chat changes agent while it is empty; a conversation keeps its agent (a new chat starts).
+    const fresh = p.new_chat || rt.info().messages > 0;
+    const next = await this.replaceRuntime(fresh ? undefined : rt.session.id);
+    next.session.emitState(next.session.agent.state, next.session.agent.state);
+    // The agent starts while the user types (a failure is reported in the chat and retried at the first message).
+    next.prepare().catch((err: unknown) => this.log.info('agent warm-up: %s', errorMessage(err)));
+    return { ...next.info(), new_chat: fresh };
+  }
+
   private ensureRuntime(resumeId?: string): Promise<SessionRuntime> {
     if (this.runtime) return Promise.resolve(this.runtime);
     if (!this.starting) {
       const init = this.requireInit();
       this.starting = (async () => {
-        const { resolveProvider } = require('./provider-config') as typeof import('./provider-config');
         const { ChatSession } = require('./session') as typeof import('./session');
+        const acpAgent = init.agent ? init.config.acp?.agents?.[init.agent] : undefined;
+        if (init.agent && acpAgent) {
+          const { createAcpRuntime } = require('./acp-runtime') as typeof import('./acp-runtime');
+          const ui = this.ui.scope(++this.runtimes);
+          const session = new ChatSession(ui, this.log, resumeId);
+          const rt = await createAcpRuntime({
+            config: init.config,
+            cwd: init.cwd,
+            dataDir: init.dataDir,
+            session,
+            ui,
+            log: this.log,
+            agentName: init.agent,
+            agent: acpAgent,
+            resume: resumeId !== undefined,
+            clientVersion: HOST_VERSION,
+          });
+          this.runtime = rt;
+          return rt;
+        }
+        const { resolveProvider } = require('./provider-config') as typeof import('./provider-config');
         const { createSessionRuntime } = require('./runtime') as typeof import('./runtime');
-        const provider = await resolveProvider(init.config);
+        const { modelLabel } = require('./provider-config') as typeof import('./provider-config');
+        // A choice the configuration no longer has (setup() changed it) falls back to the default.
+        const provider = await resolveProvider(init.config, process.env, this.choice ?? {}).catch((err: unknown) => {
+          if (!this.choice) throw err;
+          this.choice = null;
+          return resolveProvider(init.config);
+        });
         // The session's own view of the UI: closed when it is replaced (see LuaUi.scope).
         const ui = this.ui.scope(++this.runtimes);
         const session = new ChatSession(ui, this.log, resumeId);
-        const rt = await createSessionRuntime({ ...init, provider, session, ui, log: this.log, resume: resumeId !== undefined, mcp: this.mcpPool() });
+        const rt = await createSessionRuntime({ ...init, provider, modelLabel: modelLabel(init.config, provider), session, ui, log: this.log, resume: resumeId !== undefined, mcp: this.mcpPool() });
         this.runtime = rt;
         return rt;
       })();

@@ -84,6 +84,8 @@ function repairToolCalls(msgs: RestoredMessage[]): RestoredMessage[] {
 export type TranscriptItem =
   | { t: 'user'; text: string; labels?: string[] }
   | { t: 'text'; text: string; interrupted?: boolean }
+  /** The model's reasoning before a reply (shown folded). */
+  | { t: 'thinking'; text: string }
   | { t: 'tool'; id: string; text: string; status: ToolStatus | 'running'; summary?: string; details?: string[] }
   | { t: 'notice'; text: string }
   | { t: 'error'; text: string }
@@ -110,6 +112,8 @@ function parseResult(content: unknown): ToolResult {
 /** What the chat shows of an assistant message (stored with it, so reopening parses no tool output). */
 export interface AssistantDisplay {
   text: string;
+  /** The model's reasoning before the reply (the chat shows it folded). */
+  thinking?: string;
   interrupted?: boolean;
   calls?: { id: string; text: string }[];
 }
@@ -127,7 +131,9 @@ export function assistantDisplay(m: ChatMessage, partial = false): AssistantDisp
   const interrupted = partial || text.endsWith(INTERRUPTED_MARKER);
   if (text.endsWith(INTERRUPTED_MARKER)) text = text.slice(0, -INTERRUPTED_MARKER.length).replace(/\s+$/, '');
   const calls = toolCalls(m).map((c) => ({ id: c.id, text: summarizeToolCall(c.function.name, parseArgs(c.function.arguments)) }));
-  return { text, ...(interrupted ? { interrupted: true } : {}), ...(calls.length > 0 ? { calls } : {}) };
+  const reasoning = (m as { caboose?: { reasoning?: unknown } }).caboose?.reasoning;
+  const thinking = typeof reasoning === 'string' && reasoning !== '' ? reasoning : undefined;
+  return { text, ...(thinking ? { thinking } : {}), ...(interrupted ? { interrupted: true } : {}), ...(calls.length > 0 ? { calls } : {}) };
 }
 
 export function toolDisplay(id: string, name: string, args: unknown, content: unknown): ToolDisplay {
@@ -162,11 +168,14 @@ export function transcriptItems(rows: readonly DisplayRow[]): TranscriptItem[] {
     if (r.kind !== 'message') continue;
     const m = (r.message ?? null) as ChatMessage | null;
     if (r.role === 'user') {
-      const d = (r.display ?? null) as UserDisplay | null;
+      const d = (r.display ?? null) as (UserDisplay & { media?: boolean }) | null;
+      if (d?.media) continue; // a tool's images passed to the model
+
       items.push({ t: 'user', text: d?.text ?? (typeof m?.content === 'string' ? m.content : ''), ...(d?.labels?.length ? { labels: d.labels } : {}) });
     } else if (r.role === 'assistant') {
       const d = r.display && !r.partial ? (r.display as AssistantDisplay) : m ? assistantDisplay(m, r.partial) : null;
       if (!d) continue;
+      if (d.thinking) items.push({ t: 'thinking', text: d.thinking });
       if (d.text !== '' || d.interrupted) items.push({ t: 'text', text: d.text, ...(d.interrupted ? { interrupted: true } : {}) });
       const raw = m ? toolCalls(m) : [];
       for (const c of d.calls ?? []) {

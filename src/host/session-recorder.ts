@@ -83,6 +83,12 @@ export class SessionRecorder {
 
   messageAdded(m: ChatMessage): void {
     this.safely(() => {
+      if (m.role === 'user' && Array.isArray(m.content)) {
+        // Images or audio a tool returned, passed to the model: part of the conversation, not of the chat.
+        this.ensureSession(null);
+        this.rowOf.set(m, this.repo.append(this.sessionId, { kind: 'message', role: 'user', message: m, display: { text: '', media: true }, text: '' }));
+        return;
+      }
       if (m.role === 'user') {
         const display = this.nextDisplay ?? { text: typeof m.content === 'string' ? m.content : '' };
         this.nextDisplay = null;

@@ -1,11 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import type { Agent, AgentState, ApprovalDecision, ApprovalRequest, PermissionMode } from '../agent/loop';
+import type { AgentState, ApprovalDecision, ApprovalRequest, PermissionMode } from '../agent/loop';
 import { permissionFor } from '../agent/permissions';
 import type { ToolContext } from '../tools/tool';
 import { EVENTS } from './protocol';
 import type { LuaUi } from './lua-ui';
 import type { Logger } from './logger';
 import { summarizeApprovalArgs } from './summaries';
+
+/** What a chat session needs of its agent: the built-in one, or an external ACP agent (src/acp). */
+export interface SessionAgent {
+  readonly mode: PermissionMode;
+  readonly state: AgentState;
+  readonly alwaysAllowedTools: string[];
+  stop(): unknown;
+  revoke(tool?: string): string[];
+  setMode(mode: PermissionMode): void;
+}
 
 interface Pending<T> {
   resolve(value: T): void;
@@ -19,7 +29,7 @@ export class ChatSession {
   readonly id: string;
   private readonly approvals = new Map<string, Pending<ApprovalDecision> & { req: ApprovalRequest }>();
   private readonly asks = new Map<string, Pending<string | null>>();
-  agent!: Agent;
+  agent!: SessionAgent;
   /** Says something in the chat (the runtime also stores it with the session). */
   notice: (text: string) => void = (text) => this.ui.emit(EVENTS.notice, { text });
 
@@ -32,7 +42,7 @@ export class ChatSession {
     this.id = id ?? randomUUID();
   }
 
-  bind(agent: Agent): void {
+  bind(agent: SessionAgent): void {
     this.agent = agent;
   }
 
@@ -53,6 +63,8 @@ export class ChatSession {
         mode: this.agent.mode,
         // A subagent's request says which one asks ("agent #2: fix the parser").
         ...(req.label ? { label: req.label } : {}),
+        // Why the user is asked although the mode would not (a file that usually holds secrets).
+        ...(req.reason ? { reason: req.reason } : {}),
       });
     });
 
@@ -75,6 +87,14 @@ export class ChatSession {
       const id = randomUUID();
       this.asks.set(id, { resolve });
       this.ui.emit(EVENTS.ask, { id, question: req.question, choices: req.choices });
+    });
+
+  /** A question asked while no turn runs (a slash command's arguments): Lua shows it even when idle. */
+  askOutsideTurn: NonNullable<ToolContext['ask']> = (req) =>
+    new Promise((resolve) => {
+      const id = randomUUID();
+      this.asks.set(id, { resolve });
+      this.ui.emit(EVENTS.ask, { id, question: req.question, choices: req.choices, outside_turn: true });
     });
 
   resolveAsk(id: string, answer: string | null): boolean {
@@ -106,10 +126,11 @@ export class ChatSession {
   setMode(mode: PermissionMode): void {
     this.agent.setMode(mode);
     for (const [id, { req }] of [...this.approvals]) {
-      if (!req.policy) continue;
-      const perm = permissionFor(mode, req.policy, req.allowed);
+      if (!req.policy) continue; // an external agent's request: its own modes decide
+      const perm = permissionFor(mode, req.policy, req.allowed, req.confinement);
       const who = req.label ? ` (${req.label.split(':')[0]})` : '';
-      if (perm === 'run') {
+      // A request that asks in every mode (a file that usually holds secrets) is never approved by a mode.
+      if (perm === 'run' && !req.reason) {
         this.notice(`approved ${req.tool}${who}: ${mode} mode runs it without asking`);
         this.resolveApproval(id, { decision: 'once' });
       } else if (perm === 'block') {

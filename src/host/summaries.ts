@@ -153,6 +153,11 @@ export function describeToolResult(name: string, args: unknown, result: ToolResu
     details.push(...capLines(lines));
   } else if ('exitCode' in d) {
     words.push(d.timedOut ? '→ timed out' : `→ exit ${d.exitCode === null ? '?' : String(d.exitCode)}`);
+    // What the sandbox blocked (issue 19), before the output.
+    if (typeof d.sandboxBlocked === 'string') {
+      words.push('(blocked by the sandbox)');
+      details.push(d.sandboxBlocked);
+    }
     if (typeof d.output === 'string' && d.output !== '') details.push(...capLines(textLines(d.output)));
   } else if (name === 'ask_user') {
     const answer = typeof d.answer === 'string' ? d.answer : '(no answer)';

@@ -7,7 +7,7 @@
  * The SDK is loaded by `./connect` when the first server starts, never by this module.
  */
 import { DEFAULT_MCP_CALL_TIMEOUT_MS, DEFAULT_MCP_START_TIMEOUT_MS, describeTarget, isStdioServer, type McpConfig, type McpServerConfig } from './config';
-import type { CallFailure, ConnectOptions, McpConnection, McpToolInfo } from './connect';
+import type { CallFailure, ConnectOptions, McpClientHooks, McpConnection, McpPromptInfo, McpResourceInfo, McpResourceTemplateInfo, McpToolInfo } from './connect';
 import type { McpCallResult } from './results';
 
 export type McpServerState = 'not_started' | 'starting' | 'running' | 'failed' | 'disabled';
@@ -55,6 +55,10 @@ export interface McpPoolOptions {
   clientVersion: string;
   /** Tests inject their own; by default the SDK connector (loaded on first start). */
   connect?: Connector;
+  /** Roots, elicitation, sampling, resource updates (declared to the servers as client capabilities). */
+  client?: McpClientHooks;
+  /** The sandbox for stdio servers that opt in (`sandbox = true`). */
+  sandbox?: import('../workspace/sandbox/sandbox').Sandbox | null;
 }
 
 /** Automatic restarts of a server that keeps dying; after them it stays failed until restart(). */
@@ -168,19 +172,67 @@ export class McpPool {
   }
 
   /** Calls a tool. Never throws: a dead server, a timeout or the server's own error come back as a failure. */
-  async callTool(server: string, tool: string, args: Record<string, unknown>, signal: AbortSignal): Promise<McpCallOutcome> {
+  async callTool(
+    server: string,
+    tool: string,
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+    onProgress?: (p: { progress: number; total?: number; message?: string }) => void,
+  ): Promise<McpCallOutcome> {
     const e = this.entries.get(server);
     if (!e || e.state !== 'running' || !e.conn) return { ok: false, failure: { kind: 'unavailable', message: this.unavailableMessage(server) } };
     const conn = e.conn;
     const gen = e.generation;
     try {
-      const result = await conn.callTool(tool, args, { signal, timeoutMs: e.config.timeout_ms ?? DEFAULT_MCP_CALL_TIMEOUT_MS });
+      const result = await conn.callTool(tool, args, { signal, timeoutMs: e.config.timeout_ms ?? DEFAULT_MCP_CALL_TIMEOUT_MS, ...(onProgress ? { onProgress } : {}) });
       return { ok: true, result };
     } catch (err) {
       const failure = conn.classify(err, signal);
       if (failure.kind === 'connection') this.lost(e, gen, failure.message);
       return { ok: false, failure };
     }
+  }
+
+  /** A running server's connection (resources, prompts); throws with the reason when it is not running. */
+  connection(server: string): { conn: McpConnection; timeoutMs: number } {
+    const e = this.entries.get(server);
+    if (!e || e.state !== 'running' || !e.conn) throw new Error(this.unavailableMessage(server));
+    return { conn: e.conn, timeoutMs: e.config.timeout_ms ?? DEFAULT_MCP_CALL_TIMEOUT_MS };
+  }
+
+  /** Every running server's resources and templates (a server that fails to list them is left out). */
+  async resources(): Promise<{ server: string; resources: McpResourceInfo[]; templates: McpResourceTemplateInfo[] }[]> {
+    const all = await Promise.all(
+      this.running().map(async (s) => {
+        try {
+          return { server: s.server, ...(await s.conn.listResources(s.config.timeout_ms ?? DEFAULT_MCP_CALL_TIMEOUT_MS)) };
+        } catch (err) {
+          this.o.log.warn('mcp %s: resources/list failed: %s', s.server, err instanceof Error ? err.message : String(err));
+          return { server: s.server, resources: [], templates: [] };
+        }
+      }),
+    );
+    return all.filter((x) => x.resources.length + x.templates.length > 0);
+  }
+
+  /** The workspace root changed (a new chat in another folder): running servers are told. */
+  rootsChanged(): void {
+    for (const s of this.running()) s.conn.rootsChanged().catch((err: unknown) => this.o.log.debug('mcp %s: roots/list_changed: %s', s.server, String(err)));
+  }
+
+  /** Every running server's prompts. */
+  async prompts(): Promise<{ server: string; prompts: McpPromptInfo[] }[]> {
+    const all = await Promise.all(
+      this.running().map(async (s) => {
+        try {
+          return { server: s.server, prompts: await s.conn.listPrompts(s.config.timeout_ms ?? DEFAULT_MCP_CALL_TIMEOUT_MS) };
+        } catch (err) {
+          this.o.log.warn('mcp %s: prompts/list failed: %s', s.server, err instanceof Error ? err.message : String(err));
+          return { server: s.server, prompts: [] };
+        }
+      }),
+    );
+    return all.filter((x) => x.prompts.length > 0);
   }
 
   /** Closes every connection; stdio servers' processes are signalled at once (the host may exit next). */
@@ -231,7 +283,10 @@ export class McpPool {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       const connect = this.o.connect ?? (require('./connect') as typeof import('./connect')).connectMcpServer;
       const conn = await connect(e.config, {
+        server: e.name,
+        ...(this.o.client ? { client: this.o.client } : {}),
         cwd: this.o.cwd,
+        sandbox: this.o.sandbox ?? null,
         timeoutMs: this.startTimeoutMs,
         clientVersion: this.o.clientVersion,
         onStderr: (line) => {

@@ -19,6 +19,8 @@ const common = {
   disabled: z.boolean().optional(),
   /** Per tool call. */
   timeout_ms: z.number().int().positive().optional(),
+  /** The server's model requests (sampling): 'ask' the user each time (default), 'allow' them, or 'deny'. */
+  sampling: z.enum(['ask', 'allow', 'deny']).optional(),
 };
 
 export const McpStdioServerSchema = z
@@ -27,6 +29,8 @@ export const McpStdioServerSchema = z
     args: z.array(z.string()).optional(),
     env: dict(z.string()).optional(),
     cwd: z.string().min(1).optional(),
+    /** Run the server inside the same OS sandbox as the agent's commands (:help caboose-sandbox). */
+    sandbox: z.boolean().optional(),
     ...common,
   })
   .strict();

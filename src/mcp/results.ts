@@ -3,6 +3,11 @@
  * placeholders), within the output cap of every tool. Pure.
  */
 import { capText, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, truncationNotice } from '../tools/output';
+import { attachMedia, type ToolMedia } from '../tools/media';
+
+/** Images and audio passed on to a model that accepts them: at most this many per result, each this big. */
+const MAX_MEDIA_ITEMS = 4;
+const MAX_MEDIA_BASE64 = 4 * 1024 * 1024;
 
 /** Below the cap of the whole result: JSON escaping (a `\n` per line) must not push the notice out. */
 const TEXT_BUDGET_BYTES = MAX_OUTPUT_BYTES - 6 * 1024;
@@ -80,6 +85,14 @@ export function toToolOutput(server: string, tool: string, result: McpCallResult
   const { text, truncated } = cappedResultText(result);
   const out: McpToolOutput = { server, tool, output: text };
   if (truncated) out.truncated = true;
+  const media: ToolMedia[] = [];
+  for (const block of Array.isArray(result.content) ? result.content : []) {
+    const b = rec(block);
+    if ((b.type === 'image' || b.type === 'audio') && typeof b.data === 'string' && typeof b.mimeType === 'string' && b.data.length <= MAX_MEDIA_BASE64 && media.length < MAX_MEDIA_ITEMS) {
+      media.push({ type: b.type, mimeType: b.mimeType, data: b.data });
+    }
+  }
+  attachMedia(out, media);
   const hasBlocks = Array.isArray(result.content) && result.content.length > 0;
   if (result.structuredContent !== undefined && hasBlocks) {
     const json = JSON.stringify(result.structuredContent);

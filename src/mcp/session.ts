@@ -24,8 +24,14 @@ const seconds = (ms: number): string => (ms % 1000 === 0 ? String(ms / 1000) : (
 /** How long the first reply may wait for servers before the chat says it is waiting for them. */
 export const SLOW_START_NOTICE_MS = 1000;
 
-export function attachMcp(pool: McpPool, registry: ToolRegistry, log: McpPoolLogger, notice: (text: string) => void): McpSessionHooks {
-  const source = new McpToolSource(pool, { log: (level, msg) => log[level]('%s', msg) });
+export function attachMcp(
+  pool: McpPool,
+  registry: ToolRegistry,
+  log: McpPoolLogger,
+  notice: (text: string) => void,
+  progress?: (toolCallId: string, text: string) => void,
+): McpSessionHooks {
+  const source = new McpToolSource(pool, { log: (level, msg) => log[level]('%s', msg), ...(progress ? { progress } : {}) });
   registry.addSource(() => source.definitions());
   const detach = pool.onChange((c) => {
     const text = mcpNotice(c);

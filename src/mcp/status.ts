@@ -3,6 +3,7 @@ import { permissionFor, type Permission, type PermissionMode } from '../agent/pe
 import type { McpChange, McpServerState, McpServerStatus } from './client-pool';
 import { mcpToolNames } from './names';
 import { isAllowed } from './tools';
+import { uncallableReason } from './callable';
 
 /** The chat's notice for a change, or null when it needs none (a normal start, a tool-list refresh). */
 export function mcpNotice(c: McpChange): string | null {
@@ -31,6 +32,8 @@ export interface McpToolView {
   read_only: boolean;
   /** What a call does in the current mode. */
   permission: Permission;
+  /** Why the tool is not offered to the model (this client cannot call it), when it is not. */
+  not_offered?: string;
 }
 
 export interface McpServerView {
@@ -55,7 +58,9 @@ export function mcpServerViews(status: McpServerStatus[], mode: PermissionMode, 
       const readOnly = t.annotations?.readOnlyHint === true;
       const granted = grants.has(name);
       const perm = permissionFor(mode, 'exec', allowed ? { readOnly } : undefined);
+      const why = uncallableReason(t);
       return {
+        ...(why ? { not_offered: why } : {}),
         name,
         tool: t.name,
         description: (t.description ?? t.title ?? '').trim().split('\n')[0],

@@ -9,6 +9,7 @@ import { ToolError } from '../tools/errors';
 import type { ToolDefinition } from '../tools/tool';
 import type { McpPool } from './client-pool';
 import type { ArgsValidator, McpToolInfo } from './connect';
+import { uncallableReason } from './callable';
 import { describeTarget, type McpServerConfig } from './config';
 import { mcpToolNames } from './names';
 import { cappedResultText, toToolOutput } from './results';
@@ -61,6 +62,14 @@ function clipJson(v: unknown, max: number): string {
 
 export interface McpToolSourceOptions {
   log?: (level: 'warn' | 'info', msg: string) => void;
+  /** A server's progress notification for a running call (its tool line shows it). */
+  progress?: (toolCallId: string, text: string) => void;
+}
+
+/** A progress notification in a few words: "3/5 · Step 3 of 5". */
+export function progressText(p: { progress: number; total?: number; message?: string }): string {
+  const count = p.total ? `${p.progress}/${p.total}` : String(p.progress);
+  return p.message ? `${count} · ${p.message}` : count;
 }
 
 /** The current definitions of every running server's tools (cached until the pool changes). */
@@ -80,7 +89,11 @@ export class McpToolSource {
         s.server,
         s.tools.map((t) => t.name),
       );
-      s.tools.forEach((t, i) => defs.push(this.definition(s.server, s.config, t, names[i], s.conn.validator.bind(s.conn))));
+      s.tools.forEach((t, i) => {
+        // A tool this client cannot call (task-based execution required) is known but never offered.
+        const why = uncallableReason(t);
+        defs.push(why ? this.uncallable(s.server, s.config, t, names[i], why) : this.definition(s.server, s.config, t, names[i], s.conn.validator.bind(s.conn)));
+      });
     }
     // A stopped server's tools stay known (not offered): a late call says why it fails instead of "unknown tool".
     for (const s of this.pool.stopped()) {
@@ -90,8 +103,29 @@ export class McpToolSource {
       );
       s.tools.forEach((t, i) => defs.push({ ...this.definition(s.server, s.config, t, names[i], null), unavailable: true }));
     }
+    if (this.pool.running().some((s) => s.conn.hasResources)) defs.push(...resourceTools(this.pool));
     this.cache = { version: this.pool.version, defs };
     return defs;
+  }
+
+  /** Not offered; a model that calls it by name anyway gets a structured error, never a prompt or a -32600. */
+  private uncallable(server: string, config: McpServerConfig, t: McpToolInfo, name: string, why: string): ToolDefinition {
+    const fail = (): never => {
+      throw new ToolError('mcp_unavailable', `The ${t.name} tool of MCP server '${server}' ${why}.`, {
+        details: { server, tool: t.name },
+        suggestedAction: 'It cannot be called from here: continue without it or tell the user.',
+      });
+    };
+    return {
+      ...this.definition(server, config, t, name, null),
+      unavailable: true,
+      async preview() {
+        return fail();
+      },
+      async execute() {
+        return fail();
+      },
+    };
   }
 
   private definition(server: string, config: McpServerConfig, t: McpToolInfo, name: string, makeValidator: ((schema: Record<string, unknown>) => ArgsValidator) | null): ToolDefinition {
@@ -104,6 +138,7 @@ export class McpToolSource {
       : null;
     const allowed = isAllowed(config.allow, t.name, name);
     const pool = this.pool;
+    const progress = this.o.progress;
     return {
       name,
       description: modelDescription(server, t),
@@ -127,7 +162,8 @@ export class McpToolSource {
         };
       },
       async execute(args, ctx) {
-        const outcome = await pool.callTool(server, t.name, args as Record<string, unknown>, ctx.signal);
+        const id = ctx.toolCallId;
+        const outcome = await pool.callTool(server, t.name, args as Record<string, unknown>, ctx.signal, progress && id ? (p) => progress(id, progressText(p)) : undefined);
         if (!outcome.ok) {
           const f = outcome.failure;
           const details = { server, tool: t.name };
@@ -154,4 +190,49 @@ export class McpToolSource {
       },
     };
   }
+}
+
+/** Longest resource text returned to the model (the output cap of every tool applies too). */
+const readResourceParameters = z.object({
+  server: z.string().min(1).describe('The MCP server (as in mcp_list_resources).'),
+  uri: z.string().min(1).describe('The resource URI (a listed one, or a template filled in).'),
+});
+
+/**
+ * The servers' resources for the model: `mcp_list_resources` (resources and URI templates of every running
+ * server) and `mcp_read_resource` (one resource's contents; binary ones as placeholders). Read-only.
+ */
+export function resourceTools(pool: McpPool): ToolDefinition[] {
+  const list: ToolDefinition<ReturnType<typeof z.object>, unknown> = {
+    name: 'mcp_list_resources',
+    description: 'List the resources (and URI templates) the MCP servers offer: server, uri, name, description, mimeType. Read one with mcp_read_resource.',
+    parameters: z.object({}),
+    policy: 'read',
+    async execute() {
+      const all = await pool.resources();
+      return { servers: all };
+    },
+  };
+  const read: ToolDefinition<typeof readResourceParameters, unknown> = {
+    name: 'mcp_read_resource',
+    description: 'Read a resource of an MCP server by its URI (see mcp_list_resources). Returns its text (binary content as a placeholder).',
+    parameters: readResourceParameters,
+    policy: 'read',
+    async execute(args, ctx) {
+      let c;
+      try {
+        c = pool.connection(args.server);
+      } catch (err) {
+        throw new ToolError('mcp_unavailable', err instanceof Error ? err.message : String(err), { details: { server: args.server } });
+      }
+      try {
+        const r = await c.conn.readResource(args.uri, { signal: ctx.signal, timeoutMs: c.timeoutMs });
+        const { text, truncated } = cappedResultText({ content: r.contents.map((x) => ({ type: 'resource', resource: x })) });
+        return { server: args.server, uri: args.uri, content: text, ...(truncated ? { truncated } : {}) };
+      } catch (err) {
+        throw new ToolError('mcp_error', `MCP server '${args.server}' could not read ${args.uri}: ${err instanceof Error ? err.message : String(err)}`, { details: { server: args.server } });
+      }
+    },
+  };
+  return [list as ToolDefinition, read as ToolDefinition];
 }

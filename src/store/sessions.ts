@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { redact } from './redact';
 
 /**
  * Conversations as they happen: one row per session, one row per message (what the model is sent, and
@@ -116,8 +117,9 @@ function fromJson(text: string | null): unknown {
   return text === null ? null : (JSON.parse(text) as unknown);
 }
 
+/** Stored JSON; credentials (the API key, a base_url's userinfo) never reach the database (redact.ts). */
 function json(v: unknown): string | null {
-  return v === undefined || v === null ? null : JSON.stringify(v);
+  return v === undefined || v === null ? null : redact(JSON.stringify(v));
 }
 
 /** FTS5 query from what the user typed: every word must appear (as a prefix), punctuation ignored. */
@@ -159,6 +161,11 @@ export class SessionRepository {
   /** Adds one request's tokens to the session's usage (a session not stored yet has none to keep). */
   addUsage(id: string, prompt: number, completion: number): void {
     this.db.prepare('UPDATE sessions SET prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ? WHERE id = ?').run(prompt, completion, id);
+  }
+
+  /** Which model (or external agent: `acp:<name> <its session id>`) the session talks to. */
+  setModel(id: string, model: string): void {
+    this.db.prepare('UPDATE sessions SET model = ? WHERE id = ?').run(model, id);
   }
 
   get(id: string): SessionInfo | null {
@@ -217,7 +224,7 @@ export class SessionRepository {
   /** Appends a row; chat-visible rows (everything but partial streaming rows) count as messages. */
   append(sessionId: string, row: NewRow): number {
     const now = Date.now();
-    const text = (row.text ?? '').slice(0, MAX_INDEXED_CHARS);
+    const text = redact((row.text ?? '').slice(0, MAX_INDEXED_CHARS));
     const display = row.display ?? (row.kind === 'notice' || row.kind === 'error' ? { text: row.text ?? '' } : undefined);
     const info = this.st.insertRow.run(
       sessionId,
@@ -236,12 +243,12 @@ export class SessionRepository {
 
   /** Streaming text so far of a partial assistant row. */
   updatePartial(rowId: number, message: unknown, text: string): void {
-    this.st.updatePartial.run(json(message), text.slice(0, MAX_INDEXED_CHARS), rowId);
+    this.st.updatePartial.run(json(message), redact(text.slice(0, MAX_INDEXED_CHARS)), rowId);
   }
 
   /** A row's message as it now stands: a partial row becomes the finished message; a running subagent's transcript grows. */
   finish(rowId: number, row: { message: unknown; display?: unknown; text: string }): void {
-    this.st.finishRow.run(json(row.message), json(row.display), row.text.slice(0, MAX_INDEXED_CHARS), rowId);
+    this.st.finishRow.run(json(row.message), json(row.display), redact(row.text.slice(0, MAX_INDEXED_CHARS)), rowId);
   }
 
   /** Compaction: `rowIds` leave the model's context; `summaryRowId` now stands for them. */

@@ -6,9 +6,12 @@ import { StringDecoder } from 'node:string_decoder';
 import { z } from 'zod';
 import { ToolError } from './errors';
 import { capText, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from './output';
+import { commandDisplay } from './visible';
 import type { ToolDefinition } from './tool';
 import { confine } from '../workspace/paths';
-import { RUN_TAG_VAR, signalPids, taggedPids, taggedPidsSync } from './process-sweep';
+import { RUN_TAG_VAR, descendantsSync, guardCommand, releaseCommand, signalPids, taggedPids, taggedPidsSync } from './process-sweep';
+import type { Sandbox, Wrapped } from '../workspace/sandbox/sandbox';
+import { explainBlocked } from '../workspace/sandbox/policy';
 
 export const DEFAULT_BASH_TIMEOUT_MS = 120_000;
 /** Time between SIGTERM and SIGKILL when the process group is killed. */
@@ -29,6 +32,13 @@ export const bashParameters = z.object({
     .string()
     .optional()
     .describe('Working directory, relative to the workspace root (default: the root). Must stay inside the workspace.'),
+  escalate: z
+    .boolean()
+    .optional()
+    .describe(
+      'Run OUTSIDE the sandbox, with the user\'s full rights (network, files outside the workspace, .git). The user is always asked first. ' +
+        'Only when the sandbox blocked the command and it really needs more; say why in your message.',
+    ),
 });
 
 export interface BashResult {
@@ -43,6 +53,12 @@ export interface BashResult {
   /** True when the command ran past its timeout and its process group was killed. */
   timedOut: boolean;
   durationMs: number;
+  /** True when the command ran inside the OS sandbox. */
+  sandboxed: boolean;
+  /** What the sandbox most likely blocked (a failed sandboxed command whose output shows it). */
+  sandboxBlocked?: string;
+  /** Processes that left the command kept its output open; the call returned at its deadline anyway. */
+  abandonedOutput?: boolean;
 }
 
 export interface BashToolOptions {
@@ -54,6 +70,8 @@ export interface BashToolOptions {
   shell?: string;
   /** Secrets (the model API key): environment variables whose value contains one are left out of commands. */
   hideEnvValues?: string[];
+  /** The workspace's sandbox; absent: commands run unsandboxed (as with sandbox.mode = "off"). */
+  sandbox?: Sandbox | null;
 }
 
 /** The host's environment minus the variables holding a secret (shorter strings are not treated as secrets). */
@@ -74,17 +92,44 @@ export const BASH_DESCRIPTION = [
   'Prefer the dedicated file tools for reading, searching and editing files.',
 ].join(' ');
 
+/** What the model reads about the sandbox (appended to the description when one is in use). */
+export const SANDBOX_DESCRIPTION = [
+  'Commands run in a sandbox: they may create, edit and delete files in the workspace, but not in any .git folder;',
+  'everything else is read-only, /tmp is private to the command, secrets (~/.ssh, ~/.aws, …) are hidden, other',
+  'processes are invisible and the network is off unless the user allowed hosts (then HTTP(S) goes through the proxy',
+  'in HTTPS_PROXY). When the sandbox blocks something the result says so in `sandboxBlocked`; if the command really',
+  'needs more, call again with escalate: true (the user is asked; it then runs outside the sandbox).',
+].join(' ');
+
 // ---------------------------------------------------------------------------------------------------------
 // Output collection: bounded memory, head + tail kept
 
 /** Characters kept at the start and (rolling) at the end while a command runs; far above the output cap. */
 const KEEP_CHARS = 256 * 1024;
+/**
+ * The kept output, notice included, fits the cap every tool result obeys (capToolResultJson: 2,000 text
+ * lines, 50 KB of JSON), so that cap never cuts it a second time: the head's lines, the notice's line
+ * and the tail's lines add up to at most 2,000, and the output's JSON-encoded size (escapes included) to
+ * at most 50 KB.
+ */
 const HEAD_LINES = Math.floor(MAX_OUTPUT_LINES / 2);
 const HEAD_BYTES = Math.floor(MAX_OUTPUT_BYTES / 2);
 /** Room left for the truncation notice. */
 const NOTICE_BYTES = 320;
-const TAIL_LINES = MAX_OUTPUT_LINES - HEAD_LINES;
+/** One line goes to the notice. */
+const TAIL_LINES = MAX_OUTPUT_LINES - HEAD_LINES - 1;
 const TAIL_BYTES = MAX_OUTPUT_BYTES - HEAD_BYTES - NOTICE_BYTES;
+
+/** Bytes of `s` as a JSON string body (what it weighs in a tool result: \n, quotes, control characters escaped). */
+export function jsonBytes(s: string): number {
+  return Buffer.byteLength(JSON.stringify(s), 'utf8') - 2;
+}
+
+function newlines(s: string): number {
+  let n = 0;
+  for (let i = s.indexOf('\n'); i !== -1; i = s.indexOf('\n', i + 1)) n++;
+  return n;
+}
 
 /** Keeps whole lines from the end within both caps; a single huge last line is cut to its last bytes. */
 export function takeTail(text: string, maxLines: number, maxBytes: number): { text: string; lines: number } {
@@ -152,11 +197,28 @@ export class OutputCollector {
 
   finish(): { output: string; truncated: boolean } {
     const totalLines = this.totalLines;
-    if (totalLines <= MAX_OUTPUT_LINES && this.bytes <= MAX_OUTPUT_BYTES) {
-      return { output: this.head + this.tail, truncated: false };
+    if (totalLines <= MAX_OUTPUT_LINES && this.bytes <= MAX_OUTPUT_BYTES && !this.tailTrimmed) {
+      const whole = this.head + this.tail;
+      // Counted as the result cap counts: text lines (newlines) and JSON-encoded bytes.
+      if (newlines(whole) <= MAX_OUTPUT_LINES && jsonBytes(whole) <= MAX_OUTPUT_BYTES) return { output: whole, truncated: false };
     }
-    const head = capText(this.head, HEAD_LINES, HEAD_BYTES);
-    const tail = takeTail(this.tailTrimmed ? this.tail : this.head + this.tail, TAIL_LINES, TAIL_BYTES);
+    // Budgets in raw bytes, shrunk until the JSON-encoded output fits (escapes weigh more than their bytes).
+    let headBytes = HEAD_BYTES;
+    let tailBytes = TAIL_BYTES;
+    let out = this.cut(totalLines, headBytes, tailBytes);
+    for (let round = 0; round < 12 && jsonBytes(out) > MAX_OUTPUT_BYTES; round++) {
+      const ratio = (MAX_OUTPUT_BYTES / jsonBytes(out)) * 0.97;
+      headBytes = Math.max(64, Math.floor(headBytes * ratio));
+      tailBytes = Math.max(64, Math.floor(tailBytes * ratio));
+      out = this.cut(totalLines, headBytes, tailBytes);
+    }
+    return { output: out, truncated: true };
+  }
+
+  /** First lines, one notice line, last lines (the last line is always kept, cut to its end when huge). */
+  private cut(totalLines: number, headBytes: number, tailBytes: number): string {
+    const head = capText(this.head, HEAD_LINES, headBytes);
+    const tail = takeTail(this.tailTrimmed ? this.tail : this.head + this.tail, TAIL_LINES, tailBytes);
     const omittedBytes = Math.max(0, this.bytes - Buffer.byteLength(head.text, 'utf8') - Buffer.byteLength(tail.text, 'utf8'));
     const headLines = head.keptLines > 0 ? head.keptLines : 1;
     const omittedLines = Math.max(0, totalLines - headLines - tail.lines);
@@ -165,7 +227,7 @@ export class OutputCollector {
       `showing the first ${headLines} and the last ${tail.lines} lines. ` +
       'Re-run with the output redirected to a file and grep or read that file for the rest.]';
     const sep = head.text.endsWith('\n') || head.text === '' ? '' : '\n';
-    return { output: `${head.text}${sep}${notice}\n${tail.text}`, truncated: true };
+    return `${head.text}${sep}${notice}\n${tail.text}`;
   }
 }
 
@@ -217,6 +279,7 @@ let exitHookInstalled = false;
 
 function track(s: Started): void {
   live.add(s);
+  guardCommand(s.pgid, s.tag);
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   // The host exits (Neovim quit, :CabooseStop then quit): no grace period will come, so SIGKILL now.
@@ -235,14 +298,22 @@ function track(s: Started): void {
  * session of its own), now; SIGKILL to whatever is left after `graceMs`. The timer is unref'd so a
  * finished command does not keep the host (or a test) alive.
  */
-function killCommand(s: Started, graceMs: number): void {
+function killCommand(s: Started, graceMs: number, o: { descendants: boolean }): void {
+  // Found first: once the shell dies its children are re-parented and no longer traceable to it (so not
+  // looked for when it is already gone, nor in the sandbox, whose PID namespace dies with bwrap).
+  const descendants = o.descendants ? descendantsSync(s.pgid) : [];
+  signalPids(descendants, 'SIGTERM');
   signalGroup(s.pgid, 'SIGTERM');
   void taggedPids(s.tag).then((pids) => signalPids(pids, 'SIGTERM'));
   const timer = setTimeout(() => {
     if (signalGroup(s.pgid, 0)) signalGroup(s.pgid, 'SIGKILL');
+    signalPids(descendants, 'SIGKILL');
     void taggedPids(s.tag)
       .then((pids) => signalPids(pids, 'SIGKILL'))
-      .finally(() => live.delete(s));
+      .finally(() => {
+        live.delete(s);
+        releaseCommand(s.pgid, s.tag);
+      });
   }, graceMs);
   timer.unref();
 }
@@ -255,15 +326,33 @@ export function createBashTool(opts: BashToolOptions = {}): ToolDefinition<typeo
   const graceMs = opts.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
   const shell = opts.shell ?? defaultShell();
   const hide = opts.hideEnvValues ?? [];
+  const sandbox = opts.sandbox ?? null;
+  /** What the approval float says about where the command runs. */
+  const where = (escalate: boolean | undefined): string => {
+    const c = sandbox?.confinement(escalate) ?? 'unsandboxed';
+    if (c === 'sandboxed') return `runs inside the ${sandbox?.describe() ?? 'sandbox'}`;
+    if (c === 'escalated') return 'runs OUTSIDE the sandbox (escalate: true): full access to your files, secrets, processes and the network';
+    if (c === 'unavailable') return `runs OUTSIDE any sandbox: ${sandbox?.describe() ?? 'no sandbox available'}`;
+    return 'runs OUTSIDE any sandbox (sandbox.mode = "off"): full access to your files, secrets, processes and the network';
+  };
 
   return {
     name: 'bash',
-    description: BASH_DESCRIPTION,
+    // A getter: whether a sandbox runs is found out when the model is first told about the tool.
+    get description() {
+      return sandbox?.active ? `${BASH_DESCRIPTION} ${SANDBOX_DESCRIPTION}` : BASH_DESCRIPTION;
+    },
     parameters: bashParameters,
     policy: 'exec',
+    confinement: (args) => {
+      const escalate = typeof args === 'object' && args !== null && (args as { escalate?: unknown }).escalate === true;
+      return sandbox?.confinement(escalate) ?? 'unsandboxed';
+    },
 
     async preview(args, ctx) {
-      return { kind: 'command', command: args.command, cwd: path.resolve(ctx.workspace.root, args.cwd ?? '.') };
+      const cwd = path.resolve(ctx.workspace.root, args.cwd ?? '.');
+      const display = commandDisplay(args.command);
+      return sandbox ? { kind: 'command', command: args.command, cwd, display, sandbox: where(args.escalate) } : { kind: 'command', command: args.command, cwd, display };
     },
 
     async execute(args, ctx) {
@@ -274,15 +363,28 @@ export function createBashTool(opts: BashToolOptions = {}): ToolDefinition<typeo
       if (ctx.signal.aborted) throw cancelled();
       const timeoutMs = args.timeoutMs ?? defaultTimeoutMs;
       const started = performance.now();
+      const tag = randomBytes(8).toString('hex');
+      const env: Record<string, string> = {};
+      for (const [k, v] of Object.entries(commandEnv(hide))) if (v !== undefined) env[k] = v;
+      Object.assign(env, { PAGER: 'cat', GIT_PAGER: 'cat', GIT_TERMINAL_PROMPT: '0', [RUN_TAG_VAR]: tag });
+      const sandboxed = sandbox?.confinement(args.escalate) === 'sandboxed';
+      let wrapped: Wrapped | null = null;
+      if (sandboxed && sandbox) {
+        try {
+          wrapped = await sandbox.wrap(shell, ['-c', args.command], cwd, env);
+        } catch (e) {
+          throw new ToolError('internal_error', `Could not prepare the sandbox: ${e instanceof Error ? e.message : String(e)}`);
+        }
+      }
+      if (ctx.signal.aborted) {
+        wrapped?.dispose();
+        throw cancelled();
+      }
 
       return new Promise<BashResult>((resolve, reject) => {
-        const tag = randomBytes(8).toString('hex');
-        const child = spawn(shell, ['-c', args.command], {
-          cwd,
-          detached: true,
-          stdio: ['ignore', 'pipe', 'pipe'],
-          env: { ...commandEnv(hide), PAGER: 'cat', GIT_PAGER: 'cat', GIT_TERMINAL_PROMPT: '0', [RUN_TAG_VAR]: tag },
-        });
+        const child = wrapped
+          ? spawn(wrapped.command, wrapped.args, { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: wrapped.env })
+          : spawn(shell, ['-c', args.command], { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env });
         const self: Started | null = child.pid === undefined ? null : { pgid: child.pid, tag };
         if (self) track(self);
         const collected = new OutputCollector();
@@ -290,11 +392,18 @@ export function createBashTool(opts: BashToolOptions = {}): ToolDefinition<typeo
         let aborted = false;
         let killing = false;
         let settled = false;
+        let forced: NodeJS.Timeout | null = null;
+        let exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
 
+        // The call returns at its deadline whatever the command's processes do: a process that left the
+        // group and the sweep (`env -i setsid …`) may hold the output pipes open; after the kill and its
+        // grace period the pipes are closed on our side and the call ends.
         const kill = (): void => {
           if (killing || !self) return;
           killing = true;
-          killCommand(self, graceMs);
+          killCommand(self, graceMs, { descendants: !sandboxed && exit === null });
+          forced = setTimeout(() => finish(null, null, true), graceMs + 500);
+          forced.unref();
         };
         const timer = setTimeout(() => {
           timedOut = true;
@@ -308,7 +417,10 @@ export function createBashTool(opts: BashToolOptions = {}): ToolDefinition<typeo
         const cleanup = (): void => {
           settled = true;
           clearTimeout(timer);
+          if (forced) clearTimeout(forced);
           ctx.signal.removeEventListener('abort', onAbort);
+          wrapped?.dispose();
+          if (sandboxed) sandbox?.rescan();
         };
 
         const take = (text: string): void => {
@@ -320,20 +432,14 @@ export function createBashTool(opts: BashToolOptions = {}): ToolDefinition<typeo
         child.stdout?.on('data', (buf: Buffer) => take(decoders[0].write(buf)));
         child.stderr?.on('data', (buf: Buffer) => take(decoders[1].write(buf)));
 
-        child.on('error', (err) => {
+        const finish = (code: number | null, signal: NodeJS.Signals | null, abandoned = false): void => {
           if (settled) return;
           cleanup();
-          reject(new ToolError('internal_error', `Could not run the command: ${err.message}`));
-        });
-        // The shell is done: the timeout no longer applies, and anything it left in the background goes
-        // with its group (SIGKILL after the grace period ends even processes that ignore SIGTERM).
-        child.on('exit', () => {
-          clearTimeout(timer);
-          kill();
-        });
-        child.on('close', (code, signal) => {
-          if (settled) return;
-          cleanup();
+          if (abandoned) {
+            child.stdout?.destroy();
+            child.stderr?.destroy();
+            ({ code, signal } = exit ?? { code: null, signal: 'SIGKILL' });
+          }
           take(decoders[0].end());
           take(decoders[1].end());
           const { output, truncated } = collected.finish();
@@ -342,10 +448,29 @@ export function createBashTool(opts: BashToolOptions = {}): ToolDefinition<typeo
             reject(cancelled({ output, truncated, durationMs }));
             return;
           }
-          const result: BashResult = { exitCode: code, output, truncated, timedOut, durationMs };
+          const result: BashResult = { exitCode: code, output, truncated, timedOut, durationMs, sandboxed };
           if (signal) result.signal = signal;
+          if (abandoned) result.abandonedOutput = true;
+          if (sandboxed && sandbox && code !== 0) {
+            const blocked = explainBlocked(output, { mode: sandbox.mode === 'read-only' ? 'read-only' : 'workspace-write', network: sandbox.network });
+            if (blocked) result.sandboxBlocked = blocked;
+          }
           resolve(result);
+        };
+
+        child.on('error', (err) => {
+          if (settled) return;
+          cleanup();
+          reject(new ToolError('internal_error', `Could not run the command: ${err.message}`));
         });
+        // The shell is done: the timeout no longer applies, and anything it left in the background goes
+        // with its group (SIGKILL after the grace period ends even processes that ignore SIGTERM).
+        child.on('exit', (code, signal) => {
+          exit = { code, signal };
+          clearTimeout(timer);
+          kill();
+        });
+        child.on('close', (code, signal) => finish(code, signal));
       });
     },
   };

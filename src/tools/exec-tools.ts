@@ -3,6 +3,7 @@ import { createBashTool } from './bash';
 import { createFetchTool } from './fetch';
 import type { ToolDefinition } from './tool';
 import type { TodoList } from './todo-list';
+import type { Sandbox } from '../workspace/sandbox/sandbox';
 import { createTodoReadTool } from './todo_read';
 import { createTodoWriteTool } from './todo_write';
 import { createWebSearchTool, searxngBackend } from './web_search';
@@ -16,15 +17,19 @@ export interface ExecToolsOptions {
   bashTimeoutMs?: number;
   /** Secrets (the model API key): environment variables holding one are not passed to bash commands. */
   hideEnvValues?: string[];
+  /** The workspace's sandbox for bash; absent or null: commands run unsandboxed. */
+  sandbox?: Sandbox | null;
   /** Default fetch download cap (default 1 MB). */
   fetchMaxBytes?: number;
+  /** Hosts fetch may reach although they are loopback, link-local or private (fetch_allow_hosts). */
+  fetchAllowHosts?: string[];
 }
 
 /** The non-file tools: bash, fetch, web_search (when configured), todo_write, todo_read, ask_user. */
 export function createExecTools(opts: ExecToolsOptions): ToolDefinition[] {
   const tools: ToolDefinition[] = [
-    createBashTool({ defaultTimeoutMs: opts.bashTimeoutMs, hideEnvValues: opts.hideEnvValues }),
-    createFetchTool({ defaultMaxBytes: opts.fetchMaxBytes }),
+    createBashTool({ defaultTimeoutMs: opts.bashTimeoutMs, hideEnvValues: opts.hideEnvValues, sandbox: opts.sandbox ?? null }),
+    createFetchTool({ defaultMaxBytes: opts.fetchMaxBytes, allowHosts: opts.fetchAllowHosts }),
   ];
   if (opts.webSearch?.searxngUrl) {
     tools.push(createWebSearchTool({ backend: searxngBackend({ url: opts.webSearch.searxngUrl }) }));

@@ -4,6 +4,12 @@ import { ToolError } from './errors';
 import { deadline } from './deadline';
 import { capText, truncationNotice } from './output';
 import type { ToolDefinition } from './tool';
+import http from 'node:http';
+import https from 'node:https';
+import { Readable, pipeline } from 'node:stream';
+import zlib from 'node:zlib';
+import { BLOCKED_CODE, assertPublicDestination, guardedLookup, type Lookup } from './net-guard';
+import { makeVisible, maskHeaderValue } from './visible';
 
 export const DEFAULT_FETCH_MAX_BYTES = 1024 * 1024;
 export const DEFAULT_FETCH_TIMEOUT_MS = 30_000;
@@ -52,7 +58,17 @@ export interface FetchToolOptions {
   convertTimeoutMs?: number;
   /** Injected for tests; defaults to the global fetch. */
   fetchImpl?: typeof fetch;
+  /**
+   * Hosts fetch may reach although they are (or resolve to) loopback, link-local or private addresses
+   * (`fetch_allow_hosts`): names or IP literals, `*.example.com` for subdomains. Default none.
+   */
+  allowHosts?: readonly string[];
+  /** Name resolution for the destination check (tests). */
+  lookup?: Lookup;
 }
+
+/** Redirects followed at most (each hop is checked like the first URL). */
+export const MAX_REDIRECTS = 10;
 
 export const FETCH_DESCRIPTION = [
   'Make an HTTP(S) request and return the response body as text, with the status code and content type.',
@@ -136,6 +152,41 @@ async function readCapped(res: Response, maxBytes: number): Promise<{ bytes: Uin
   return { bytes, truncated };
 }
 
+/**
+ * A minimal fetch over node:http(s) whose connections resolve names through `guardedLookup`: the address
+ * connected to is the address checked (no DNS rebinding between the check and the request). No
+ * redirects (the tool follows them itself), no compression asked for.
+ */
+export function pinnedFetch(allow: readonly string[], lookup?: Lookup): typeof fetch {
+  const guard = guardedLookup(allow, lookup);
+  return ((input: string | URL, init: RequestInit = {}) =>
+    new Promise<Response>((resolve, reject) => {
+      const url = new URL(String(input));
+      const mod = url.protocol === 'https:' ? https : http;
+      const headers: Record<string, string> = {};
+      new Headers(init.headers as ConstructorParameters<typeof Headers>[0]).forEach((v, k) => (headers[k] = v));
+      headers['accept-encoding'] ??= 'gzip, deflate, br';
+      const req = mod.request(url, { method: init.method ?? 'GET', headers, lookup: guard, signal: init.signal ?? undefined }, (res) => {
+        const h = new Headers();
+        for (const [k, v] of Object.entries(res.headers)) {
+          if (Array.isArray(v)) for (const x of v) h.append(k, x);
+          else if (v !== undefined) h.set(k, v);
+        }
+        const status = res.statusCode ?? 502;
+        const noBody = [204, 205, 304].includes(status) || init.method === 'HEAD';
+        if (noBody) res.resume();
+        // Decoded as fetch does; destroying the decoder (a download cut at maxBytes) destroys the response too.
+        const enc = String(res.headers['content-encoding'] ?? '').trim().toLowerCase();
+        const decoder = enc === 'gzip' || enc === 'x-gzip' ? zlib.createGunzip() : enc === 'deflate' ? zlib.createInflate() : enc === 'br' ? zlib.createBrotliDecompress() : null;
+        const body: Readable = decoder ? (pipeline(res, decoder, () => undefined) as Readable) : res;
+        resolve(new Response(noBody ? null : (Readable.toWeb(body) as unknown as ReadableStream<Uint8Array>), { status, statusText: res.statusMessage ?? '', headers: h }));
+      });
+      req.on('error', reject);
+      if (typeof init.body === 'string') req.write(init.body);
+      req.end();
+    })) as typeof fetch;
+}
+
 function parseUrl(raw: string): URL {
   let url: URL;
   try {
@@ -193,8 +244,17 @@ export function createFetchTool(opts: FetchToolOptions = {}): ToolDefinition<typ
     parameters: fetchParameters,
     policy: 'exec',
 
+    // Everything that will be sent: method, URL, every header with its value (credentials masked), the body.
     async preview(args) {
-      return { kind: 'text', text: `${args.method ?? 'GET'} ${args.url}` };
+      const lines = [`${args.method ?? 'GET'} ${makeVisible(args.url)}`];
+      const headers = { 'User-Agent': 'caboose.nvim', ...args.headers };
+      for (const [k, v] of Object.entries(headers)) lines.push(`${makeVisible(k)}: ${maskHeaderValue(k, v)}`);
+      if (args.body !== undefined) {
+        lines.push('', `body (${Buffer.byteLength(args.body)} bytes):`, makeVisible(args.body));
+      }
+      if (args.maxBytes !== undefined) lines.push(`(download cap ${args.maxBytes} bytes)`);
+      if (args.timeoutMs !== undefined) lines.push(`(timeout ${args.timeoutMs} ms)`);
+      return { kind: 'text', text: lines.join('\n'), showsArguments: true };
     },
 
     async execute(args, ctx) {
@@ -208,23 +268,60 @@ export function createFetchTool(opts: FetchToolOptions = {}): ToolDefinition<typ
       if (ctx.signal.aborted) throw new ToolError('cancelled', 'The request was cancelled.');
       const maxBytes = args.maxBytes ?? defaultMaxBytes;
       const timeoutMs = args.timeoutMs ?? defaultTimeoutMs;
-      const doFetch = opts.fetchImpl ?? fetch;
+      // Connections check the address they really use (pinnedFetch); tests may inject their own fetch.
+      const doFetch = opts.fetchImpl ?? pinnedFetch(opts.allowHosts ?? [], opts.lookup);
 
+      const allow = opts.allowHosts ?? [];
+      await assertPublicDestination(url, allow, 0, opts.lookup);
       const limit = deadline(ctx.signal, timeoutMs);
 
       let res: Response;
       let body: { bytes: Uint8Array; truncated: boolean };
+      let current = url;
       try {
-        res = await doFetch(url, {
-          method,
-          headers: { 'User-Agent': 'caboose.nvim', ...args.headers },
-          body: args.body,
-          signal: limit.signal,
-          redirect: 'follow',
-        });
+        // Redirects are followed here, one hop at a time, each destination checked before it is requested.
+        let hopMethod: string = method;
+        let hopBody = args.body;
+        let headers: Record<string, string> = { 'User-Agent': 'caboose.nvim', ...args.headers };
+        for (let hop = 0; ; hop++) {
+          res = await doFetch(current, { method: hopMethod, headers, body: hopBody, signal: limit.signal, redirect: 'manual' });
+          const location = res.status >= 300 && res.status < 400 ? res.headers.get('location') : null;
+          if (location === null) break;
+          await res.body?.cancel().catch(() => undefined);
+          if (hop + 1 > MAX_REDIRECTS) {
+            throw new ToolError('network_error', `${url.href} redirected more than ${MAX_REDIRECTS} times.`, { suggestedAction: 'Fetch the final URL directly.' });
+          }
+          let next: URL;
+          try {
+            next = new URL(location, current);
+          } catch {
+            throw new ToolError('network_error', `${current.href} redirected to an invalid URL: ${location.slice(0, 200)}`);
+          }
+          if (next.protocol !== 'http:' && next.protocol !== 'https:') {
+            throw new ToolError('permission_denied', `${current.href} redirected to ${next.protocol} (only http and https are fetched).`);
+          }
+          await assertPublicDestination(next, allow, hop + 1, opts.lookup);
+          ctx.progress?.(`${res.status} → ${next.href}`);
+          // As browsers do: 303 (and 301/302 after a POST) continue with a GET without the body.
+          if (res.status === 303 || ((res.status === 301 || res.status === 302) && hopMethod === 'POST')) {
+            hopMethod = 'GET';
+            hopBody = undefined;
+          }
+          // Credentials never follow a redirect to another origin.
+          if (next.origin !== current.origin) {
+            headers = Object.fromEntries(Object.entries(headers).filter(([k]) => !/^(authorization|cookie|proxy-authorization)$/i.test(k)));
+          }
+          current = next;
+        }
         ctx.progress?.(`${res.status} ${res.statusText} ${res.headers.get('content-type') ?? ''}`.trim());
         body = await readCapped(res, maxBytes);
       } catch (err) {
+        if (err instanceof ToolError) throw err;
+        if ((err as { code?: string }).code === BLOCKED_CODE) {
+          throw new ToolError('permission_denied', `fetch refused ${current.href}: ${(err as Error).message}; loopback, link-local and private addresses are not fetched unless listed in fetch_allow_hosts.`, {
+            suggestedAction: 'Fetch a public URL, or ask the user to add this host to fetch_allow_hosts in setup().',
+          });
+        }
         if (limit.timedOut()) {
           throw new ToolError('timeout', `No complete response from ${url.href} within ${timeoutMs} ms.`, {
             suggestedAction: 'Retry with a larger timeoutMs, or try another URL.',
@@ -251,7 +348,7 @@ export function createFetchTool(opts: FetchToolOptions = {}): ToolDefinition<typ
       const raw = decode(body.bytes, contentType);
       let text = raw;
       if (kind === 'html') {
-        text = await pageToMarkdown(raw, res.url || url.href, opts.convertTimeoutMs ?? DEFAULT_CONVERT_TIMEOUT_MS, ctx.signal);
+        text = await pageToMarkdown(raw, current.href, opts.convertTimeoutMs ?? DEFAULT_CONVERT_TIMEOUT_MS, ctx.signal);
       } else if (kind === 'json' && !body.truncated) {
         try {
           text = JSON.stringify(JSON.parse(raw), null, 2);
@@ -269,7 +366,7 @@ export function createFetchTool(opts: FetchToolOptions = {}): ToolDefinition<typ
       } else if (body.truncated) {
         text = `${text}\n[download stopped at ${maxBytes} bytes; pass a larger maxBytes for more]`;
       }
-      return { url: res.url || url.href, status: res.status, contentType, content: text, truncated };
+      return { url: current.href, status: res.status, contentType, content: text, truncated };
     },
   };
 }

@@ -42,7 +42,13 @@ export async function runGrep(
   });
   await overlayUnsavedBuffers(ws, res, q, r.rel);
   const kept = capItems(res.matches, (m) => m.path.length + m.text.length + 40);
-  const notice = listNotice(kept, res.total, 'narrow the pattern, path or include to see the rest');
+  let notice = listNotice(kept, res.total, 'narrow the pattern, path or include to see the rest');
+  if (res.secretFiles?.length) {
+    const n = res.secretFiles.length;
+    const names = res.secretFiles.slice(0, 5).join(', ') + (n > 5 ? ', …' : '');
+    const secret = `Matches in ${n} file${n === 1 ? '' : 's'} that usually hold secrets (${names}) were left out; to search one, name it in \`path\` (the user is asked first).`;
+    notice = notice ? `${notice} ${secret}` : secret;
+  }
   return {
     matches: res.matches.slice(0, kept),
     truncated: kept < res.total,
@@ -58,7 +64,7 @@ export async function runGrep(
  */
 async function overlayUnsavedBuffers(
   ws: FileWorkspace,
-  res: { matches: GrepMatch[]; total: number },
+  res: { matches: GrepMatch[]; total: number; secretFiles?: string[] },
   q: { pattern: string; fixed: boolean; include?: string; includeIgnored?: boolean },
   startRel: string,
 ): Promise<void> {
@@ -74,6 +80,7 @@ async function overlayUnsavedBuffers(
     if (startRel !== '' && rel !== startRel && !rel.startsWith(startRel + '/')) continue;
     if (include && !include(path.posix.basename(rel))) continue;
     if (ws.paths.isDenied(rel) || rel === '.git' || rel.startsWith('.git/')) continue;
+    if (ws.isSecret(rel) && !ws.isSecret(startRel)) continue; // left out like its disk matches (secret_globs)
     if (!q.includeIgnored && (await isIgnoredPath(ws.root, rel, false, cache))) continue;
     res.matches = res.matches.filter((m) => m.path !== rel);
     if (isBinary(bytes)) continue;

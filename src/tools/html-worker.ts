@@ -33,8 +33,17 @@ try {
 }
 `;
 
+/** True in the one-file host that scripts/bundle-host.mjs builds (it defines this constant). */
+declare const __CABOOSE_BUNDLED__: boolean | undefined;
+
+/** The converter module's file: beside this one, or (in the bundled host, dist/host.bundle.js) in dist/tools. */
+function converterModule(): string {
+  if (typeof __CABOOSE_BUNDLED__ !== 'undefined' && __CABOOSE_BUNDLED__) return path.join(__dirname, 'tools', 'html-to-markdown.js');
+  return path.join(__dirname, `html-to-markdown${path.extname(__filename)}`);
+}
+
 export function convertHtmlInWorker(html: string, baseUrl: string, opts: { timeoutMs: number; signal: AbortSignal }): Promise<ConversionResult> {
-  const workerData: WorkerInput = { module: path.join(__dirname, `html-to-markdown${path.extname(__filename)}`), html, baseUrl };
+  const workerData: WorkerInput = { module: converterModule(), html, baseUrl };
   return new Promise((resolve, reject) => {
     // A heap of its own, bounded: a huge page's DOM runs the worker out of memory, not the host.
     const worker = new Worker(BOOTSTRAP, { eval: true, workerData, resourceLimits: { maxOldGenerationSizeMb: 1024 } });

@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import type { ToolErrorInfo } from './errors';
 import type { Workspace } from '../workspace/workspace';
 import type { ReviewFile, ReviewSelection } from '../workspace/review';
+import type { Confinement } from '../workspace/sandbox/sandbox';
 
 export type ToolResult<T = unknown> = { ok: true; data: T } | { ok: false; error: ToolErrorInfo };
 
@@ -60,6 +61,11 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType, R = unknown> {
   mcp?: { server: string; tool: string };
   /** With it, every call (run, failed or refused) gets an audit row holding these details. */
   auditDetails?(args: unknown): Record<string, unknown>;
+  /**
+   * Where this call would run (an exec tool that runs model-chosen programs): inside the OS sandbox, or
+   * outside it. The permission modes use it (auto-edit runs sandboxed commands; escalations always ask).
+   */
+  confinement?(args: unknown): Confinement;
   execute(args: z.infer<S>, ctx: ToolContext): Promise<R>;
   /** What the approval float shows before the tool runs (computed without side effects). */
   preview?(args: z.infer<S>, ctx: ToolContext): Promise<ApprovalPreview>;
@@ -67,7 +73,11 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType, R = unknown> {
 
 export type ApprovalPreview =
   | { kind: 'diff'; path: string; diff: string; files?: ReviewFile[] }
-  | { kind: 'command'; command: string; cwd: string }
+  /**
+   * `display`: the command as the float shows it (every line, control characters visible; see visible.ts).
+   * `sandbox`: where it runs, in words (inside the sandbox, or OUTSIDE it).
+   */
+  | { kind: 'command'; command: string; cwd: string; display?: string; sandbox?: string }
   /** `showsArguments`: the text holds every argument (the float lists no summary of them above it). */
   | { kind: 'text'; text: string; showsArguments?: boolean };
 

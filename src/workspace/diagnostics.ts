@@ -74,7 +74,12 @@ export interface WatchedBuffer extends BufferDiagnostics {
   hunks: LineHunk[];
 }
 
-export type WatchPoll = { done: false } | { done: true; buffers: WatchedBuffer[] };
+/**
+ * `others`: the other loaded file buffers of the workspace, as they are now. An
+ * edit to one file changes the diagnostics of others (a changed export breaks an importer): they are
+ * compared too.
+ */
+export type WatchPoll = { done: false } | { done: true; buffers: WatchedBuffer[]; others?: BufferDiagnostics[] };
 
 /**
  * The editor's diagnostics. Every method is one round trip and returns at once (the editor never
@@ -85,8 +90,10 @@ export interface DiagnosticsSource {
   /**
    * Before a write: watches the loaded buffers among `paths` that a language server is attached to.
    * Returns their diagnostics now and a token, or null when no such buffer exists (nothing to wait for).
+   * With `root`, also the diagnostics now of every other loaded file buffer under it (`others`, at most
+   * 100); its polls then wait until those are quiet too, and return them.
    */
-  watch(paths: string[], limit: number): Promise<{ token: number; before: BufferDiagnostics[] } | null>;
+  watch(paths: string[], limit: number, root?: string): Promise<{ token: number; before: BufferDiagnostics[]; others?: BufferDiagnostics[] } | null>;
   /**
    * Done once every watched buffer is settled: unchanged, gone, or answered and then quiet for
    * `settleMs`. With `final`, done whatever their state. A done poll ends the watch.

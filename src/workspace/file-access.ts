@@ -7,6 +7,7 @@ import { decodeText, isBinary, type TextEncodingInfo } from './encoding';
 import { lineHunksBytes, type LineHunk } from './buffer-hunks';
 import { isUnder } from './paths';
 import { CommitJournal, type JournalStep } from './commit-journal';
+import { AnchorSet, AnchoredDir, anchoringSupported, lstatAnchored, readVerified, readdirVerified } from './anchored';
 
 /**
  * The one module through which file content is viewed and written. Without a bridge it is the disk.
@@ -254,7 +255,7 @@ export class FileAccess {
         const sha = cachedSha ?? sha256Hex(loaded.bytes);
         const bytes = loaded.utf8 ?? loaded.bytes;
         this.known.set(abs, { tick: loaded.changedtick, fmt: fmtKey(loaded.format), bytes, sha });
-        const disk = await diskView(abs, this.rel(abs));
+        const disk = await diskView(abs, this.rel(abs), this.root);
         const v: FileView = {
           abs,
           kind: 'file',
@@ -270,7 +271,7 @@ export class FileAccess {
         return v;
       }
     }
-    const v = await diskView(abs, this.rel(abs));
+    const v = await diskView(abs, this.rel(abs), this.root);
     if (loaded) v.changedtick = loaded.changedtick;
     return v;
   }
@@ -394,7 +395,9 @@ export class FileAccess {
 
   /** Size check before reading (file_too_large) for callers that will show the content. */
   async assertReadable(abs: string, rel: string): Promise<void> {
-    const st = await statOrNull(abs).catch((err: unknown) => {
+    // Through the verified folder (anchored.ts): a swapped link cannot make the error tell an outside file's size.
+    const anchored = this.root !== null && anchoringSupported() && isUnder(this.root, abs);
+    const st = await (anchored ? lstatAnchored(this.root!, abs) : statOrNull(abs)).catch((err: unknown) => {
       throw isPermissionError(err) ? unreadableError(rel) : err;
     });
     if (st && st.isFile() && st.size > this.maxFileBytes) {
@@ -544,16 +547,26 @@ export class FileAccess {
       }),
     );
     const journal = this.journalDir ? await CommitJournal.begin(this.journalDir, plan) : null;
+    // Every folder is opened once and verified (anchored.ts); all names below are reached through those
+    // handles, so a folder swapped for a link by another process cannot redirect a step out of the root.
+    const anchors = this.root !== null && anchoringSupported() ? new AnchorSet(this.root) : null;
+    const at = (p: string): string => (anchors ? anchors.via(p) : p);
     try {
       for (let i = 0; i < changes.length; i++) {
         const c = changes[i];
         this.faultHook?.({ index: i, change: c, phase: 'prepare' });
-        if (c.type !== 'write') continue;
+        if (c.type !== 'write') {
+          await anchors?.add(c.abs);
+          continue;
+        }
         const dir = path.dirname(c.abs);
-        const made = await fsp.mkdir(dir, { recursive: true });
-        if (made) createdDirs.push(made);
-        await this.assertFolderUnchanged(dir);
-        await writeTemp(plan[i].tmp!, c.bytes, c.mode);
+        if (anchors) await anchors.add(c.abs, { create: true, created: createdDirs });
+        else {
+          const made = await fsp.mkdir(dir, { recursive: true });
+          if (made) createdDirs.push(made);
+        }
+        await this.assertFolderUnchanged(dir, anchors, c.abs);
+        await writeTemp(at(plan[i].tmp!), c.bytes, c.mode);
         temps.set(i, plan[i].tmp!);
       }
       throwIfCancelled(signal);
@@ -562,31 +575,33 @@ export class FileAccess {
         const c = changes[i];
         const p = plan[i];
         this.faultHook?.({ index: i, change: c, phase: 'commit' });
-        await this.assertFolderUnchanged(path.dirname(c.abs));
+        await this.assertFolderUnchanged(path.dirname(c.abs), anchors, c.abs);
         if (p.kind === 'delete') {
-          await fsp.rename(c.abs, p.backup!);
+          await fsp.rename(at(c.abs), at(p.backup!));
           steps.push({ kind: 'deleted', target: c.abs, backup: p.backup! });
         } else if (p.kind === 'create') {
-          await linkNoClobber(p.tmp!, c.abs);
+          await linkNoClobber(at(p.tmp!), at(c.abs), c.abs);
           temps.delete(i);
-          await fsp.unlink(p.tmp!).catch(() => undefined);
+          await fsp.unlink(at(p.tmp!)).catch(() => undefined);
           steps.push({ kind: 'created', target: c.abs });
         } else {
-          await backupCopy(c.abs, p.backup!);
-          await fsp.rename(p.tmp!, c.abs);
+          await backupCopy(at(c.abs), at(p.backup!));
+          await fsp.rename(at(p.tmp!), at(c.abs));
           temps.delete(i);
           steps.push({ kind: 'replaced', target: c.abs, backup: p.backup! });
         }
       }
       await journal?.mark('done');
     } catch (err) {
-      await rollback(steps);
-      for (const t of temps.values()) await fsp.unlink(t).catch(() => undefined);
-      for (const d of createdDirs.reverse()) await removeTreeIfEmpty(d);
+      await rollback(steps, at);
+      for (const t of temps.values()) await fsp.unlink(at(t)).catch(() => undefined);
+      await anchors?.close();
+      for (const d of createdDirs.reverse()) await removeTreeIfEmpty(d, this.root);
       await journal?.end();
       throw err;
     }
-    for (const s of steps) if (s.kind !== 'created') await fsp.unlink(s.backup).catch(() => undefined);
+    for (const s of steps) if (s.kind !== 'created') await fsp.unlink(at(s.backup)).catch(() => undefined);
+    await anchors?.close();
     await journal?.end();
     if (syncDirs) await this.syncDirs(changes);
   }
@@ -595,8 +610,9 @@ export class FileAccess {
    * A change's folder is still the real folder it was planned for: a symlink swapped into its path since
    * (by another process) would redirect the write, possibly out of the workspace.
    */
-  private async assertFolderUnchanged(dir: string): Promise<void> {
+  private async assertFolderUnchanged(dir: string, anchors: AnchorSet | null, abs: string): Promise<void> {
     if (!this.root) return;
+    if (anchors) return anchors.assertDirInPlace(abs);
     const real = await fsp.realpath(dir).catch(() => null);
     if (real === null || real === dir) return;
     const rel = this.rel(dir) || '.';
@@ -630,7 +646,9 @@ function fmtKey(f: BufferFormat): string {
 }
 
 /** The file on disk, ignoring buffers. A file that cannot be read (EACCES, or no read bit at all) is permission_denied. */
-async function diskView(abs: string, rel: string): Promise<FileView> {
+async function diskView(abs: string, rel: string, root: string | null): Promise<FileView> {
+  // Read through a handle verified to be at `abs` (anchored.ts): a link swapped into the path cannot redirect it.
+  if (root !== null && anchoringSupported() && isUnder(root, abs)) return diskViewVerified(abs, rel, root);
   try {
     const st = await statOrNull(abs);
     if (!st) return { abs, kind: 'missing', bytes: null, sha256: null, mode: null, size: 0, source: 'disk' };
@@ -640,6 +658,22 @@ async function diskView(abs: string, rel: string): Promise<FileView> {
     if ((st.mode & 0o444) === 0) throw unreadableError(rel);
     const bytes = await fsp.readFile(abs);
     return { abs, kind: 'file', bytes, sha256: sha256Hex(bytes), mode: st.mode & 0o7777, size: bytes.length, source: 'disk' };
+  } catch (err) {
+    throw isPermissionError(err) ? unreadableError(rel) : err;
+  }
+}
+
+async function diskViewVerified(abs: string, rel: string, root: string): Promise<FileView> {
+  try {
+    const r = await readVerified(root, abs, (st) => {
+      // Root could read it anyway: the mode says nobody should.
+      if ((st.mode & 0o444) === 0) throw unreadableError(rel);
+    });
+    if (!r) return { abs, kind: 'missing', bytes: null, sha256: null, mode: null, size: 0, source: 'disk' };
+    const mode = r.stat.mode & 0o7777;
+    if (r.kind === 'directory') return { abs, kind: 'directory', bytes: null, sha256: null, mode, size: 0, source: 'disk' };
+    if (r.kind === 'other') return { abs, kind: 'other', bytes: null, sha256: null, mode, size: r.stat.size, source: 'disk' };
+    return { abs, kind: 'file', bytes: r.bytes, sha256: sha256Hex(r.bytes), mode, size: r.bytes.length, source: 'disk' };
   } catch (err) {
     throw isPermissionError(err) ? unreadableError(rel) : err;
   }
@@ -778,17 +812,17 @@ async function writeTemp(tmp: string, bytes: Buffer, mode: number | undefined): 
 }
 
 /** Puts `tmp` at `target` only if nothing is there (link fails with EEXIST), so nothing is overwritten. */
-async function linkNoClobber(tmp: string, target: string): Promise<void> {
+async function linkNoClobber(tmp: string, target: string, shown = target): Promise<void> {
   try {
     await fsp.link(tmp, target);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'EEXIST') {
-      throw new ToolError('already_exists', `"${target}" already exists.`, { path: target });
+      throw new ToolError('already_exists', `"${shown}" already exists.`, { path: shown });
     }
     if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EXDEV' && code !== 'EOPNOTSUPP') throw err;
     // Filesystems without hard links: check, then rename (the workspace lock covers our own writers).
-    if (await statOrNull(target)) throw new ToolError('already_exists', `"${target}" already exists.`, { path: target });
+    if (await statOrNull(target)) throw new ToolError('already_exists', `"${shown}" already exists.`, { path: shown });
     await fsp.rename(tmp, target);
   }
 }
@@ -801,29 +835,39 @@ async function backupCopy(target: string, backup: string): Promise<void> {
   }
 }
 
-async function rollback(steps: Step[]): Promise<void> {
+async function rollback(steps: Step[], at: (p: string) => string = (p) => p): Promise<void> {
   for (const s of [...steps].reverse()) {
     try {
-      if (s.kind === 'created') await fsp.unlink(s.target);
-      else await fsp.rename(s.backup, s.target);
+      if (s.kind === 'created') await fsp.unlink(at(s.target));
+      else await fsp.rename(at(s.backup), at(s.target));
     } catch {
       // best effort: keep restoring the others
     }
   }
 }
 
-async function removeTreeIfEmpty(dir: string): Promise<boolean> {
+/** With `root` (anchored.ts): listed and removed through verified folders, never through a swapped link. */
+async function removeTreeIfEmpty(dir: string, root: string | null = null): Promise<boolean> {
+  const anchored = root !== null && anchoringSupported() && isUnder(root, dir) && dir !== root;
   let entries: fs.Dirent[];
   try {
-    entries = await fsp.readdir(dir, { withFileTypes: true });
+    entries = anchored ? await readdirVerified(root, dir) : await fsp.readdir(dir, { withFileTypes: true });
   } catch {
     return true;
   }
   for (const e of entries) {
     if (!e.isDirectory()) return false;
-    if (!(await removeTreeIfEmpty(path.join(dir, e.name)))) return false;
+    if (!(await removeTreeIfEmpty(path.join(dir, e.name), root))) return false;
   }
-  await fsp.rmdir(dir).catch(() => undefined);
+  if (!anchored) {
+    await fsp.rmdir(dir).catch(() => undefined);
+    return true;
+  }
+  const parent = await AnchoredDir.open(root, path.dirname(dir)).catch(() => null);
+  if (parent) {
+    await fsp.rmdir(parent.at(path.basename(dir))).catch(() => undefined);
+    await parent.close();
+  }
   return true;
 }
 

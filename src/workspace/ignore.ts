@@ -1,6 +1,7 @@
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Ignore } from 'ignore';
+import { readdirVerified } from './anchored';
 
 /** The rules of one .gitignore file, matched relative to its folder. */
 interface IgnoreFile {
@@ -111,7 +112,8 @@ async function* walkDir(opts: WalkOptions, relDir: string, parent: IgnoreMatcher
   opts.signal?.throwIfAborted();
   let entries;
   try {
-    entries = await fsp.readdir(path.join(opts.rootAbs, relDir), { withFileTypes: true });
+    // Through a verified handle: a folder swapped for a link to elsewhere is not listed (anchored.ts).
+    entries = await readdirVerified(opts.rootAbs, path.join(opts.rootAbs, relDir));
   } catch {
     return;
   }

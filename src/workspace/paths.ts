@@ -5,6 +5,15 @@ import { compileGlobList, type PathMatcher } from './glob-match';
 
 export const DEFAULT_DENY_GLOBS: readonly string[] = ['.git/**'];
 
+/**
+ * A `.git` folder or file at any depth, or anything under one: nested repositories, submodules and
+ * worktrees (whose `.git` is a file) included. Changing one can make git run commands (core.fsmonitor,
+ * hooks), so it is always protected (issue 18, item 10). Case-insensitive, as on macOS and Windows.
+ */
+export function inGitDir(rel: string): boolean {
+  return rel.split('/').some((seg) => seg.toLowerCase() === '.git');
+}
+
 /** A path the workspace has checked: confined to the root, not denied. */
 export interface ResolvedPath {
   /** Absolute path with symlinks in existing parts resolved. */
@@ -30,8 +39,12 @@ export class PathResolver {
     return path.relative(this.root, abs).split(path.sep).join('/');
   }
 
-  /** Denied by the deny globs (compiled on the first check; see compileGlobList for their rules). */
+  /**
+   * Denied by the deny globs (compiled on the first check; see compileGlobList for their rules), or inside
+   * any repository's `.git` (see inGitDir), whatever the deny globs say.
+   */
   isDenied(rel: string): boolean {
+    if (inGitDir(rel)) return true;
     this.deny ??= compileGlobList(this.denyGlobs);
     return this.deny(rel);
   }
@@ -44,9 +57,11 @@ export class PathResolver {
     }
     // Deny globs apply to the path as written, as resolved, and as read another way.
     if (this.isDenied(rel) || this.isDenied(this.relative(lexical)) || readings.some((r) => this.isDenied(this.relative(r)))) {
-      throw new ToolError('permission_denied', `Access to "${rel}" is denied by the workspace's deny globs.`, {
+      const git = [rel, this.relative(lexical), ...readings.map((r) => this.relative(r))].some(inGitDir);
+      const why = git ? 'is inside a .git folder or is a .git file (every repository\'s, at any depth, is protected)' : "is denied by the workspace's deny globs";
+      throw new ToolError('permission_denied', `Access to "${rel}" ${why}.`, {
         path: rel,
-        suggestedAction: 'Choose a path that is not protected (e.g. not inside .git).',
+        suggestedAction: git ? 'Every .git folder or file (nested repositories and submodules too) is protected; use git through bash if the user asks.' : 'Choose a path that is not protected (e.g. not inside .git).',
       });
     }
     return { abs, rel };

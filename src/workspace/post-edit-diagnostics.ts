@@ -45,6 +45,8 @@ export class PostEditDiagnostics {
     private readonly source: DiagnosticsSource,
     private readonly relative: (abs: string) => string,
     private readonly opts: PostEditOptions,
+    /** The workspace root: the other loaded buffers under it are compared too (an edit can break them). */
+    private readonly root?: string,
   ) {}
 
   /** Watches the loaded buffers `changes` write into (moves excepted: their buffer is renamed). Never throws. */
@@ -52,8 +54,8 @@ export class PostEditDiagnostics {
     const paths = [...new Set(changes.flatMap((c) => (c.type === 'write' && !c.movedFrom ? [c.abs] : [])))];
     if (paths.length === 0) return null;
     try {
-      const w = await this.source.watch(paths, WATCH_LIMIT);
-      return w ? new PendingDiagnostics(this.source, this.relative, this.opts, w.token, w.before) : null;
+      const w = await this.source.watch(paths, WATCH_LIMIT, this.root);
+      return w ? new PendingDiagnostics(this.source, this.relative, this.opts, w.token, w.before, w.others ?? []) : null;
     } catch (err) {
       this.opts.onError?.(err);
       return null;
@@ -68,6 +70,8 @@ export class PendingDiagnostics {
     private readonly opts: PostEditOptions,
     private readonly token: number,
     private readonly before: BufferDiagnostics[],
+    /** The other loaded buffers (not written) as they were before the write. */
+    private readonly othersBefore: BufferDiagnostics[] = [],
   ) {}
 
   /** The write did not happen: forget the watch. */
@@ -104,7 +108,17 @@ export class PendingDiagnostics {
     const changedAbs = new Set(changed.map((b) => b.abs));
     const locate = (b: BufferDiagnostics): LocatedDiagnostic[] => b.diagnostics.map((d) => ({ path: this.relative(b.abs), ...d }));
     const hunks = new Map<string, LineHunk[]>(changed.map((b) => [this.relative(b.abs), b.hunks]));
-    const diff = diffDiagnostics(this.before.filter((b) => changedAbs.has(b.abs)).flatMap(locate), changed.flatMap(locate), hunks);
+    // Other loaded buffers whose diagnostics changed after the write (their text did not: no hunks).
+    const othersBefore = new Map(this.othersBefore.map((b) => [b.abs, b]));
+    const othersChanged = (poll.others ?? []).filter((b) => {
+      const was = othersBefore.get(b.abs);
+      return was !== undefined && !changedAbs.has(b.abs) && JSON.stringify(was.diagnostics) !== JSON.stringify(b.diagnostics);
+    });
+    const diff = diffDiagnostics(
+      [...this.before.filter((b) => changedAbs.has(b.abs)), ...othersChanged.map((b) => othersBefore.get(b.abs)!)].flatMap(locate),
+      [...changed, ...othersChanged].flatMap(locate),
+      hunks,
+    );
     const report: PostEditReport = {
       introduced: diff.introduced.slice(0, MAX_REPORTED),
       resolved: diff.resolved.slice(0, MAX_REPORTED),

@@ -1,10 +1,13 @@
 import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from '../tools/errors';
 import { MAX_OUTPUT_BYTES } from '../tools/output';
 import { isIgnoredPath, walk, type IgnoreMatcher } from './ignore';
 import { compileGlob } from './glob-match';
+import { anchoringSupported, lstatAnchored, readVerified, readdirVerified } from './anchored';
+import { isUnder } from './paths';
 
 /** Most results a search returns; the rest are counted in `omitted`. */
 export const MAX_SEARCH_RESULTS = 1000;
@@ -15,6 +18,11 @@ export interface SearchContext {
   rootAbs: string;
   /** Deny-glob check (workspace-relative path). */
   isDenied: (rel: string) => boolean;
+  /**
+   * Files that usually hold secrets (secret_globs): their matches are left out of a search of a folder
+   * (counted in `secretFiles`); a search naming one such file is searched (the agent asked the user).
+   */
+  isSecret?: (rel: string) => boolean;
   signal?: AbortSignal;
 }
 
@@ -40,6 +48,8 @@ export interface GrepResult {
   matches: GrepMatch[];
   total: number;
   engine: 'rg' | 'js';
+  /** Files that usually hold secrets whose matches were left out (see SearchContext.isSecret). */
+  secretFiles?: string[];
 }
 
 let rgAvailable: boolean | undefined;
@@ -83,10 +93,16 @@ function clip(text: string): string {
 export async function grep(ctx: SearchContext, q: GrepQuery): Promise<GrepResult> {
   const re = compileSearchRegex(q.pattern, q.fixed ?? false);
   const engine = chooseEngine(q);
-  const all = engine === 'rg' ? await grepRg(ctx, q) : await grepJs(ctx, q, re);
-  const matches = all.filter((m) => !ctx.isDenied(m.path));
+  let all = engine === 'rg' ? await grepRg(ctx, q) : await grepJs(ctx, q, re);
+  // ripgrep opens files by path: each match is checked against the file read through a verified handle.
+  if (engine === 'rg' && anchoringSupported()) all = await keepVerifiedMatches(ctx.rootAbs, all);
+  let matches = all.filter((m) => !ctx.isDenied(m.path));
+  const secretFiles = new Set<string>();
+  if (ctx.isSecret && !ctx.isSecret(q.startRel)) {
+    matches = matches.filter((m) => !(ctx.isSecret!(m.path) && secretFiles.add(m.path)));
+  }
   matches.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.line - b.line));
-  return { matches, total: matches.length, engine };
+  return { matches, total: matches.length, engine, ...(secretFiles.size ? { secretFiles: [...secretFiles].sort() } : {}) };
 }
 
 async function grepJs(ctx: SearchContext, q: GrepQuery, re: RegExp): Promise<GrepMatch[]> {
@@ -108,7 +124,10 @@ async function grepJs(ctx: SearchContext, q: GrepQuery, re: RegExp): Promise<Gre
     ctx.signal?.throwIfAborted();
     let bytes: Buffer;
     try {
-      bytes = await fsp.readFile(path.join(ctx.rootAbs, rel));
+      // Through a verified handle (anchored.ts): a folder swapped for a link cannot redirect the read.
+      const r = await readVerified(ctx.rootAbs, path.join(ctx.rootAbs, rel));
+      if (r?.kind !== 'file') continue;
+      bytes = r.bytes;
     } catch {
       continue;
     }
@@ -120,6 +139,26 @@ async function grepJs(ctx: SearchContext, q: GrepQuery, re: RegExp): Promise<Gre
     for (let i = 0; i < lines.length; i++) {
       if (re.test(lines[i])) out.push({ path: rel, line: i + 1, text: clip(stripEol(lines[i])) });
     }
+  }
+  return out;
+}
+
+/**
+ * The matches whose line is in the file as read now through a verified handle (anchored.ts): what
+ * ripgrep read through a folder swapped for a link to elsewhere is dropped.
+ */
+async function keepVerifiedMatches(rootAbs: string, matches: GrepMatch[]): Promise<GrepMatch[]> {
+  const lines = new Map<string, string[] | null>();
+  const out: GrepMatch[] = [];
+  for (const m of matches) {
+    let ls = lines.get(m.path);
+    if (ls === undefined) {
+      const abs = path.join(rootAbs, m.path);
+      const r = isUnder(rootAbs, abs) ? await readVerified(rootAbs, abs).catch(() => null) : null;
+      ls = r?.kind === 'file' ? r.bytes.toString('utf8').split('\n') : null;
+      lines.set(m.path, ls);
+    }
+    if (ls && m.line >= 1 && m.line <= ls.length && clip(stripEol(ls[m.line - 1])) === m.text) out.push(m);
   }
   return out;
 }
@@ -195,6 +234,15 @@ export async function globFiles(ctx: SearchContext, pattern: string, startRel: s
   const cwd = path.join(ctx.rootAbs, startRel);
   // Loaded when the glob tool first runs, not with the tool set.
   const fg = require('fast-glob') as typeof import('fast-glob');
+  // {a,b} alternatives are expanded before any check: every expanded base must stay inside the folder.
+  for (const t of fg.generateTasks(pattern, { cwd, dot: true })) {
+    const leaves = (p: string) => path.isAbsolute(p) || p.split('/').includes('..') || !isUnder(ctx.rootAbs, path.resolve(cwd, p));
+    if (leaves(t.base) || t.patterns.some((p) => leaves(p.replace(/^!/, '')))) {
+      throw new ToolError('invalid_arguments', 'The glob pattern must be relative and must not contain "..", also in its {a,b} alternatives.', {
+        suggestedAction: 'Use the `path` argument to choose the folder and a relative pattern such as "**/*.ts".',
+      });
+    }
+  }
   const entries = await fg(pattern, {
     cwd,
     dot: true,
@@ -203,19 +251,74 @@ export async function globFiles(ctx: SearchContext, pattern: string, startRel: s
     followSymbolicLinks: false,
     ignore: ['**/.git', '**/.git/**', '**/node_modules/.cache/**'],
     suppressErrors: true,
+    // Folders are read through verified handles, and nothing outside the root is read at all: a
+    // symlinked folder (or one swapped for a link) is not walked (anchored.ts).
+    fs: confinedFs(ctx.rootAbs),
   });
   const cache = new Map<string, IgnoreMatcher>();
   const paths: string[] = [];
   for (const e of entries) {
     const isDir = e.endsWith('/');
     const relInStart = isDir ? e.slice(0, -1) : e;
-    const rel = startRel === '' ? relInStart : `${startRel}/${relInStart}`;
+    const full = path.resolve(cwd, relInStart);
+    if (!isUnder(ctx.rootAbs, full) || full === ctx.rootAbs) continue;
+    // A symlink listed by name must also lead inside the root (its target, resolved).
+    if (!isDir && !(await leadsInside(ctx.rootAbs, full))) continue;
+    const rel = path.relative(ctx.rootAbs, full).split(path.sep).join('/');
     if (ctx.isDenied(rel)) continue;
     if (gitignore && (await isIgnoredPath(ctx.rootAbs, rel, isDir, cache))) continue;
     paths.push(isDir ? rel + '/' : rel);
   }
   paths.sort();
   return { paths, total: paths.length };
+}
+
+/** `abs` (inside the root) is not a link to outside it, directly or through a chain (dangling links followed lexically). */
+async function leadsInside(root: string, abs: string): Promise<boolean> {
+  const st = await fsp.lstat(abs).catch(() => null);
+  if (!st?.isSymbolicLink()) return true;
+  const real = await fsp.realpath(abs).catch(() => null);
+  if (real !== null) return isUnder(root, real);
+  const target = await fsp.readlink(abs).catch(() => null);
+  return target !== null && isUnder(root, path.resolve(path.dirname(abs), target));
+}
+
+type Cb<T> = (err: NodeJS.ErrnoException | null, value?: T) => void;
+
+function noEntry(p: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`ENOENT: outside the workspace or moved, '${p}'`), { code: 'ENOENT' });
+}
+
+/** fast-glob's file system: only paths inside `root`, folders read through verified handles, links never followed. */
+function confinedFs(root: string): NonNullable<import('fast-glob').Options['fs']> {
+  const inside = (p: string) => isUnder(root, path.resolve(p));
+  const lstat = (p: string, cb: Cb<fs.Stats>) => {
+    if (!inside(p)) return cb(noEntry(p));
+    lstatAnchored(root, path.resolve(p)).then(
+      (st) => (st ? cb(null, st) : cb(noEntry(p))),
+      (e: NodeJS.ErrnoException) => cb(e),
+    );
+  };
+  const readdir = (p: string, a: unknown, b?: unknown) => {
+    const withTypes = typeof a === 'object' && a !== null && (a as { withFileTypes?: boolean }).withFileTypes === true;
+    const cb = (typeof a === 'function' ? a : b) as Cb<(fs.Dirent | string)[]>;
+    if (!inside(p)) return cb(noEntry(p));
+    readdirVerified(root, path.resolve(p)).then(
+      (ds) => cb(null, withTypes ? ds : ds.map((d) => d.name)),
+      (e: NodeJS.ErrnoException) => cb(e),
+    );
+  };
+  const refuseSync = (p: string) => {
+    if (!inside(p)) throw noEntry(p);
+  };
+  return {
+    lstat: lstat as never,
+    stat: lstat as never,
+    readdir: readdir as never,
+    lstatSync: ((p: string) => (refuseSync(p), fs.lstatSync(p))) as never,
+    statSync: ((p: string) => (refuseSync(p), fs.lstatSync(p))) as never,
+    readdirSync: ((p: string, o: never) => (refuseSync(p), fs.readdirSync(p, o))) as never,
+  };
 }
 
 export interface ListEntry {

@@ -13,6 +13,7 @@ import { escapeGlob } from './glob-match';
 import type { SearchContext } from './search';
 import { scanWorkspace, type ScanOptions, type WorkspaceScan } from './scan';
 import { DEFAULT_TRASH_RETENTION_DAYS, WorkspaceTrash } from './trash';
+import { DEFAULT_SECRET_GLOBS, SecretMatcher } from './secrets';
 import type { DiagnosticsSource } from './diagnostics';
 import { PostEditDiagnostics, type PendingDiagnostics, type PostEditOptions } from './post-edit-diagnostics';
 
@@ -24,6 +25,8 @@ export interface WorkspaceOptions {
   sessionId?: string;
   /** Paths matching these globs (workspace-relative) are refused with permission_denied. Default `.git/**`. */
   denyGlobs?: string[];
+  /** Files that usually hold secrets: the agent asks the user before reading or searching them. Default DEFAULT_SECRET_GLOBS. */
+  secretGlobs?: string[];
   trashRetentionDays?: number;
   /** Live-buffer seam (issue 4); null/absent = disk only. */
   bridge?: BufferBridge | null;
@@ -105,6 +108,7 @@ export class FileWorkspace implements Workspace {
   readonly diagnostics: DiagnosticsSource | null;
   private readonly postEdit: PostEditDiagnostics | null;
   private readonly writeLock = new Mutex();
+  private readonly secrets: SecretMatcher;
   private closed = false;
 
   constructor(opts: WorkspaceOptions) {
@@ -122,6 +126,7 @@ export class FileWorkspace implements Workspace {
       deny.push('/' + escapeGlob(rel));
     }
     this.paths = new PathResolver(this.root, deny);
+    this.secrets = new SecretMatcher(opts.secretGlobs ?? DEFAULT_SECRET_GLOBS);
     const journalDir = path.join(this.dataDir, 'journal');
     // Commits a crashed process left half done are finished or undone before anything else runs.
     this.recovered = recoverCommits(journalDir);
@@ -139,7 +144,7 @@ export class FileWorkspace implements Workspace {
     this.checkpoints = new Checkpoints({ root: this.root, files: this.files, repo: this.store.checkpoints });
     this.diagnostics = opts.diagnostics ?? null;
     this.postEdit =
-      this.diagnostics && opts.postEditDiagnostics ? new PostEditDiagnostics(this.diagnostics, (abs) => this.paths.relative(abs), opts.postEditDiagnostics) : null;
+      this.diagnostics && opts.postEditDiagnostics ? new PostEditDiagnostics(this.diagnostics, (abs) => this.paths.relative(abs), opts.postEditDiagnostics, this.paths.root) : null;
   }
 
   get audit(): AuditRepository {
@@ -151,7 +156,12 @@ export class FileWorkspace implements Workspace {
   }
 
   searchContext(signal?: AbortSignal): SearchContext {
-    return { rootAbs: this.root, isDenied: (rel) => this.paths.isDenied(rel), signal };
+    return { rootAbs: this.root, isDenied: (rel) => this.paths.isDenied(rel), isSecret: (rel) => this.secrets.isSecret(rel), signal };
+  }
+
+  /** A file that usually holds secrets (secret_globs): reading or searching it needs the user's approval. */
+  isSecret(rel: string): boolean {
+    return this.secrets.isSecret(rel);
   }
 
   /** A bounded snapshot of the workspace's files: .git, .gitignore'd paths and the deny globs left out. */

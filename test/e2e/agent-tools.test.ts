@@ -149,6 +149,18 @@ forEachNvim((bin) => {
       assert.match(JSON.stringify(read.data), /write tests/);
     });
 
+    it('bash `seq 1 100000`: the model gets one cap and one notice, and the last line (issue 17, defect 3)', async () => {
+      await start(", mode = 'chug'");
+      e.fake.script({ toolCalls: [{ name: 'bash', arguments: { command: 'seq 1 100000' } }] }, { text: 'counted' });
+      const n = e.fake.chatRequests.length;
+      await e.t.cmd('Caboose count');
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('counted'), 'answer');
+      const output = String(firstToolResult(e.fake.chatRequests[n + 1]).data?.output);
+      assert.equal(output.match(/\[output truncated/g)?.length, 1, 'one notice');
+      assert.ok(output.endsWith('\n99999\n100000\n'), output.slice(-60));
+      assert.ok(output.startsWith('1\n2\n3\n'));
+    });
+
     it('after bash changes files, clean buffers show the new text; unsaved ones are left alone, no prompts', async () => {
       await start(", mode = 'chug'");
       fs.writeFileSync(path.join(e.t.cwd, 'clean.txt'), 'one\n');

@@ -61,7 +61,10 @@ forEachNvim((bin) => {
       await e.t.cmd('CabooseApproval'); // jump in
       await e.t.nvim.input('<CR>'); // the default choice is "once"
       const bashFloat = await waitFloatFor('bash');
-      assert.deepEqual(bashFloat.lines, [`cwd: ${e.t.cwd}`, '', '$ cat a.txt; echo done-bash'], 'the folder, then the command');
+      // Where it runs (issue 19): inside the sandbox where one runs, OUTSIDE it otherwise.
+      const where = bashFloat.lines[2];
+      assert.match(where, /^runs inside the sandbox workspace-write|^⚠ runs OUTSIDE any sandbox: no sandbox available/);
+      assert.deepEqual([...bashFloat.lines.slice(0, 2), ...bashFloat.lines.slice(3)], [`cwd: ${e.t.cwd}`, '', '$ cat a.txt; echo done-bash'], 'the folder, then the command');
       await e.t.lua("require('caboose').approval_respond('once')");
       await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('All done.'), 'final answer');
       await waitState('idle');
@@ -161,7 +164,8 @@ forEachNvim((bin) => {
     });
 
     it('plan mode blocks writes; auto-edit runs edits and asks for bash; chug runs everything', async () => {
-      await start('plan');
+      // Unsandboxed: a sandboxed command runs without asking in auto-edit (test/e2e/sandbox.test.ts).
+      await start('plan', ", sandbox = { mode = 'off' }");
       e.fake.script({ toolCalls: [{ name: 'create_file', arguments: { path: 'p.txt', content: 'p' } }] }, { text: 'planned' });
       let n = e.fake.chatRequests.length;
       await e.t.cmd('Caboose make p');
@@ -339,7 +343,9 @@ forEachNvim((bin) => {
     });
 
     it(':CabooseStop during `bash sleep 30` kills the process group and returns to idle', async () => {
-      await start('chug');
+      // Unsandboxed: in the sandbox $$ and $! are pids of its own namespace (test/unit/sandbox.test.ts
+      // checks that a stopped sandboxed command leaves nothing).
+      await start('chug', ", sandbox = { mode = 'off' }");
       e.fake.script({ toolCalls: [{ name: 'bash', arguments: { command: 'echo $$ > pids; (sleep 30 & echo $! >> pids; wait) & echo $! >> pids; sleep 30' } }] }, { text: 'never' });
       await e.t.cmd('Caboose sleep');
       const pidFile = path.join(e.t.cwd, 'pids');

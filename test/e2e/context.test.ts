@@ -104,6 +104,43 @@ forEachNvim((bin) => {
       assert.match(res.data.text, /\[user\]\ntell me about pelicans\n\n\[assistant\]\nPelicans are large water birds/);
     });
 
+    it("after a compaction, the current turn's tool outputs never push a request over the window: they leave the prompt (recall keeps them) and the chat says so (issue 17, defect 14)", async () => {
+      const WINDOW = 12_000;
+      const t = await e2e.start({ env: { CABOOSE_MODEL: 'fake-model' }, initLua: `require('caboose').setup({ mode = 'chug', provider = { context_window = ${WINDOW} } })` });
+      const { fake } = e2e;
+      for (const n of [1, 2, 3]) fs.writeFileSync(path.join(t.cwd, `big${n}.txt`), Array.from({ length: 900 }, (_, i) => `file ${n} line ${i + 1}: ${'z'.repeat(30)}`).join('\n') + '\n');
+      // The server reports a nearly full window: the next message compacts first.
+      fake.script({ text: 'An early answer.', usage: { prompt_tokens: 11_000, completion_tokens: 100 } });
+      await say(t, 'start', 'An early answer.');
+      const n = fake.chatRequests.length;
+      fake.script(
+        { text: '## Intent\nread files' },
+        { toolCalls: [{ id: 'r1', name: 'read_file', arguments: { path: 'big1.txt' } }, { id: 'r2', name: 'read_file', arguments: { path: 'big2.txt' } }] },
+        { toolCalls: [{ id: 'r3', name: 'read_file', arguments: { path: 'big3.txt' } }] },
+        { text: 'Read them all.' },
+      );
+      await say(t, 'read the three files', 'Read them all.');
+      const reqs = fake.chatRequests.slice(n);
+      assert.equal(lastUser(reqs[0]), SUMMARIZE_INSTRUCTION, 'precondition: the conversation was compacted first');
+      assert.equal(reqs.length, 4);
+      for (const r of reqs.slice(1)) {
+        const chars = JSON.stringify(r.body?.messages ?? []).length + JSON.stringify(r.body?.tools ?? []).length;
+        assert.ok(chars / 4 <= WINDOW, `a request of ~${Math.round(chars / 4)} tokens exceeds the ${WINDOW}-token window`);
+      }
+      const last = toolContents(reqs[3].body?.messages);
+      assert.equal(last.length, 3);
+      const stubs = last.map((c) => /stored as #(\d+) — call recall with id \1/.exec(c)).filter((m) => m !== null);
+      assert.ok(stubs.length >= 2, last.map((c) => c.slice(0, 100)).join('\n'));
+      assert.match(await chatText(t), /this turn's tool outputs did not fit the context window \(12000 tokens\): \d+ moved out of the prompt \(stored as #\d+/);
+
+      // recall still reaches a stubbed output.
+      fake.script({ toolCalls: [{ id: 'rc', name: 'recall', arguments: { id: Number(stubs[0]![1]), startLine: 1, lineCount: 5 } }] }, { text: 'Recalled it.' });
+      const m = fake.chatRequests.length;
+      await say(t, 'show the start again', 'Recalled it.');
+      const withResult = fake.chatRequests.slice(m).find((r) => (r.body?.messages ?? []).some((x) => x.role === 'tool' && x.tool_call_id === 'rc'))!;
+      assert.match(toolContents(withResult.body?.messages).at(-1)!, /file \d line \d+: z+/);
+    });
+
     it('a context-length error from the server compacts and retries once instead of ending the turn', async () => {
       const t = await e2e.start({ env: { CABOOSE_MODEL: 'fake-model' } });
       const { fake } = e2e;

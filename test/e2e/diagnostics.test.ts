@@ -281,6 +281,52 @@ forEachNvim((bin) => {
       process.stderr.write(`# tsls (Neovim ${bin.version}): ready ${ready} ms, first edit turn ${edit1Ms} ms (waited ${r1.waitedMs} ms), fix waited ${r2.waitedMs} ms\n`);
     });
 
+    it('an edit to a.ts that breaks the open b.ts reports the new error in b.ts, with its path (issue 17, defect 15)', { timeout: 180_000 }, async () => {
+      const t = await e.start({ initLua: "require('caboose').setup({ mode = 'chug', diagnostics = { wait_ms = 8000 } })" });
+      const cwd = t.cwd;
+      fs.writeFileSync(path.join(cwd, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, noEmit: true, target: 'es2020' }, include: ['*.ts'] }));
+      fs.writeFileSync(path.join(cwd, 'a.ts'), clean);
+      const importer = "import { a } from './a';\nexport const n: number = a;\nlet unusedB = 3;\n";
+      fs.writeFileSync(path.join(cwd, 'b.ts'), importer);
+      const attach = `local server, tsserver, root = ...
+        vim.lsp.start({
+          name = 'tsls',
+          cmd = { server, '--stdio' },
+          root_dir = root,
+          init_options = { tsserver = { path = tsserver }, disableAutomaticTypingAcquisition = true },
+        })`;
+      await t.cmd('edit b.ts');
+      await t.lua(attach, [server, tsserver, fs.realpathSync(cwd)]);
+      await t.cmd('edit a.ts');
+      await t.lua(attach, [server, tsserver, fs.realpathSync(cwd)]);
+      await t.waitFor(
+        () => t.lua<boolean>("local b = vim.fn.bufnr('b.ts') return #vim.lsp.get_clients({ bufnr = b }) > 0 and #vim.diagnostic.get(b) > 0 and #vim.diagnostic.get(0) > 0"),
+        'the language server to attach to both and report',
+        90_000,
+      );
+      assert.equal(await t.lua<number>("return #vim.diagnostic.get(vim.fn.bufnr('b.ts'), { severity = vim.diagnostic.severity.ERROR })"), 0, 'precondition: b.ts has no error');
+
+      e.fake.script(
+        { toolCalls: [{ name: 'edit_file', arguments: { path: 'a.ts', expectedSha256: sha(clean), edits: [{ oldText: 'a: number = 1', newText: 'a: string = "s"' }] } }] },
+        { text: 'changed the type' },
+      );
+      const n = e.fake.chatRequests.length;
+      await t.cmd('Caboose change the type');
+      await t.waitFor(async () => (await t.chatLines()).join('\n').includes('changed the type'), 'the answer', 30_000);
+      const res = firstToolResult(e.fake.chatRequests[n + 1]);
+      assert.equal(res.ok, true, JSON.stringify(res));
+      const r = res.data?.diagnostics as Report;
+      assert.ok(r, `a report: ${JSON.stringify(res.data)}`);
+      // Precondition: the editor now holds the error in b.ts.
+      assert.ok(await t.lua<number>("return #vim.diagnostic.get(vim.fn.bufnr('b.ts'), { severity = vim.diagnostic.severity.ERROR })") > 0);
+      const inB = r.introduced.filter((d) => d.path === 'b.ts');
+      assert.equal(inB.length, 1, JSON.stringify(r));
+      assert.match(inB[0].message, TYPE_ERROR);
+      assert.equal(inB[0].severity, 'error');
+      assert.equal(inB[0].line, 2);
+      assert.match((await t.chatLines()).join('\n'), /edit_file a\.ts \+1 −1 · 1 new error/);
+    });
+
     it('an edit that leaves a clean file clean reports nothing new, without waiting out wait_ms', { timeout: 180_000 }, async () => {
       const waitMs = 8000;
       const t = await e.start({ initLua: `require('caboose').setup({ mode = 'chug', diagnostics = { wait_ms = ${waitMs} } })` });

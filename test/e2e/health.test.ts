@@ -28,6 +28,13 @@ forEachNvim((bin) => {
       assert.ok(e.fake.requests.some((r) => r.method === 'GET' && r.path === '/v1/models' && r.headers.authorization === 'Bearer sk-very-secret-123'));
     });
 
+    it('help links in the report are well formed (no stray parenthesis inside |caboose-mcp|)', async () => {
+      const t = await e.start();
+      const text = await healthText(t);
+      assert.match(text, /no MCP server configured: see :help \|?caboose-mcp\|?$/m);
+      assert.doesNotMatch(text, /\|[^|\s]*\)\|/, 'no help link ends in a parenthesis');
+    });
+
     it("verifies the audit log's hash chain: ok with the row count, or an error naming the first bad row", async () => {
       const t = await e.start();
       for (const args of [{ path: 'a.txt', content: 'a' }, { path: 'b.txt', content: 'b' }]) {

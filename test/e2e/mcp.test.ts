@@ -125,6 +125,27 @@ forEachNvim((bin) => {
       assert.deepEqual(await shown(), []);
     });
 
+    it('a tool that requires task-based execution is never offered to the model; :CabooseMcp says why; a call by name gets a clear error', async () => {
+      await e.start({ initLua: SETUP('chug', { jobs: stdioServer({}, ['--task-tool']) }) });
+      e.fake.script({ toolCalls: [{ id: 'c_job', name: 'jobs__longjob', arguments: {} }] }, { text: 'tried the job' });
+      await e.t.cmd('Caboose run the long job');
+      await chatHas('tried the job');
+      const offered = toolNames(e.fake.chatRequests[0]);
+      assert.ok(offered.includes('jobs__echo'), `the server's other tools are offered: ${offered.join(' ')}`);
+      assert.ok(!offered.includes('jobs__longjob'), 'the task-only tool is not offered');
+      const res = lastToolResults(e.fake.chatRequests[1]).get('c_job');
+      assert.equal(res?.error?.kind, 'mcp_unavailable');
+      assert.match(res?.error?.message ?? '', /requires task-based execution/);
+
+      await e.t.cmd('CabooseMcp');
+      const lines = await e.t.waitFor(async () => {
+        const l = await linesOf(e.t, 'caboose_mcp');
+        return l && l.join('\n').includes('jobs__longjob') ? l : null;
+      }, 'the listing');
+      assert.match(lines.join('\n'), /^ {2}jobs__longjob +not offered +A long job that runs only as a task\. {2}\[requires task-based execution/m);
+      await e.t.nvim.input('q');
+    });
+
     it('a crashing server is reported in the chat and :checkhealth; the session and the other server keep working; it restarts at its next use', async () => {
       http = await startHttpMcpServer();
       await e.start({ initLua: SETUP('chug', { local: stdioServer({}, ['--stderr']), remote: { url: http.url } }) });

@@ -15,7 +15,9 @@ forEachNvim((bin) => {
     const e = useE2E(bin);
 
     it('quitting Neovim while a command runs leaves none of its processes (SIGTERM ignored, own session)', async () => {
-      const t = await e.start({ initLua: "require('caboose').setup({ mode = 'chug' })" });
+      // Unsandboxed (the process sweep is what is tested; in the sandbox, $$ and $! are pids of its own
+      // namespace, and test/unit/sandbox.test.ts checks that everything dies with the host).
+      const t = await e.start({ initLua: "require('caboose').setup({ mode = 'chug', sandbox = { mode = 'off' } })" });
       const pidFile = path.join(t.cwd, 'pids.txt');
       const command =
         `trap '' TERM; echo $$ >> ${pidFile}; sleep 300 & echo $! >> ${pidFile}; ` +

@@ -88,7 +88,19 @@ export interface FakeHangReply {
   hang: true;
 }
 
-export type FakeReplySpec = FakeTextReply | FakeToolCallsReply | FakeErrorReply | FakeHangReply;
+/**
+ * A recorded stream replayed byte for byte (status 200, `text/event-stream` unless told otherwise): how real
+ * providers' streams (test/fixtures/streams/) reach the client. `fake.replay(path)` loads one.
+ */
+export interface FakeRawReply {
+  /** The body; pieces are written in turn (with `gate`, the rest waits for it after the first). */
+  raw: string | string[];
+  status?: number;
+  headers?: Record<string, string>;
+  gate?: Promise<unknown>;
+}
+
+export type FakeReplySpec = FakeTextReply | FakeToolCallsReply | FakeErrorReply | FakeHangReply | FakeRawReply;
 /** A reply, or a function computing it from the request (e.g. to echo the last message). */
 export type FakeReply = FakeReplySpec | ((req: FakeRequest) => FakeReplySpec);
 
@@ -272,6 +284,17 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
 
   async function answerChat(record: FakeRequest, spec: FakeReplySpec, res: http.ServerResponse): Promise<void> {
     if ('hang' in spec) return; // leave the request open
+    if ('raw' in spec) {
+      res.writeHead(spec.status ?? 200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...(spec.headers ?? {}) });
+      const pieces = typeof spec.raw === 'string' ? [spec.raw] : spec.raw;
+      for (const [i, piece] of pieces.entries()) {
+        if (i === 1 && spec.gate) await spec.gate;
+        if (res.destroyed) return;
+        res.write(piece);
+      }
+      res.end();
+      return;
+    }
     if ('status' in spec) {
       const headers = { 'content-type': 'application/json', ...(spec.headers ?? {}) };
       const payload =

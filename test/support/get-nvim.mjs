@@ -16,7 +16,14 @@
 //   manifest.json           { "version": 1, "nvim": [{ "version", "path", "source" }, ...] }, newest first
 //
 // A usable `nvim` on PATH (>= 0.10) stands in for the target of the same minor version.
-// Usage: node test/support/get-nvim.mjs [--force]   (--force drops the cache and fetches again)
+// Usage: node test/support/get-nvim.mjs [--force] [--only <minor>] [--print-path] [--plan]
+//   --force         drops the cache and fetches again
+//   --only 0.12     provides that version only (scripts/caboose-nvim runs one Neovim: it fetches one);
+//                   the manifest keeps the other versions already there
+//   --print-path    prints the path of the newest provided Neovim on stdout, and nothing on stderr unless
+//                   something had to be fetched (a warm launch is silent)
+//   --plan          prints the Debian suites it would fetch, one a line, and fetches nothing
+// CABOOSE_NVIM_CACHE overrides the cache folder (default <repo>/.cache/nvim).
 // Only Debian's package mirror is contacted (the one this machine's apt sources use).
 
 import { spawn, spawnSync } from 'node:child_process';
@@ -25,11 +32,28 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const CACHE = path.join(REPO, '.cache', 'nvim');
+/** A path with its symlinks resolved as far as it exists (a .cache linked to another checkout's stays that one's). */
+function realish(p) {
+  const rest = [];
+  let cur = p;
+  for (;;) {
+    try {
+      return path.join(fs.realpathSync(cur), ...rest);
+    } catch {
+      const parent = path.dirname(cur);
+      if (parent === cur) return p;
+      rest.unshift(path.basename(cur));
+      cur = parent;
+    }
+  }
+}
+// Resolved, so stamps, wrappers and the manifest name the real folder: a cache reached through a symlink is
+// found as it is, never fetched again over the other checkout's copy.
+const CACHE = realish(process.env.CABOOSE_NVIM_CACHE ? path.resolve(process.env.CABOOSE_NVIM_CACHE) : path.join(REPO, '.cache', 'nvim'));
 const MANIFEST = path.join(CACHE, 'manifest.json');
 const STAMP = '.complete.json';
 const MIN_MINOR = 10;
-const TARGETS = [
+const ALL_TARGETS = [
   { minor: '0.12', suite: 'forky' },
   { minor: '0.10', suite: 'trixie' },
 ];
@@ -40,8 +64,16 @@ const ARCHES = {
   arm64: { triplet: 'aarch64-linux-gnu', loader: 'ld-linux-aarch64.so.1' },
 };
 
+const argv = process.argv.slice(2);
+const ONLY = argv.includes('--only') ? argv[argv.indexOf('--only') + 1] : null;
+const PRINT_PATH = argv.includes('--print-path');
+const PLAN = argv.includes('--plan');
+const TARGETS = ONLY ? ALL_TARGETS.filter((t) => t.minor === ONLY) : ALL_TARGETS;
+
+/** With --print-path, nothing is said unless something is fetched (then everything is). */
+let quiet = PRINT_PATH;
 function log(msg) {
-  process.stderr.write(`get-nvim: ${msg}\n`);
+  if (!quiet) process.stderr.write(`get-nvim: ${msg}\n`);
 }
 
 function shellQuote(s) {
@@ -338,7 +370,12 @@ function removeStaleStaging() {
 }
 
 async function main() {
-  if (process.argv.includes('--force')) fs.rmSync(CACHE, { recursive: true, force: true });
+  if (ONLY && TARGETS.length === 0) {
+    quiet = false;
+    log(`--only ${ONLY}: not one of ${ALL_TARGETS.map((t) => t.minor).join(', ')}`);
+    process.exit(2);
+  }
+  if (argv.includes('--force')) fs.rmSync(CACHE, { recursive: true, force: true });
   const onPath = probePathNvim();
   const found = [];
   const todo = [];
@@ -351,8 +388,13 @@ async function main() {
     }
   }
 
+  if (PLAN) {
+    for (const t of todo) process.stdout.write(`${t.suite}\n`);
+    return;
+  }
   const failures = [];
   if (todo.length > 0) {
+    quiet = false;
     const started = Date.now();
     removeStaleStaging();
     const mirror = detectMirror();
@@ -372,16 +414,23 @@ async function main() {
     .filter((e) => !seen.has(e.path) && seen.add(e.path))
     .sort((a, b) => compareVersions(b.version, a.version));
   if (entries.length === 0) {
+    quiet = false;
     log(`no Neovim >= 0.${MIN_MINOR} available: install one on PATH or make Debian's package mirror reachable.`);
     process.exit(1);
   }
-  writeManifest(entries);
+  // --only: the other versions already provided stay listed (the test suite uses them).
+  const kept = ONLY
+    ? (readJson(MANIFEST)?.nvim ?? []).filter((e) => e && typeof e.version === 'string' && minorOf(e.version) !== ONLY && fs.existsSync(e.path) && !seen.has(e.path))
+    : [];
+  writeManifest([...entries, ...kept].sort((a, b) => compareVersions(b.version, a.version)));
   for (const e of entries) log(`nvim ${e.version}  ${e.path}  (${e.source})`);
+  if (PRINT_PATH) process.stdout.write(`${entries[0].path}\n`);
   const missing = TARGETS.filter((t) => !entries.some((e) => minorOf(e.version) === t.minor)).map((t) => t.minor);
   if (missing.length > 0) log(`warning: Neovim ${missing.join(', ')} not available; tests run with the versions above`);
 }
 
 main().catch((e) => {
+  quiet = false;
   log(e instanceof Error ? e.message : String(e));
   process.exit(1);
 });

@@ -7,8 +7,10 @@
  *   node mcp-server.mjs --http     streamable HTTP on 127.0.0.1 (random port); prints `listening <port>`
  *
  * Tools: echo, add (read-only hint), fail (isError), crash (the process exits), big (many lines), image,
- * slow (waits, honours cancellation), env (one environment variable). `--name X` names the server;
- * `--fail-start` exits before answering (a server that never starts); `--stderr` writes a line to stderr.
+ * slow (waits, honours cancellation), env (one environment variable); with `--write-tool` also write (a file).
+ * `--name X` names the server; `--fail-start` exits before answering (a server that never starts); `--stderr`
+ * writes a line to stderr; `--task-tool` adds `longjob`, a tool that runs only as an MCP task
+ * (execution.taskSupport: 'required').
  */
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
@@ -56,6 +58,32 @@ function createServer() {
       });
     });
     return text(extra.signal.aborted ? 'aborted' : `waited ${ms} ms`);
+  });
+  if (flag('--task-tool')) {
+    // Listed with execution.taskSupport 'required': a plain tools/call is refused by the SDK's server.
+    server.experimental.tasks.registerToolTask(
+      'longjob',
+      { description: 'A long job that runs only as a task.', inputSchema: {}, execution: { taskSupport: 'required' } },
+      {
+        createTask: async () => {
+          throw new Error('tasks are not implemented by the test server');
+        },
+        getTask: async () => {
+          throw new Error('tasks are not implemented by the test server');
+        },
+        getTaskResult: async () => {
+          throw new Error('tasks are not implemented by the test server');
+        },
+      },
+    );
+  }
+  if (flag('--write-tool')) server.registerTool('write', { description: 'Writes text to a file (the sandbox tests).', inputSchema: { path: z.string(), text: z.string() } }, async ({ path, text: t }) => {
+    try {
+      (await import('node:fs')).writeFileSync(path, t);
+      return text(`wrote ${path}`);
+    } catch (e) {
+      return { content: [{ type: 'text', text: String(e.message) }], isError: true };
+    }
   });
   server.registerTool('env', { description: 'One environment variable.', inputSchema: { name: z.string() } }, async ({ name }) => text(`${name}=${process.env[name] ?? '(unset)'}`));
   return server;

@@ -23,6 +23,8 @@ export interface StartOptions {
   extraArgs?: string[];
   /** Reuse a home (XDG folders) from an earlier instance; it is then not deleted on close. */
   home?: string;
+  /** The plugin folder put on the runtimepath (default: this checkout); null puts none there. */
+  pluginRoot?: string | null;
 }
 
 export interface TestNvim {
@@ -43,8 +45,8 @@ export interface TestNvim {
   close(): Promise<void>;
 }
 
-const INIT_LUA = (repo: string, extra: string) => `
-vim.opt.runtimepath:prepend(${JSON.stringify(repo)})
+const INIT_LUA = (repo: string | null, extra: string) => `
+${repo === null ? '' : `vim.opt.runtimepath:prepend(${JSON.stringify(repo)})`}
 vim.o.swapfile = false
 vim.o.more = false
 _G.caboose_test = { events = {}, notify = {} }
@@ -86,7 +88,7 @@ export async function startNvim(opts: StartOptions): Promise<TestNvim> {
     ...(opts.env ?? {}),
   });
   const init = path.join(home, 'init.lua');
-  fs.writeFileSync(init, INIT_LUA(REPO_ROOT, opts.initLua ?? ''));
+  fs.writeFileSync(init, INIT_LUA(opts.pluginRoot === undefined ? REPO_ROOT : opts.pluginRoot, opts.initLua ?? ''));
   const proc = spawn(opts.nvim.path, ['--embed', '--headless', '-u', init, '-i', 'NONE', '-n', ...(opts.extraArgs ?? [])], {
     cwd,
     env,

@@ -179,3 +179,87 @@ test('a window too small for the system prompt and tools: one summary per turn (
   assert.equal(agent.messages.at(-1)?.content, 'second answer');
   assert.equal(notices.filter((n) => /context window \(1000 tokens\) is too small for what every request carries/.test(n)).length, 1);
 });
+
+import { z } from 'zod';
+import { fitToolOutputs } from '../../src/agent/context';
+import type { ToolDefinition } from '../../src/tools/tool';
+
+test("after a compaction the current turn's tool outputs never push a request over the window: they leave the prompt for stubs, said in the chat (issue 17, defect 14)", async (t) => {
+  const fake = await startFakeOpenAI();
+  t.after(() => fake.close());
+  const notices: string[] = [];
+  const WINDOW = 12_000;
+  // Each call returns ~40 KB (~10k tokens): the current turn alone is several windows.
+  const dump: ToolDefinition = {
+    name: 'dump',
+    description: 'Dump a big thing',
+    policy: 'read',
+    parameters: z.object({ n: z.number() }),
+    async execute(args: { n: number }) {
+      return { text: `dump ${args.n}: ${'y'.repeat(40_000)}` };
+    },
+  } as ToolDefinition;
+  const stored = new Map<ChatMessage, number>();
+  let nextId = 100;
+  const agent = new Agent({
+    provider: { baseURL: fake.url, apiKey: 'k', model: 'm', maxRetries: 0 },
+    registry: new ToolRegistry([dump]),
+    contextWindow: WINDOW,
+    storedRef: (m) => {
+      if (m.role !== 'tool') return undefined;
+      if (!stored.has(m)) stored.set(m, nextId++);
+      return stored.get(m);
+    },
+    makeContext: (signal) => ({ signal, workspace: { root: '/', dataDir: '/', sessionId: 's' } as Workspace, sessionId: 's' }),
+    requestApproval: async () => ({ decision: 'once' }),
+    events: { notice: (n) => void notices.push(n) },
+  });
+  fake.script(
+    { text: 'earlier answer '.repeat(2000), usage: { prompt_tokens: 11_000, completion_tokens: 50 } },
+    { text: 'SUMMARY: earlier' },
+    { toolCalls: [{ id: 'd1', name: 'dump', arguments: { n: 1 } }, { id: 'd2', name: 'dump', arguments: { n: 2 } }] },
+    { toolCalls: [{ id: 'd3', name: 'dump', arguments: { n: 3 } }] },
+    { text: 'done' },
+  );
+  agent.send('earlier question');
+  await agent.idle();
+  agent.send('dump three things');
+  await agent.idle();
+  const reqs = fake.chatRequests;
+  assert.equal(reqs.length, 5);
+  assert.ok(notices.some((n) => /compacted 2 earlier messages/.test(n)), 'precondition: a compaction happened');
+  for (const r of reqs.slice(2)) {
+    const msgs = r.body!.messages! as ChatMessage[];
+    const tokens = estimateTokens(msgs) + Math.ceil(JSON.stringify(r.body!.tools ?? []).length / 4);
+    assert.ok(tokens <= WINDOW, `a request of ~${tokens} tokens exceeds the ${WINDOW}-token window`);
+  }
+  // The outputs that left the prompt are named by their stored id (recall reads them back); the newest stays.
+  const last = (reqs[4].body!.messages! as ChatMessage[]).filter((m) => m.role === 'tool').map((m) => String(m.content));
+  assert.equal(last.length, 3);
+  assert.ok(last.filter((c) => /moved out of the prompt; stored as #\d+ — call recall/.test(c)).length >= 2, last.map((c) => c.slice(0, 80)).join('\n'));
+  assert.ok(notices.some((n) => /this turn's tool outputs did not fit the context window \(12000 tokens\): \d+ moved out of the prompt \(stored as #\d+/.test(n)), notices.join('\n'));
+  // The agent's own history keeps every output in full.
+  assert.equal(agent.messages.filter((m) => m.role === 'tool' && String(m.content).length > 40_000).length, 3);
+});
+
+test('fitToolOutputs: the largest first, stubs when stored, a recall output is cut (never stubbed), short ones stay', () => {
+  const prompt: ChatMessage[] = [
+    { role: 'user', content: 'q' },
+    { role: 'assistant', content: null, tool_calls: [
+      { id: 'a', type: 'function', function: { name: 'read_file', arguments: '{}' } },
+      { id: 'b', type: 'function', function: { name: 'recall', arguments: '{}' } },
+      { id: 'c', type: 'function', function: { name: 'grep', arguments: '{}' } },
+    ] },
+    { role: 'tool', tool_call_id: 'a', content: `{"x":"${'a'.repeat(20_000)}"}` },
+    { role: 'tool', tool_call_id: 'b', content: `{"x":"${'b'.repeat(30_000)}"}` },
+    { role: 'tool', tool_call_id: 'c', content: 'short' },
+  ];
+  const r = fitToolOutputs(prompt, 3_000, (i) => 40 + i);
+  assert.ok(estimateTokens(r.prompt) <= 3_000);
+  assert.deepEqual(r.replaced, [{ index: 2, storedAs: 42 }, { index: 3 }]);
+  assert.match(String(r.prompt[2].content), /^\[read_file output \(19\.5 KB\) moved out of the prompt; stored as #42/);
+  assert.match(String(r.prompt[3].content), /^\{"x":"b+\n\[recall output cut from 30008 to \d+ characters to fit the context window; recall a smaller slice/);
+  assert.equal(r.prompt[4].content, 'short');
+  assert.equal(String(prompt[2].content).length, 20_008, 'the input is not altered');
+  assert.deepEqual(fitToolOutputs(prompt, 100_000, () => 1).replaced, [], 'what fits is sent as it is');
+});

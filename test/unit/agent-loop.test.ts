@@ -172,7 +172,10 @@ test('a full turn: read → edit → exec → final answer, with the exact state
   assert.deepEqual(h.executed, ['read:a.ts', 'edit:a.ts', 'exec:make']);
   assert.deepEqual(h.approvals.map((a) => a.tool), ['edit_thing', 'run_cmd']);
   assert.deepEqual(h.approvals[0].preview, { kind: 'diff', path: 'a.ts', diff: '+x' });
-  assert.equal(h.approvals[0].toolCallId, 'e1');
+  // Calls carry ids of our own (the provider's 'e1' goes back to it on the wire).
+  const editCall = h.agent.messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []) : [])).find((c) => (c as { function: { name: string } }).function.name === 'edit_thing');
+  assert.equal(h.approvals[0].toolCallId, editCall?.id);
+  assert.ok(JSON.stringify(h.fake.chatRequests[2].body?.messages).includes('"e1"'), 'the provider id is sent back');
   assert.equal(h.approvals[1].preview, undefined, 'a throwing preview is dropped, the approval still happens');
   assert.equal(h.fake.chatRequests.length, 4);
   assert.deepEqual(h.errors, []);
@@ -187,7 +190,8 @@ test('a full turn: read → edit → exec → final answer, with the exact state
 
   const history = h.agent.messages;
   assert.deepEqual(history.map((m) => m.role), ['user', 'assistant', 'tool', 'assistant', 'tool', 'assistant', 'tool', 'assistant']);
-  assert.deepEqual(history.at(-1), { role: 'assistant', content: 'All done.' });
+  assert.deepEqual(history.at(-1), { role: 'assistant', content: 'All done.', caboose: { model: 'fake-model' } }, 'the model that wrote the reply is kept beside it');
+  assert.ok(!JSON.stringify(reqs.map((r) => r.body?.messages)).includes('caboose'), 'never sent');
   assert.equal(h.texts.join(''), 'Reading.All done.');
 
   assert.deepEqual(h.states, [
@@ -409,7 +413,8 @@ test('429 with retry-after: 0 is retried, with a notice, then the turn succeeds'
   assert.deepEqual(h.errors, []);
   assert.equal(h.notices.length, 1);
   assert.match(h.notices[0], /rate limited.*retrying in 0 ms/);
-  assert.deepEqual(h.agent.messages.at(-1), { role: 'assistant', content: 'after retry' });
+  const last = h.agent.messages.at(-1);
+  assert.deepEqual([last?.role, last?.content], ['assistant', 'after retry']);
 });
 
 test('a cut stream ends the turn with an error, keeps the partial text marked, and the next message works', async (t) => {
@@ -659,7 +664,9 @@ test('each tool call and its preview see the call\'s id in their context', async
   h.fake.script({ toolCalls: [{ id: 'call_a', name: 'whoami', arguments: {} }, { id: 'call_b', name: 'whoami', arguments: {} }] }, { text: 'done' });
   h.agent.send('go');
   await h.agent.idle();
-  assert.deepEqual(seen, ['preview call_a', 'run call_a', 'preview call_b', 'run call_b']);
+  const ids = h.agent.messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []) : [])).map((c) => c.id);
+  assert.equal(new Set(ids).size, 2);
+  assert.deepEqual(seen, [`preview ${ids[0]}`, `run ${ids[0]}`, `preview ${ids[1]}`, `run ${ids[1]}`]);
 });
 
 test('each tool result joins the history as soon as the calls before it are done (a crash keeps what finished)', async (t) => {
@@ -684,11 +691,12 @@ test('each tool result joins the history as soon as the calls before it are done
   );
   h.agent.send('go');
   while (!approveNow) await new Promise((r) => setTimeout(r, 5));
-  assert.deepEqual(seen, ['r1']);
+  const callIds = h.agent.messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []) : [])).map((c) => c.id);
+  assert.deepEqual(seen, [callIds[0]]);
   approveNow();
   await h.agent.idle();
   assert.deepEqual(
     h.agent.messages.filter((m) => m.role === 'tool').map((m) => m.tool_call_id),
-    ['r1', 'e1'],
+    callIds,
   );
 });

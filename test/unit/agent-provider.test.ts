@@ -66,10 +66,14 @@ test('assembles parallel tool calls from argument deltas', async (t) => {
   const { events } = await collect(provider, { messages });
   const d = done(events);
   assert.equal(d.finishReason, 'tool_calls');
-  assert.deepEqual(d.toolCalls, [
-    { id: 'c1', name: 'read_file', arguments: '{"path":"a.ts"}' },
-    { id: 'c2', name: 'grep', arguments: '{"pattern": "foo", "path": "src"}' },
-  ]);
+  assert.deepEqual(
+    d.toolCalls.map(({ id: _own, ...c }) => c),
+    [
+      { providerId: 'c1', name: 'read_file', arguments: '{"path":"a.ts"}' },
+      { providerId: 'c2', name: 'grep', arguments: '{"pattern": "foo", "path": "src"}' },
+    ],
+  );
+  assert.ok(d.toolCalls.every((c) => /^[A-Za-z0-9]{9}$/.test(c.id)), 'ids of our own');
   assert.ok(events.filter((e) => e.type === 'tool_call_delta').length >= 4);
 });
 

@@ -297,7 +297,10 @@ test('two agent calls in one reply run at the same time; both ask at once; resul
   await h.agent.idle();
   assert.deepEqual(parentResults(h.fake).map((r) => r.ok && r.data.answer), ['wrote a', 'wrote b']);
   const toolIds = (h.agent.messages.filter((m) => m.role === 'tool') as { tool_call_id: string }[]).map((m) => m.tool_call_id);
-  assert.deepEqual(toolIds, ['A', 'B']);
+  // Ids of our own (issue 21), in call order; the provider's 'A' and 'B' go back to it on the wire.
+  const callIds = h.agent.messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []) : [])).map((c) => c.id);
+  assert.deepEqual(toolIds, callIds);
+  assert.deepEqual(h.fake.chatRequests.at(-1)?.body?.messages?.filter((m) => m.role === 'tool').map((m) => m.tool_call_id), ['A', 'B']);
   assert.equal(h.agent.messages.at(-1)?.content, 'both written');
 });
 
@@ -350,14 +353,16 @@ test('the child\'s transcript and progress are reported with the parent\'s tool 
   h.fake.script({ toolCalls: [{ id: 'P1', name: 'agent', arguments: { task: 'fix it' } }] }, { text: 'done' });
   h.agent.send('go');
   await h.agent.idle();
+  // The parent's call id is ours (issue 21); the provider's 'P1' goes back to it on the wire.
+  const P1 = (h.agent.messages.find((m) => m.role === 'assistant' && m.tool_calls) as { tool_calls: { id: string }[] }).tool_calls[0].id;
   assert.deepEqual(h.progress.map((p) => [p.toolCallId, p.label, p.step, p.tool, p.args]), [
-    ['P1', 'agent #1: fix it', 1, 'read_thing', { path: 'f' }],
-    ['P1', 'agent #1: fix it', 2, 'edit_thing', { path: 'f' }],
+    [P1, 'agent #1: fix it', 1, 'read_thing', { path: 'f' }],
+    [P1, 'agent #1: fix it', 2, 'edit_thing', { path: 'f' }],
   ]);
   assert.equal(h.transcripts.length, 1);
   const tr = h.transcripts[0];
   assert.deepEqual({ id: tr.toolCallId, name: tr.name, task: tr.task, mode: tr.mode, status: tr.status, tools: tr.tools }, {
-    id: 'P1', name: 'agent', task: 'fix it', mode: 'auto-edit', status: 'ok', tools: ['read_thing', 'edit_thing'],
+    id: P1, name: 'agent', task: 'fix it', mode: 'auto-edit', status: 'ok', tools: ['read_thing', 'edit_thing'],
   });
   assert.deepEqual(tr.messages.map((m) => m.role), ['user', 'assistant', 'tool', 'assistant', 'tool', 'assistant']);
   assert.equal(tr.messages.at(-1)?.content, 'fixed f');

@@ -217,6 +217,24 @@ describe('the MCP pool against the test server', () => {
     assert.deepEqual(await registry.call('s__echo', { text: 'back' }, ctx()), { ok: true, data: { server: 's', tool: 'echo', output: 'echo: back' } });
   });
 
+  it('a tool requiring task-based execution (execution.taskSupport: required) is not offered; a call by name is a structured error, not -32600', async () => {
+    const { pool, registry } = makePool({ s: stdioServer({ allow: true }, ['--task-tool']) });
+    await pool.ensureStarted({ restartDied: false });
+    const listed = pool.status()[0].tools.find((t) => t.name === 'longjob');
+    assert.equal(listed?.taskSupport, 'required', 'precondition: the server lists it as task-required');
+    const offered = registry.specs(isOffered).map((x) => x.name);
+    assert.ok(offered.includes('s__echo'), offered.join(' '));
+    assert.ok(!offered.includes('s__longjob'), `not offered: ${offered.join(' ')}`);
+    const r = await registry.call('s__longjob', {}, ctx());
+    assert.equal(!r.ok && r.error.kind, 'mcp_unavailable');
+    assert.match(!r.ok ? r.error.message : '', /requires task-based execution/);
+    assert.doesNotMatch(!r.ok ? r.error.message : '', /-326/);
+    await assert.rejects(registry.get('s__longjob')!.preview!({}, ctx()), /requires task-based execution/, 'nobody is asked about it');
+    const view = mcpServerViews(pool.status(), 'chug', new Set()).find((v) => v.name === 's')!;
+    assert.match(view.tools.find((t) => t.tool === 'longjob')?.not_offered ?? '', /task-based execution/);
+    assert.equal(view.tools.find((t) => t.tool === 'echo')?.not_offered, undefined);
+  });
+
   it(`stops restarting a server that keeps crashing after ${MAX_AUTO_RESTARTS} tries; restart() still works`, async () => {
     const { pool, registry } = makePool({ s: stdioServer() });
     await pool.ensureStarted({ restartDied: true });

@@ -184,3 +184,43 @@ test('write tools: agent calls (reportDiagnostics) carry the report; user calls 
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('an edit that breaks another loaded buffer reports its new diagnostics with its path (issue 17, defect 15)', async () => {
+  const a = '/ws/a.ts';
+  const b = '/ws/b.ts';
+  const c = '/ws/c.ts';
+  let rootAsked: string | undefined;
+  const src: DiagnosticsSource = {
+    list: async () => [],
+    async watch(_paths, _limit, root) {
+      rootAsked = root;
+      return { token: 1, before: [buf(a, [])], others: [buf(b, []), buf(c, [err(2, 'fixed by the edit')])] };
+    },
+    poll: async () => ({
+      done: true,
+      buffers: [watched(buf(a, []))],
+      others: [buf(b, [err(4, "Type 'string' is not assignable to type 'number'.")]), buf(c, [])],
+    }),
+    cancel: async () => undefined,
+  };
+  const pending = await new PostEditDiagnostics(src, rel, opts(), ROOT).arm([write(a)]);
+  assert.equal(rootAsked, ROOT, 'the watch covers the workspace');
+  const r = await pending!.settle();
+  assert.ok(r);
+  assert.deepEqual(r.introduced, [{ path: 'b.ts', ...err(4, "Type 'string' is not assignable to type 'number'.") }]);
+  assert.deepEqual(r.resolved, [{ path: 'c.ts', ...err(2, 'fixed by the edit') }]);
+});
+
+test('other buffers whose diagnostics did not change add nothing', async () => {
+  const a = '/ws/a.ts';
+  const same = [err(1, 'stays')];
+  const src: DiagnosticsSource = {
+    list: async () => [],
+    watch: async () => ({ token: 1, before: [buf(a, [])], others: [buf('/ws/b.ts', same)] }),
+    poll: async () => ({ done: true, buffers: [watched(buf(a, [err(1, 'new in a')]))], others: [buf('/ws/b.ts', same)] }),
+    cancel: async () => undefined,
+  };
+  const r = await (await new PostEditDiagnostics(src, rel, opts(), ROOT).arm([write(a)]))!.settle();
+  assert.deepEqual(r?.introduced.map((d) => d.path), ['a.ts']);
+  assert.equal(r?.unchangedCount, 0);
+});

@@ -7,6 +7,7 @@ import { createBashTool, OutputCollector, takeTail, type BashResult } from '../.
 import { ToolRegistry } from '../../src/tools/registry';
 import type { ToolContext } from '../../src/tools/tool';
 import { MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES } from '../../src/tools/output';
+import { toolMessage } from '../../src/agent/messages';
 import { testToolContext } from '../support/tool-context';
 import { processAlive as alive } from '../support/processes';
 
@@ -110,7 +111,7 @@ describe('bash: basics', () => {
   test('preview shows the command and its directory without running it', async () => {
     const tool = createBashTool();
     const p = await tool.preview!({ command: 'touch made-by-preview', cwd: 'sub' }, makeCtx());
-    assert.deepEqual(p, { kind: 'command', command: 'touch made-by-preview', cwd: path.join(root, 'sub') });
+    assert.deepEqual(p, { kind: 'command', command: 'touch made-by-preview', cwd: path.join(root, 'sub'), display: '$ touch made-by-preview' });
     assert.equal(existsSync(path.join(root, 'sub', 'made-by-preview')), false);
   });
 
@@ -232,7 +233,7 @@ describe('bash: output cap', () => {
     assert.equal(r.truncated, true);
     assert.ok(r.output.startsWith('1\n2\n3\n'));
     assert.ok(r.output.endsWith('\n4999\n5000\n'));
-    assert.match(r.output, /\[output truncated: 3000 of 5000 lines \(\d+ bytes\) omitted from the middle; showing the first 1000 and the last 1000 lines/);
+    assert.match(r.output, /\[output truncated: 3001 of 5000 lines \(\d+ bytes\) omitted from the middle; showing the first 1000 and the last 999 lines/);
     assert.ok(r.output.split('\n').length <= MAX_OUTPUT_LINES + 2);
     assert.ok(!r.output.includes('\n1001\n'));
     assert.ok(!r.output.includes('\n4000\n'));
@@ -263,6 +264,45 @@ describe('bash: output cap', () => {
   });
 });
 
+describe('bash: one cap, one notice (issue 17, defect 3)', () => {
+  /** What the model receives for the result: the tool message's content, through the cap every tool result obeys. */
+  const sent = (r: BashResult): { content: string; output: string } => {
+    const content = String(toolMessage('call_1', { ok: true, data: r }).content);
+    return { content, output: (JSON.parse(content) as { data: { output: string } }).data.output };
+  };
+
+  test('seq 1 100000: the model gets one notice and the last lines 99999 and 100000', async () => {
+    const r = await run({ command: 'seq 1 100000' });
+    assert.equal(r.truncated, true);
+    const { content, output } = sent(r);
+    assert.equal(content, JSON.stringify({ ok: true, data: r }), 'the general cap leaves the bash output alone');
+    assert.equal(output.match(/\[output truncated/g)?.length, 1, 'one notice');
+    assert.ok(output.endsWith('\n99999\n100000\n'), output.slice(-40));
+    assert.ok(output.startsWith('1\n2\n'));
+  });
+
+  test('lines full of JSON escapes (quotes, tabs, ANSI) and long lines: still one notice, the last line kept', async () => {
+    const cases = [
+      // 1,900 lines of 26 raw bytes whose JSON is longer (\t, \", \u001b): under the raw caps, over the encoded one.
+      'i=0; while [ $i -lt 1900 ]; do printf \'"\\t\\033[1m"%05d"\\t"\\033[0m"\\n\' $i; i=$((i+1)); done; echo LAST',
+      // exactly 2,000 lines
+      'seq 1 2000',
+      // 2,001 lines
+      'seq 1 2001',
+      // bytes, not lines
+      'i=0; while [ $i -lt 1500 ]; do printf "%05d %s\\n" $i "$(printf \'\\"%.0s\' $(seq 1 30))"; i=$((i+1)); done; echo LAST',
+    ];
+    for (const command of cases) {
+      const r = await run({ command });
+      const { content, output } = sent(r);
+      assert.equal(content, JSON.stringify({ ok: true, data: r }), `the general cap leaves it alone: ${command}`);
+      assert.ok((output.match(/\[output truncated/g)?.length ?? 0) <= 1, command);
+      const last = command.endsWith('LAST') ? 'LAST' : command.split(' ').at(-1)!;
+      assert.ok(output.endsWith(`${last}\n`), `${command}: ends with ${output.slice(-30)}`);
+    }
+  });
+});
+
 describe('bash: output helpers', () => {
   test('takeTail keeps whole lines from the end within both caps', () => {
     assert.deepEqual(takeTail('a\nb\nc\n', 2, 100), { text: 'b\nc\n', lines: 2 });
@@ -287,6 +327,6 @@ describe('bash: output helpers', () => {
     assert.equal(truncated, true);
     assert.ok(output.startsWith('0\n1\n'));
     assert.ok(output.endsWith('99998\n99999\n'));
-    assert.match(output, /98000 of 100000 lines/);
+    assert.match(output, /98001 of 100000 lines/);
   });
 });

@@ -107,7 +107,7 @@ describe('createExecTools', () => {
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
     try {
-      const registry = new ToolRegistry(createExecTools({ todos: new TodoList(), fetchMaxBytes: 100 }));
+      const registry = new ToolRegistry(createExecTools({ todos: new TodoList(), fetchMaxBytes: 100, fetchAllowHosts: ['127.0.0.1'] }));
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
       const res = await registry.call('fetch', { url }, makeCtx());
       assert.ok(res.ok);

@@ -112,7 +112,9 @@ before(async () => {
 
 after(() => local.close());
 
-const registry = new ToolRegistry([createFetchTool()]);
+// The test server is on 127.0.0.1: allowed explicitly (fetch refuses loopback by default, issue 18 item 14).
+const LOCAL = { allowHosts: ['127.0.0.1'] };
+const registry = new ToolRegistry([createFetchTool(LOCAL)]);
 
 async function get(args: Record<string, unknown>, ctx = makeCtx()): Promise<FetchResult> {
   const res = await registry.call('fetch', args, ctx);
@@ -145,7 +147,7 @@ describe('fetch: content handling', () => {
   });
 
   test('a page too slow to convert is a timeout, and the host stays responsive meanwhile', async () => {
-    const slowRegistry = new ToolRegistry([createFetchTool({ convertTimeoutMs: 1500 })]);
+    const slowRegistry = new ToolRegistry([createFetchTool({ ...LOCAL, convertTimeoutMs: 1500 })]);
     const order: string[] = [];
     const deep = slowRegistry.call('fetch', { url: `${base}/deep.html` }, makeCtx()).then((r) => (order.push('deep'), r));
     // The conversion runs in a worker thread: another request is served while it works.
@@ -222,8 +224,13 @@ describe('fetch: content handling', () => {
 
   test('preview names the method and URL', async () => {
     const tool = createFetchTool();
-    assert.deepEqual(await tool.preview!({ url: `${base}/x` }, makeCtx()), { kind: 'text', text: `GET ${base}/x` });
-    assert.deepEqual(await tool.preview!({ url: `${base}/x`, method: 'POST' }, makeCtx()), { kind: 'text', text: `POST ${base}/x` });
+    assert.deepEqual(await tool.preview!({ url: `${base}/x` }, makeCtx()), { kind: 'text', text: `GET ${base}/x\nUser-Agent: caboose.nvim`, showsArguments: true });
+    const post = await tool.preview!({ url: `${base}/x`, method: 'POST', headers: { 'X-Api-Key': 'k-123', Accept: 'text/plain' }, body: 'a\nb\u001b' }, makeCtx());
+    assert.deepEqual(post, {
+      kind: 'text',
+      text: `POST ${base}/x\nUser-Agent: caboose.nvim\nX-Api-Key: •••• (masked, 5 characters)\nAccept: text/plain\n\nbody (4 bytes):\na\nb^[`,
+      showsArguments: true,
+    });
   });
 });
 

@@ -131,6 +131,9 @@ H.lines_for = function(req)
   if type(req.label) == 'string' and req.label ~= '' then
     add('asked by ' .. req.label) -- the title has room for the subagent's name only
   end
+  if type(req.reason) == 'string' and req.reason ~= '' then
+    add('⚠ ' .. req.reason) -- asked although the mode would not ask (a file that usually holds secrets)
+  end
   for _, l in ipairs(type(req.summary) == 'table' and req.summary or {}) do
     add(tostring(l))
   end
@@ -144,7 +147,12 @@ H.lines_for = function(req)
     return lines
   end
   if type(p) == 'table' and p.kind == 'command' then
-    body = '$ ' .. (p.command or '')
+    -- The host's display form shows every line numbered and control characters made visible.
+    body = type(p.display) == 'string' and p.display or ('$ ' .. H.visible(p.command or ''))
+    -- Where it runs (issue 19): inside the sandbox, or OUTSIDE it (escalation, no sandbox, sandbox off).
+    if type(p.sandbox) == 'string' and p.sandbox ~= '' then
+      body = (p.sandbox:find('OUTSIDE', 1, true) and '⚠ ' or '') .. p.sandbox .. '\n' .. body
+    end
   elseif type(p) == 'table' and p.kind == 'diff' then
     body = p.diff ~= '' and p.diff or '(no change)'
   elseif type(p) == 'table' and p.kind == 'text' then
@@ -160,6 +168,47 @@ H.lines_for = function(req)
     add('(no arguments)')
   end
   return lines
+end
+
+--- Control characters made visible (^M, ^[): nothing in a command may hide what follows it.
+H.visible = function(s)
+  return (s:gsub('[%z\1-\8\11-\31\127]', function(c)
+    return c == '\127' and '^?' or ('^' .. string.char(c:byte() + 64))
+  end))
+end
+
+--- When the text does not fit the float: which lines show (long and short form), so the user knows
+--- there is more to read.
+H.scroll_marker = function()
+  if not (H.win and vim.api.nvim_win_is_valid(H.win)) then
+    return nil
+  end
+  local total = vim.api.nvim_buf_line_count(vim.api.nvim_win_get_buf(H.win))
+  local rows = vim.api.nvim_win_text_height(H.win, {}).all
+  if rows <= vim.api.nvim_win_get_height(H.win) then
+    return nil
+  end
+  local first = vim.fn.line('w0', H.win)
+  local last = vim.fn.line('w$', H.win)
+  local arrow = last < total and (first > 1 and '↕' or '▼') or '▲'
+  return { string.format(' %s lines %d–%d of %d ', arrow, first, last, total), string.format(' %s %d–%d/%d', arrow, first, last, total) }
+end
+
+--- The footer forms with the scroll marker in front (when the text scrolls): the marker always shows.
+H.footer_forms = function(forms)
+  local marker = H.scroll_marker()
+  if not marker then
+    return forms
+  end
+  local out = {}
+  -- The fullest keys first (with the long, then the short marker), then shorter keys.
+  for _, f in ipairs(forms) do
+    for _, m in ipairs(marker) do
+      table.insert(out, m .. f)
+    end
+  end
+  table.insert(out, marker[2] .. ' ')
+  return out
 end
 
 H.close_win = function()
@@ -219,7 +268,7 @@ H.layout = function(req, height)
     border = 'rounded',
     title = H.title(req),
     title_pos = 'center',
-    footer = H.footer((H.win and vim.api.nvim_get_current_win() == H.win) and (H.hunk_files(req) and H.FOOTER_HUNKS or H.FOOTER) or H.FOOTER_UNFOCUSED, width),
+    footer = H.footer(H.footer_forms((H.win and vim.api.nvim_get_current_win() == H.win) and (H.hunk_files(req) and H.FOOTER_HUNKS or H.FOOTER) or H.FOOTER_UNFOCUSED), width),
     footer_pos = 'center',
     focusable = true,
   }
@@ -278,6 +327,8 @@ H.render = function()
   if rows ~= cfg.height then
     vim.api.nvim_win_set_config(H.win, H.layout(req, rows))
   end
+  -- Again once the height is final: the footer's scroll marker depends on it.
+  vim.api.nvim_win_set_config(H.win, H.layout(req, rows))
   local changed = H.shown_id ~= req.id
   if changed then
     H.shown_id = req.id
@@ -300,6 +351,16 @@ H.relayout = function()
     vim.api.nvim_win_set_config(H.win, H.layout(req, vim.api.nvim_win_text_height(H.win, {}).all))
   end
 end
+
+-- Scrolling the float moves its scroll marker (the lines shown).
+vim.api.nvim_create_autocmd('WinScrolled', {
+  group = vim.api.nvim_create_augroup('CabooseApprovalScroll', { clear = true }),
+  callback = function()
+    if H.win and vim.api.nvim_win_is_valid(H.win) and vim.v.event[tostring(H.win)] then
+      H.relayout()
+    end
+  end,
+})
 
 -- WinResized: the chat opened, closed or changed size (its message area must stay uncovered).
 vim.api.nvim_create_autocmd({ 'VimResized', 'WinResized' }, {

@@ -41,7 +41,10 @@ end
 --- Questions of a turn that ended (stopped: the host answered nothing) are dropped.
 H.prune = function()
   if require('caboose').state().state == 'idle' then
-    H.waiting = {}
+    -- A question asked outside a turn (a slash command's arguments) waits even while idle.
+    H.waiting = vim.tbl_filter(function(q)
+      return q.p.outside_turn == true
+    end, H.waiting)
   end
 end
 

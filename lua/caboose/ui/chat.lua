@@ -145,7 +145,16 @@ H.md_steps = {
     vim.treesitter.query.get('markdown', 'injections')
     vim.treesitter.query.get('markdown_inline', 'injections')
   end,
+  function()
+    require('vim.treesitter.highlighter')
+  end,
 }
+
+--- Runs fn in a later iteration of the main loop (a libuv timer): typed keys, RPC requests and timers
+--- that arrived meanwhile are served between two pieces of work.
+H.next_turn = function(fn)
+  vim.defer_fn(fn, 0)
+end
 
 --- The chat's markdown injections: fenced code and inline markup. The stock query also injects HTML as
 --- one combined region of the whole buffer, and front matter: each appended frame then re-parsed all of a
@@ -155,10 +164,20 @@ H.MD_INJECTIONS = table.concat({
   '([(inline) (pipe_table_cell)] @injection.content (#set! injection.language "markdown_inline"))',
 }, '\n')
 
-H.md_apply = function(buf)
+--- The buffer's markdown parser, with the chat's injections.
+H.md_parser = function(buf)
   if vim.api.nvim_buf_is_valid(buf) then
     -- Made before the filetype is set: the markdown ftplugin's vim.treesitter.start() then finds it.
-    pcall(vim.treesitter.get_parser, buf, 'markdown', { injections = { markdown = H.MD_INJECTIONS } })
+    local ok, parser = pcall(vim.treesitter.get_parser, buf, 'markdown', { injections = { markdown = H.MD_INJECTIONS } })
+    if ok and parser and vim.b[buf].caboose_chat then
+      H.split_watch(buf, parser)
+    end
+  end
+end
+
+H.md_apply = function(buf)
+  if vim.api.nvim_buf_is_valid(buf) then
+    H.md_parser(buf)
     vim.bo[buf].filetype = 'markdown'
     if vim.b[buf].caboose_input then
       -- The markdown ftplugin sets its own (HTML tags); ours completes @paths.
@@ -168,6 +187,134 @@ H.md_apply = function(buf)
       pcall(vim.treesitter.start, buf, 'markdown')
     end
   end
+end
+
+-- Settled and live parts of the transcript ----------------------------------------------------------
+
+--- Treesitter re-parses a buffer's markdown tree after every change, and in a long chat that tree is the
+--- whole transcript: each streamed frame cost Neovim ≈ 10–20 ms of CPU (≈ 100 % of a paced stream into
+--- a ~100k-token chat) although only the reply at its end changed. So the transcript's parser keeps two
+--- regions (two trees): the settled part, parsed once, and the live part (the last top-level section —
+--- the last heading — and everything after it), the only one a frame re-parses. When the chat has been
+--- quiet for H.SETTLE_MS the boundary moves to the last section's heading: one re-parse of the settled
+--- part per pause instead of one per frame. A boundary is always where a top-level section starts (a
+--- heading the parser itself saw), so the two trees hold the same nodes — and the transcript the same
+--- highlighting — as one tree of the whole buffer. Neovim 0.12+ only (its highlighter parses
+--- asynchronously; on older versions the transcript keeps one tree).
+H.SETTLE_MS = 300
+--- How many quiet spells a boundary move waits for the parser to catch up (a long transcript's first
+--- parse) before it waits for the next change instead.
+H.SETTLE_TRIES = 10
+H.splits = {} ---@type table<integer, { timer: uv.uv_timer_t, active: boolean, tries: integer, parser: vim.treesitter.LanguageTree }>
+
+--- The end of the buffer, past the last line's end of line (row, col, byte offset): the chat appends
+--- there (new lines) or just before it (text continuing the last line), and either way the live part,
+--- which ends there, grows with it.
+H.end_pos = function(buf)
+  local lc = vim.api.nvim_buf_line_count(buf)
+  return lc, 0, vim.api.nvim_buf_get_offset(buf, lc)
+end
+
+--- Whether the parser's regions are still the two parts: contiguous, covering the buffer, the settled
+--- one not empty (an empty one at the end of the buffer would grow with the next append).
+H.split_ok = function(buf, parser)
+  local regions = parser:included_regions()
+  local count = 0
+  for _ in pairs(regions) do
+    count = count + 1
+  end
+  local r1, r2 = regions[1], regions[2]
+  if count ~= 2 or not (r1 and r2 and #r1 == 1 and #r2 == 1) then
+    return false
+  end
+  local _, _, eb = H.end_pos(buf)
+  return r1[1][3] == 0 and r1[1][6] > 0 and r1[1][6] == r2[1][3] and r2[1][6] == eb
+end
+
+--- Starts watching the transcript's parser: each change re-arms the quiet timer; a change that broke the
+--- two parts (the buffer replaced, an edit while a new boundary was being parsed) goes back to one tree.
+H.split_watch = function(buf, parser)
+  if H.splits[buf] or vim.fn.has('nvim-0.12') == 0 then
+    return
+  end
+  local timer = assert(vim.uv.new_timer())
+  local st = { timer = timer, active = false, tries = 0, parser = parser }
+  H.splits[buf] = st
+  local settle = vim.schedule_wrap(function()
+    H.settle(buf)
+  end)
+  parser:register_cbs({
+    on_bytes = function()
+      if st.active and not H.split_ok(buf, parser) then
+        H.split_reset(buf, parser)
+      end
+      st.tries = 0
+      timer:stop()
+      timer:start(H.SETTLE_MS, 0, settle)
+    end,
+    on_detach = function()
+      H.splits[buf] = nil
+      timer:stop()
+      if not timer:is_closing() then
+        timer:close()
+      end
+    end,
+  })
+end
+
+--- Back to one tree of the whole buffer. The regions are dropped, not set to the whole buffer: an edit
+--- before the next parse would otherwise leave the parser with no region at all (it keeps the regions
+--- of the trees it has, and this drops the trees).
+H.split_reset = function(buf, parser)
+  local st = H.splits[buf]
+  if st and st.active then
+    st.active = false
+    parser:set_included_regions({ {} })
+    parser._regions = nil
+  end
+end
+
+--- Moves the boundary to the last top-level section's heading (if it moved forward).
+H.settle = function(buf)
+  local st = H.splits[buf]
+  local hl = vim.treesitter.highlighter.active[buf]
+  local parser = hl and hl.tree
+  -- Only the parser being watched (treesitter restarted on the buffer would bring another one).
+  if not st or not parser or parser ~= st.parser or not H.valid(buf) then
+    return
+  end
+  if not parser:is_valid(true) then
+    -- Still parsing (or not redrawn: a hidden chat is not parsed): try again after a quiet spell.
+    st.tries = st.tries + 1
+    if st.tries < H.SETTLE_TRIES then
+      st.timer:start(H.SETTLE_MS, 0, vim.schedule_wrap(function()
+        H.settle(buf)
+      end))
+    end
+    return
+  end
+  -- The tree holding the end of the buffer: the live part's, or the one tree.
+  local tree = parser:trees()[st.active and 2 or 1]
+  if not tree then
+    return
+  end
+  local root = tree:root()
+  local n = root:named_child_count()
+  local section = n > 0 and root:named_child(n - 1) or nil
+  if not section or section:type() ~= 'section' then
+    return
+  end
+  local row, col = section:start()
+  local from = st.active and parser:included_regions()[2][1][1] or 0
+  if col ~= 0 or row <= from then
+    return
+  end
+  local erow, ecol, eb = H.end_pos(buf)
+  local b = vim.api.nvim_buf_get_offset(buf, row)
+  parser:set_included_regions({ { { 0, 0, 0, row, 0, b } }, { { row, 0, b, erow, ecol, eb } } })
+  st.active = true
+  -- Both trees now, in the background: a region without a tree would be dropped by the next edit.
+  parser:parse({ { 0, 0, 1, 0 }, { erow - 1, 0, erow, 0 } }, function() end)
 end
 
 H.set_markdown = function(buf)
@@ -183,15 +330,21 @@ H.set_markdown = function(buf)
     i = i + 1
     if H.md_steps[i] then
       pcall(H.md_steps[i])
-      return vim.schedule(step)
+      return H.next_turn(step)
     end
-    H.md_ready = true
+    -- The parsers in this turn; the filetype (the markdown ftplugin, the highlighter) in the next.
     for _, b in ipairs(H.md_waiting) do
-      H.md_apply(b)
+      H.md_parser(b)
     end
-    H.md_waiting = {}
+    H.next_turn(function()
+      H.md_ready = true
+      for _, b in ipairs(H.md_waiting) do
+        H.md_apply(b)
+      end
+      H.md_waiting = {}
+    end)
   end
-  vim.schedule(step)
+  H.next_turn(step)
 end
 
 -- Keys ---------------------------------------------------------------------------------------------
@@ -204,6 +357,7 @@ H.keys = {
   { 'n', 'gy', 'yank the code block under the cursor' },
   { 'n', 'za zo zc', 'open/close a tool call\'s details (on its line)' },
   { 'n', 'ga', 'go to the pending approval or question (:CabooseApproval)' },
+  { 'n', 'gL', 'choose the model of the next request (:CabooseModel)' },
   { 'n', 'q', 'transcript: close the chat' },
   { 'n', 'g?', 'this list (? stays backward search)' },
   { 'i', '@', 'complete a file path to attach' },
@@ -217,6 +371,10 @@ end
 --- za, zo, zc on a tool call's line act on its details (the fold on the lines below it).
 H.fold_key = function(key)
   local row = vim.api.nvim_win_get_cursor(0)[1]
+  local th = H.thinking
+  if th and not th.shown and key ~= 'zc' and row - 1 == th.row and vim.api.nvim_get_current_buf() == H.buf then
+    return "<Cmd>lua require('caboose.ui.chat')._show_thinking()<CR>"
+  end
   local lines = vim.api.nvim_buf_get_lines(0, row - 1, row + 1, false)
   local n = #H.DETAIL
   if not (lines[2] and lines[1]:sub(1, n) ~= H.DETAIL and lines[2]:sub(1, n) == H.DETAIL) then
@@ -250,6 +408,9 @@ H.set_transcript_keymaps = function(buf)
       vim.notify('(caboose) no approval is pending', vim.log.levels.INFO)
     end
   end, 'go to the pending approval (or the agent\'s question)')
+  H.map(buf, 'n', 'gL', function()
+    require('caboose.model').pick()
+  end, 'choose the model')
   H.map(buf, 'n', 'g?', M.show_keys, 'list the chat keys')
 end
 
@@ -714,6 +875,10 @@ end
 -- Folds for tool details -----------------------------------------------------------------------------
 
 function M.foldtext()
+  local first = vim.fn.getline(vim.v.foldstart)
+  if first:sub(1, #H.THINKING) == H.THINKING then
+    return first
+  end
   local n = vim.v.foldend - vim.v.foldstart + 1
   return string.format('%s%d line%s of details (za)', H.DETAIL, n, n == 1 and '' or 's')
 end
@@ -779,11 +944,28 @@ function M.status_line(width)
     -- What runs without asking: shrinks to a count before the model is cut.
     fields.grants = { plain = 'always: ' .. table.concat(s.grants, ', '), hl = 'CabooseWarn' }
   end
+  local usage_short
   if s.usage then
     local u = s.usage
     local total = 'Σ' .. H.tokens((u.session_prompt or 0) + (u.session_completion or 0))
-    -- A reopened session knows only its total until its first request.
-    fields.usage = { plain = u.prompt and string.format('↑%s ↓%s %s', H.tokens(u.prompt), H.tokens(u.completion), total) or total }
+    if u.prompt then
+      local short = string.format('↑%s ↓%s %s', H.tokens(u.prompt), H.tokens(u.completion), total)
+      -- Cached prompt tokens and reasoning tokens, only when the server reported real figures (issue 21).
+      local cached = tonumber(u.cached) or 0
+      local reasoning = tonumber(u.reasoning) or 0
+      local full = string.format(
+        '↑%s%s ↓%s%s %s',
+        H.tokens(u.prompt),
+        cached > 0 and (' (' .. H.tokens(cached) .. ' cached)') or '',
+        H.tokens(u.completion),
+        reasoning > 0 and (' (' .. H.tokens(reasoning) .. ' thinking)') or '',
+        total
+      )
+      fields.usage = { plain = full }
+      usage_short = short
+    else
+      fields.usage = { plain = total } -- a reopened session knows only its total until its first request
+    end
   end
   if s.title then
     fields.title = { plain = tostring(s.title), hl = 'CabooseTitle' }
@@ -820,6 +1002,7 @@ function M.status_line(width)
   -- room to the title or the model).
   local steps = {
     { cut = 'title', min = 12 },
+    function() short('usage', usage_short) end,
     function() drop('usage') end,
     function() short('grants', #(s.grants or {}) == 1 and 'always: 1 tool' or string.format('always: %d tools', #(s.grants or {}))) end,
     function() drop('title') end,
@@ -1064,6 +1247,7 @@ H.queue = {} ---@type { id: integer, text: string }[]
 H.clear_state = function()
   H.reply = { open = false, last = nil }
   H.streaming, H.held = false, {}
+  H.thinking = nil
   H.tools, H.queue = {}, {}
   H.rules = nil
 end
@@ -1108,6 +1292,7 @@ function M.user_message(p)
   M.buf()
   H.release_held()
   H.queue_remove({ p.id })
+  H.close_thinking()
   H.reply = { open = false, last = nil }
   M.block(H.user_text(p.text, p.context))
 end
@@ -1205,7 +1390,8 @@ H.detail_ranges = function(buf)
   local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
   for i, l in ipairs(lines) do
     if l:sub(1, n) == H.DETAIL then
-      start = start or i
+      -- A thinking block's fold starts at its "thinking" line.
+      start = start or ((i > 1 and lines[i - 1]:sub(1, #H.THINKING) == H.THINKING) and i - 1 or i)
     elseif start then
       table.insert(ranges, { start, i - 1 })
       start = nil
@@ -1325,12 +1511,113 @@ function M.assistant_delta(text)
   if H.status.retry then
     M.set_status(nil, nil, { retry = false })
   end
+  H.close_thinking()
   H.ensure_reply('text')
   H.streaming = true
   M.append(text)
 end
 
+-- The model's reasoning: a "thinking" line with the text below it as detail lines, folded once the
+-- reasoning ends (the reply's text, a tool call or the end of the step); `za` on the line opens it.
+H.THINKING = '💭 thinking'
+H.thinking = nil ---@type { row: integer, parts: string[], lines: integer, last: string, shown: boolean, written: integer }|nil
+
+--- A reasoning delta (issue 21). Off with `chat.show_thinking = false`.
+function M.reasoning_delta(text)
+  if text == nil or text == '' or (require('caboose').config().chat or {}).show_thinking == false then
+    return
+  end
+  if H.status.retry then
+    M.set_status(nil, nil, { retry = false })
+  end
+  local buf = M.buf()
+  if not H.thinking then
+    H.put_tool_line(H.reply, H.THINKING .. '…', H.buffer_out)
+    -- parts: the text; lines: how many lines it has; last: its last line; shown: its lines are in the buffer.
+    H.thinking = { row = vim.api.nvim_buf_line_count(buf) - 1, parts = {}, lines = 1, last = '', shown = false, written = 0 }
+  end
+  local th = H.thinking
+  H.streaming = true -- notices wait (thinking rewrites the lines under its line)
+  table.insert(th.parts, text)
+  local _, newlines = text:gsub('\n', '')
+  local before = th.lines
+  th.lines = th.lines + newlines
+  if th.shown then
+    H.write_thinking(buf, th, text)
+  elseif before ~= th.lines or #th.parts == 1 then
+    -- Collapsed while it streams: the line counts what arrived (za shows it).
+    H.edit(buf, function()
+      H.rewrite_line(buf, th.row, string.format('%s… (%d line%s, za)', H.THINKING, th.lines, th.lines == 1 and '' or 's'))
+    end)
+  end
+end
+
+--- Writes `text` (the reasoning that arrived since the last write) under the thinking line: only its
+--- last line and the new ones are rewritten (a long reasoning streams thousands of deltas).
+H.write_thinking = function(buf, th, text)
+  local lines = vim.split(th.last .. text, '\n', { plain = true })
+  local first = th.written > 0 and th.written or 1 -- 1-based detail line where `lines` start
+  local follow = H.followers(buf)
+  H.edit(buf, function()
+    vim.api.nvim_buf_set_lines(buf, th.row + first, th.row + 1 + th.written, false, H.detail_lines({ table.concat(lines, '\n') }))
+  end)
+  th.written = first - 1 + #lines
+  th.last = lines[#lines]
+  local last = vim.api.nvim_buf_line_count(buf)
+  for _, win in ipairs(follow) do
+    pcall(vim.api.nvim_win_set_cursor, win, { last, 0 })
+  end
+end
+
+--- `za` on a thinking line that is still streaming: its text so far is shown, and follows the stream.
+function M._show_thinking()
+  local th = H.thinking
+  if not th or th.shown then
+    return
+  end
+  th.shown = true
+  local buf = M.buf()
+  H.edit(buf, function()
+    H.rewrite_line(buf, th.row, H.THINKING .. '…')
+  end)
+  H.write_thinking(buf, th, table.concat(th.parts))
+end
+
+--- Ends a streaming thinking block: its line says how long it is and its text is folded under it.
+H.close_thinking = function()
+  local th = H.thinking
+  if not th then
+    return
+  end
+  H.thinking = nil
+  local buf = M.buf()
+  local shown = th.shown
+  if not shown then
+    H.write_thinking(buf, th, table.concat(th.parts))
+  end
+  H.edit(buf, function()
+    H.rewrite_line(buf, th.row, string.format('%s (%d line%s, za)', H.THINKING, th.written, th.written == 1 and '' or 's'))
+  end)
+  -- The fold holds the "thinking" line too: one line of reasoning still folds ('foldminlines').
+  local range = { th.row + 1, th.row + 1 + th.written }
+  H.fold(buf, { range })
+  if shown then
+    -- Opened while it streamed: it stays open.
+    for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+      pcall(vim.api.nvim_win_call, win, function()
+        vim.cmd(string.format('silent! %dfoldopen', range[1]))
+      end)
+    end
+  end
+end
+
+--- The thinking block's text while it streams or once done (tests, statuslines): nil when there is none.
+function M.thinking_text()
+  return H.thinking and table.concat(H.thinking.parts) or nil
+end
+
 function M.assistant_end(info)
+  H.close_thinking()
   if info and info.interrupted then
     H.ensure_reply('text')
     M.append(H.INTERRUPTED)
@@ -1380,6 +1667,7 @@ end
 --- One compact line per tool call; its status and summary are filled in when the result arrives.
 function M.tool_call(p)
   H.release_held()
+  H.close_thinking()
   local text = p.summary or p.name or '?'
   H.put_tool_line(H.reply, H.tool_line('running', text), H.buffer_out)
   local buf = H.buf
@@ -1516,6 +1804,11 @@ function M.load(items)
         table.insert(folds, { w.row() + 2, w.row() + 1 + #details })
         w.append('\n' .. table.concat(details, '\n'))
       end
+    elseif it.t == 'thinking' and it.text and it.text ~= '' and (require('caboose').config().chat or {}).show_thinking ~= false then
+      local details = H.detail_lines({ it.text })
+      H.put_tool_line(reply, string.format('%s (%d line%s, za)', H.THINKING, #details, #details == 1 and '' or 's'), w)
+      table.insert(folds, { w.row() + 1, w.row() + 1 + #details })
+      w.append('\n' .. table.concat(details, '\n'))
     elseif it.t == 'notice' or it.t == 'error' then
       w.block(it.t == 'notice' and H.notice_text(it.text) or H.error_text(it.text))
       if reply.open then
@@ -1541,6 +1834,10 @@ function M.load(items)
     vim.api.nvim_win_call(win, function()
       vim.cmd('silent! normal! zE')
     end)
+  end
+  local hl = vim.treesitter.highlighter.active[buf]
+  if hl then
+    H.split_reset(buf, hl.tree)
   end
   H.edit(buf, function()
     vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)

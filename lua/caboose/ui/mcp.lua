@@ -78,7 +78,9 @@ end
 
 --- What a call of the tool does in the current mode, in a word or two.
 H.permission = function(t)
-  if t.permission == 'block' then
+  if t.not_offered then
+    return 'not offered'
+  elseif t.permission == 'block' then
     return 'blocked'
   elseif t.permission == 'ask' then
     return 'asks'
@@ -134,6 +136,9 @@ H.render = function(res)
       local desc = t.description ~= '' and t.description or '(no description)'
       if t.read_only then
         desc = desc .. '  [read-only]'
+      end
+      if t.not_offered then
+        desc = desc .. '  [' .. tostring(t.not_offered) .. ']'
       end
       local line = string.format('  %s  %s  %s', H.pad(t.name, width), H.pad(perm, 14), desc)
       table.insert(lines, line)

@@ -1,0 +1,307 @@
+/**
+ * The sandbox of one workspace: whether one is available here, the policy, and the command line that runs
+ * a program inside it (bwrap on Linux, sandbox-exec on macOS). See policy.ts for what is allowed.
+ */
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import {
+  DEFAULT_DENY_READ,
+  SANDBOX_PROXY_PORT,
+  SANDBOX_PROXY_SOCKET,
+  bwrapArgs,
+  expandHome,
+  networkPolicy,
+  proxyEnv,
+  seatbeltProfile,
+  type NetworkPolicy,
+  type SandboxConfig,
+  type SandboxMode,
+  type SandboxPolicy,
+} from './policy';
+import type { FilteringProxy } from './proxy';
+
+/** The proxy module (http, net) loads only for a network allow-list. */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const proxyModule = (): typeof import('./proxy') => require('./proxy') as typeof import('./proxy');
+
+export type SandboxSupport =
+  | { available: true; kind: 'bwrap' | 'seatbelt'; path: string }
+  | { available: false; reason: string; fix: string };
+
+/** How a command would run: inside the sandbox, or outside it (asked for, sandbox off, or none available). */
+export type Confinement = 'sandboxed' | 'escalated' | 'unsandboxed' | 'unavailable';
+
+function onPath(name: string): string | null {
+  for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(path.delimiter)) {
+    const p = path.join(dir || '.', name);
+    try {
+      fs.accessSync(p, fs.constants.X_OK);
+      return p;
+    } catch {
+      // not here
+    }
+  }
+  return null;
+}
+
+const BWRAP_FIX =
+  'install bubblewrap (Debian/Ubuntu: sudo apt install bubblewrap; Fedora: sudo dnf install bubblewrap; Arch: sudo pacman -S bubblewrap); ' +
+  'if it is installed, unprivileged user namespaces may be off (sysctl kernel.unprivileged_userns_clone=1, or on Ubuntu 24.04+ kernel.apparmor_restrict_unprivileged_userns=0)';
+
+let cached: SandboxSupport | null = null;
+let cachedFor = '';
+
+/**
+ * Whether commands can be sandboxed here. On Linux, bwrap runs a trial (`true` under the same namespaces
+ * and capability drop as a real command), once per host. `CABOOSE_BWRAP` names another bwrap binary
+ * (`none`: behave as if there were none, for tests).
+ */
+export function detectSandbox(): SandboxSupport {
+  const override = process.env.CABOOSE_BWRAP ?? '';
+  if (cached && cachedFor === override) return cached;
+  cachedFor = override;
+  cached = probe(override);
+  return cached;
+}
+
+function probe(override: string): SandboxSupport {
+  if (process.platform === 'darwin') {
+    const p = '/usr/bin/sandbox-exec';
+    return fs.existsSync(p) ? { available: true, kind: 'seatbelt', path: p } : { available: false, reason: `${p} not found`, fix: 'sandbox-exec ships with macOS; check /usr/bin' };
+  }
+  if (process.platform !== 'linux') {
+    return { available: false, reason: `no sandbox for ${process.platform}`, fix: 'commands run unsandboxed here: every command asks (or set sandbox.mode = "off" to run them freely in chug mode)' };
+  }
+  const bwrap = override === 'none' ? null : override !== '' ? override : onPath('bwrap');
+  if (!bwrap) return { available: false, reason: 'bubblewrap (bwrap) not found on PATH', fix: BWRAP_FIX };
+  const r = spawnSync(bwrap, ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-all', '--die-with-parent', '--new-session', '--cap-drop', 'ALL', 'true'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    timeout: 10_000,
+  });
+  if (r.error || r.status !== 0) {
+    const why = r.error ? r.error.message : (r.stderr?.toString('utf8').trim() || `exit ${r.status}`);
+    return { available: false, reason: `bwrap (${bwrap}) cannot create a sandbox: ${why}`, fix: BWRAP_FIX };
+  }
+  return { available: true, kind: 'bwrap', path: bwrap };
+}
+
+/** For tests: forget the probe's result. */
+export function resetSandboxDetection(): void {
+  cached = null;
+}
+
+export interface SandboxOptions {
+  /** The workspace root. */
+  root: string;
+  /** The plugin's data folder (hidden and read-only inside). */
+  dataDir?: string;
+  config?: SandboxConfig | null;
+  /** The home folder whose secrets are hidden (default os.homedir()). */
+  home?: string;
+  /** Overrides detection (tests). */
+  support?: SandboxSupport;
+}
+
+/** A program to run, after wrapping. */
+export interface Wrapped {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+  /** Removes what the wrap created (a private temp folder on macOS). */
+  dispose(): void;
+}
+
+const MAX_SCAN_ENTRIES = 500_000;
+
+export class Sandbox {
+  readonly mode: SandboxMode;
+  readonly network: NetworkPolicy;
+  private supportValue: SandboxSupport | null;
+  private readonly root: string;
+  private readonly dataDir?: string;
+  private readonly home: string;
+  private readonly config: SandboxConfig;
+  private gitDirs: string[] | null = null;
+  private scanning: Promise<string[]> | null = null;
+  private proxy: Promise<FilteringProxy> | null = null;
+
+  constructor(o: SandboxOptions) {
+    this.config = o.config ?? {};
+    this.mode = this.config.mode ?? 'workspace-write';
+    // Detected on first use (a trial bwrap run): not on the host's start-up path.
+    this.supportValue = o.support ?? (this.mode === 'off' ? { available: false, reason: 'sandbox.mode is "off"', fix: '' } : null);
+    this.root = safeRealpath(o.root);
+    this.dataDir = o.dataDir ? path.resolve(o.dataDir) : undefined;
+    this.home = o.home ?? os.homedir();
+    this.network = networkPolicy(this.config.network?.allow);
+  }
+
+  /** Whether (and how) a sandbox can run here. */
+  get support(): SandboxSupport {
+    if (!this.supportValue) this.supportValue = detectSandbox();
+    return this.supportValue;
+  }
+
+  /** Commands run inside a sandbox. */
+  get active(): boolean {
+    return this.mode !== 'off' && this.support.available;
+  }
+
+  /** A sandbox was wanted (mode not off) but none can run here: every command asks. */
+  get unavailable(): boolean {
+    return this.mode !== 'off' && !this.support.available;
+  }
+
+  confinement(escalate: boolean | undefined): Confinement {
+    if (this.mode === 'off') return 'unsandboxed';
+    if (!this.support.available) return 'unavailable';
+    return escalate ? 'escalated' : 'sandboxed';
+  }
+
+  /** One line for the model, the approval float and the chat: what the sandbox allows. */
+  describe(): string {
+    if (this.mode === 'off') return 'sandbox off (sandbox.mode = "off"): commands run with your full rights';
+    if (!this.support.available) return `no sandbox available (${this.support.reason}): commands run with your full rights`;
+    const net = this.network.kind === 'none' ? 'no network' : this.network.kind === 'all' ? 'network on' : `network only to ${this.network.hosts.join(', ')}`;
+    const fsPart = this.mode === 'read-only' ? 'read-only filesystem' : 'writes only in the workspace (not .git)';
+    return `sandbox ${this.mode}: ${fsPart}, private /tmp, secrets hidden, ${net}`;
+  }
+
+  /** The policy for the next command (scans for `.git` folders once, then keeps the list fresh after each command). */
+  async policy(): Promise<SandboxPolicy> {
+    // A scan still running (started when the last command ended) is waited for: a .git that command made
+    // is protected from the next command on.
+    const gitDirs = this.scanning ? await this.scanning : (this.gitDirs ?? (await this.scanGit()));
+    const exists = (p: string): fs.Stats | null => {
+      try {
+        return fs.lstatSync(p);
+      } catch {
+        return null;
+      }
+    };
+    const hidden: { path: string; dir: boolean }[] = [];
+    const seen = new Set<string>();
+    const hide = (raw: string): void => {
+      const p = safeRealpath(raw);
+      const st = exists(p);
+      if (!st || seen.has(p) || p === '/' || (st.isDirectory() && (this.root === p || this.root.startsWith(p + path.sep)))) return;
+      seen.add(p);
+      hidden.push({ path: p, dir: st.isDirectory() });
+    };
+    for (const d of DEFAULT_DENY_READ) hide(path.join(this.home, d));
+    for (const d of this.config.deny_read ?? []) hide(expandHome(d, this.home));
+    if (this.dataDir) hide(this.dataDir);
+    return {
+      mode: this.mode === 'read-only' ? 'read-only' : 'workspace-write',
+      root: this.root,
+      writable: (this.config.writable ?? []).map((w) => safeRealpath(expandHome(w, this.home))).filter((w) => exists(w)?.isDirectory()),
+      readOnly: gitDirs.filter((g) => exists(g) !== null),
+      hidden,
+      network: this.network,
+    };
+  }
+
+  /**
+   * The command line and environment that run `command args` in `cwd` inside the sandbox. `env` is the
+   * environment the program would have had; the sandbox adds TMPDIR and, with an allow-list, the proxy.
+   */
+  async wrap(command: string, args: string[], cwd: string, env: Record<string, string>): Promise<Wrapped> {
+    if (!this.support.available) throw new Error('no sandbox available');
+    const policy = await this.policy();
+    const proxy = policy.network.kind === 'allow' ? await this.startProxy() : null;
+    if (this.support.kind === 'bwrap') {
+      const pre = bwrapArgs(policy, { cwd, ...(proxy ? { proxySocket: proxy.address } : {}) });
+      const inner = proxy ? [process.execPath, '-e', proxyModule().BRIDGE_SCRIPT, SANDBOX_PROXY_SOCKET, String(SANDBOX_PROXY_PORT), command, ...args] : [command, ...args];
+      return {
+        command: this.support.path,
+        args: [...pre, '--', ...inner],
+        env: { ...env, TMPDIR: '/tmp', ...(proxy ? proxyEnv(`http://127.0.0.1:${SANDBOX_PROXY_PORT}`) : {}) },
+        dispose: () => {},
+      };
+    }
+    const tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-cmd-')));
+    const profile = seatbeltProfile(policy, { tmp, ...(proxy?.port ? { proxyPort: proxy.port } : {}) });
+    return {
+      command: this.support.path,
+      args: ['-p', profile, command, ...args],
+      env: { ...env, TMPDIR: tmp, ...(proxy?.port ? proxyEnv(`http://127.0.0.1:${proxy.port}`) : {}) },
+      dispose: () => fs.rmSync(tmp, { recursive: true, force: true }),
+    };
+  }
+
+  /** After a command: look again for `.git` folders (in the background; the next command waits for the scan if it still runs). */
+  rescan(): void {
+    void this.scanGit();
+  }
+
+  async dispose(): Promise<void> {
+    const p = this.proxy;
+    this.proxy = null;
+    if (p) await (await p).close().catch(() => {});
+  }
+
+  private startProxy(): Promise<FilteringProxy> {
+    if (!this.proxy) {
+      const hosts = this.network.kind === 'allow' ? this.network.hosts : [];
+      this.proxy = proxyModule().startFilteringProxy(hosts, { tcp: this.support.available && this.support.kind === 'seatbelt' });
+      this.proxy.catch(() => (this.proxy = null));
+    }
+    return this.proxy;
+  }
+
+  private scanGit(): Promise<string[]> {
+    if (this.scanning) return this.scanning;
+    this.scanning = findGitEntries(this.root).then(
+      (found) => {
+        this.gitDirs = found;
+        this.scanning = null;
+        return found;
+      },
+      () => {
+        this.scanning = null;
+        return this.gitDirs ?? [];
+      },
+    );
+    return this.scanning;
+  }
+}
+
+function safeRealpath(p: string): string {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return path.resolve(p);
+  }
+}
+
+/** Every `.git` (folder or file) under `root`, at any depth; symlinks are not followed. */
+export async function findGitEntries(root: string): Promise<string[]> {
+  const out: string[] = [];
+  const stack = [root];
+  let entries = 0;
+  while (stack.length > 0 && entries < MAX_SCAN_ENTRIES) {
+    const dir = stack.pop() as string;
+    let list: fs.Dirent[];
+    try {
+      list = await fs.promises.readdir(dir, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    entries += list.length;
+    for (const e of list) {
+      if (e.name === '.git') {
+        if (e.isDirectory() || e.isFile()) out.push(path.join(dir, e.name));
+        else if (e.isSymbolicLink()) {
+          // A .git that links elsewhere in the workspace protects its target (outside, all is read-only).
+          const target = await fs.promises.realpath(path.join(dir, e.name)).catch(() => null);
+          if (target && target.startsWith(root + path.sep)) out.push(target);
+        }
+        continue;
+      }
+      if (e.isDirectory()) stack.push(path.join(dir, e.name));
+    }
+  }
+  return out.sort();
+}
