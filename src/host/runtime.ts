@@ -91,7 +91,11 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   const ws = openSessionWorkspace({ config, cwd, dataDir: o.dataDir, sessionId: session.id, model: o.provider.model, ui, log });
   const sessions = ws.workspace.store.sessions;
   const closing = new AbortController();
-  const usage = new UsageMeter(ui);
+  const usage = new UsageMeter(ui, {
+    stored: o.resume ? sessions.get(session.id)?.usage : undefined,
+    store: (prompt, completion) => sessions.addUsage(session.id, prompt, completion),
+    log,
+  });
   const todos = new TodoList();
   todos.onChange((items) => ui.emit(EVENTS.todos, { items }));
   // bash (and MCP servers that opt in) run inside the OS sandbox (issue 19).
@@ -152,8 +156,10 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   const recoveredText = recoveryNotice(ws.workspace.recovered, ws.workspace.root);
   if (recoveredText) notice(recoveredText);
   session.bind(agent);
+  session.notice = notice;
   const ensureRestored = restoreOnce(o.resume, { sessions, sessionId: session.id, agent, recorder });
   identity.announce(chat.label);
+  usage.announceStored();
   rules.start();
   const messages = new MessageQueue(
     messageDelivery({

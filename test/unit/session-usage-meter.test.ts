@@ -16,3 +16,21 @@ test('usage meter: the last request is the main agent\'s, the session totals cou
   meter.count({ promptTokens: 5, completionTokens: 1, totalTokens: 6, reasoningTokens: 9 }, true);
   assert.deepEqual(ui.events[2], ['usage', { prompt: 5, completion: 1, session_prompt: 112, session_completion: 14, reasoning: 9 }]);
 });
+
+test('usage meter: a reopened session continues from its stored total, and each request is stored', () => {
+  const ui = fakeUi();
+  const stored: [number, number][] = [];
+  const errors: string[] = [];
+  const meter = new UsageMeter(ui, { stored: { prompt: 1000, completion: 200 }, store: (p, c) => void stored.push([p, c]), log: { error: (m: string) => void errors.push(m) } });
+  meter.announceStored();
+  assert.deepEqual(ui.events, [['usage', { session_prompt: 1000, session_completion: 200 }]], 'only Σ is known before a request');
+  meter.count({ promptTokens: 10, completionTokens: 2, totalTokens: 12 }, true);
+  assert.deepEqual(ui.events[1], ['usage', { prompt: 10, completion: 2, session_prompt: 1010, session_completion: 202 }]);
+  assert.deepEqual(stored, [[10, 2]]);
+  const failing = new UsageMeter(fakeUi(), { store: () => { throw new Error('database is locked'); }, log: { error: (m: string) => void errors.push(m) } });
+  failing.count({ promptTokens: 1, completionTokens: 1, totalTokens: 2 }, true);
+  assert.deepEqual(errors, ['session store: usage not stored: %s'], 'a store failure is logged, the count goes on');
+  const fresh = fakeUi();
+  new UsageMeter(fresh, { stored: { prompt: 0, completion: 0 } }).announceStored();
+  assert.deepEqual(fresh.events, [], 'nothing stored: nothing to show');
+});
