@@ -8,6 +8,10 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { startFakeOpenAI } from '../support/fake-openai';
 import { OpenAIProvider, ProviderError, type ModelEvent, type ModelRequest } from '../../src/agent/provider';
+import { Agent } from '../../src/agent/loop';
+import { ToolRegistry } from '../../src/tools/registry';
+import type { ToolDefinition } from '../../src/tools/tool';
+import { z } from 'zod';
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures', 'streams');
 const fixture = (name: string): string => readFileSync(path.join(FIXTURES, name), 'utf8');
@@ -92,4 +96,58 @@ test('Azure AI Foundry deepseek-v4-pro: null fields in every delta, reasoning ap
   assert.equal(r.done?.finishReason, 'stop');
   assert.deepEqual(r.done?.toolCalls, []);
   assert.deepEqual(r.done?.usage, { promptTokens: 19, completionTokens: 1720, totalTokens: 1739 });
+});
+
+test('GitHub Copilot (Gemini 3 Pro / 2.5 Pro behind Copilot): reasoning_text apart, reasoning_opaque kept, zero usage placeholders on every chunk ignored', async (t) => {
+  const two = await replay(t, 'copilot/gemini-3-pro-reasoning-two-calls.sse');
+  assert.equal(two.error, undefined);
+  assert.equal(two.done?.text, '');
+  assert.match(two.done?.reasoning ?? '', /^\*\*Understanding Dayzee's Purpose\*\*\n\nI'm starting to get a better handle on `dayzee`\.\n\n\*\*Assessing/);
+  assert.equal(two.done?.finishReason, 'tool_calls');
+  assert.deepEqual(two.done?.toolCalls.map((c) => [c.name, JSON.parse(c.arguments), c.providerId]), [
+    ['read_file', { filePath: '/README.md' }, 'call_abc123'],
+    ['read_file', { filePath: '/mix.exs' }, 'call_def456'],
+  ]);
+  assert.equal(two.done?.reasoningOpaque, '4CUQ6696CwSXOdQ5rtvDimqA91tBzfmga4ieRbmZ5P67T2NLW3');
+  // Copilot puts reasoning_tokens beside (not inside) completion_tokens_details.
+  assert.deepEqual(two.done?.usage, { promptTokens: 19581, completionTokens: 53, totalTokens: 19768, cachedTokens: 17068, reasoningTokens: 134 });
+
+  const end = await replay(t, 'copilot/gemini-3-pro-opaque-at-end.sse');
+  assert.equal(end.done?.text, 'I am Tidewave, a highly skilled AI coding agent.\n\nHow can I help you?');
+  assert.equal(end.streamed('text'), end.done?.text);
+  assert.equal(end.done?.reasoningOpaque, '/PMlTqxqSJZnUBDHgnnJKLVI4eZQ');
+  assert.deepEqual(end.done?.usage, { promptTokens: 5778, completionTokens: 59, totalTokens: 5932, reasoningTokens: 95 });
+
+  const same = await replay(t, 'copilot/gemini-2.5-pro-opaque-with-content.sse');
+  assert.equal(same.done?.text, "Of course. I'm thinking right now. What's on your mind?");
+  assert.equal(same.done?.reasoningOpaque, 'ExXaGwW7jBo39OXRe9EPoFGN1rOtLJBx');
+  assert.doesNotMatch(same.done?.text ?? '', /Framing the Response/);
+});
+
+test('GitHub Copilot: a reasoning-then-call turn sends its reasoning_opaque and the provider call id back on the next request', async (t) => {
+  const fake = await startFakeOpenAI();
+  t.after(() => fake.close());
+  fake.script({ raw: fixture('copilot/gemini-3-pro-reasoning-to-tool-call.sse') }, { text: 'It is 2.' });
+  const registry = new ToolRegistry([
+    { name: 'project_eval', description: 'eval', policy: 'read', parameters: z.object({ code: z.string() }), execute: async () => ({ out: '2' }) } as unknown as ToolDefinition,
+  ]);
+  const agent = new Agent({
+    provider: { baseURL: fake.url, apiKey: 'k', model: 'gemini-3-pro-preview' },
+    registry,
+    makeContext: (signal) => ({ signal }) as never,
+    requestApproval: async () => ({ decision: 'once' }),
+  });
+  agent.send('eval 1 + 1');
+  await agent.idle();
+  assert.equal(fake.chatRequests.length, 2);
+  const sent = fake.chatRequests[1].body?.messages ?? [];
+  const assistant = sent.find((m) => m.role === 'assistant') as Record<string, unknown> | undefined;
+  assert.ok(assistant, 'the assistant turn went back');
+  assert.equal(assistant.reasoning_opaque, 'ytGNWFf2doK38peANDvm7whkLPKrd+Fv6/k34zEPBF6Qwitj4bTZT0FBXleydLb6');
+  assert.deepEqual((assistant.tool_calls as { id: string; function: { name: string; arguments: string } }[]).map((c) => [c.id, c.function.name, JSON.parse(c.function.arguments)]), [
+    ['call_MHw3RDhmT1J5Z3B6WlhpVjlveTc', 'project_eval', { code: '1 + 1' }],
+  ]);
+  const tool = sent.find((m) => m.role === 'tool') as { tool_call_id: string } | undefined;
+  assert.equal(tool?.tool_call_id, 'call_MHw3RDhmT1J5Z3B6WlhpVjlveTc');
+  assert.equal(agent.messages.at(-1)?.content, 'It is 2.');
 });
