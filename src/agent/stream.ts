@@ -8,7 +8,7 @@
  * - `StreamAssembler`: chunk objects → text, reasoning, tool calls, usage, finish, tolerant of content as an
  *   array of typed parts (Mistral), missing `finish_reason`, repeated `index` (Ollama), repeated names,
  *   continuation chunks without `index` (Gemini), empty or repeated ids (Gemini, Qwen), and the reasoning
- *   fields `reasoning_content` / `reasoning` / `reasoning_text` / `thinking` parts.
+ *   fields `reasoning_content` / `reasoning` / `reasoning_text` / `reasoning_details` / `thinking` parts.
  */
 import { randomBytes } from 'node:crypto';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
@@ -168,10 +168,11 @@ export class StreamAssembler {
       const whole = isRecord(choice.message) && this.text === '' && this.reasoning === '' && this.slots.length === 0 ? choice.message : undefined;
       const delta = isRecord(choice.delta) ? choice.delta : whole;
       if (delta) {
-        for (const key of ['reasoning_content', 'reasoning', 'reasoning_text', 'thinking'] as const) {
-          const r = delta[key];
-          if (typeof r === 'string' && r.length > 0) this.addReasoning(r, out);
-        }
+        // One reasoning field per delta: servers that send the same text under two names (`reasoning` beside
+        // `reasoning_details` on OpenRouter, `reasoning` beside `reasoning_content` on some vLLM releases)
+        // give it once. `reasoning_details` alone carries it on Snowflake Cortex (encrypted entries are not text).
+        const r = reasoningOf(delta);
+        if (r.length > 0) this.addReasoning(r, out);
         if (typeof delta.reasoning_opaque === 'string') this.reasoningOpaque += delta.reasoning_opaque;
         this.addContent(delta.content, out);
         // OpenAI's refusal is what the model says instead of a reply: shown as the reply.
@@ -290,6 +291,22 @@ function partText(v: unknown): string {
   if (Array.isArray(v)) return v.map(partText).join('');
   if (isRecord(v) && typeof v.text === 'string') return v.text;
   return '';
+}
+
+/** The reasoning text of one delta (see `push`): the first named field that has some, else `reasoning_details`. */
+function reasoningOf(delta: Record<string, unknown>): string {
+  for (const key of ['reasoning_content', 'reasoning', 'reasoning_text', 'thinking'] as const) {
+    const r = delta[key];
+    if (typeof r === 'string' && r.length > 0) return r;
+  }
+  if (!Array.isArray(delta.reasoning_details)) return '';
+  let text = '';
+  for (const d of delta.reasoning_details) {
+    if (!isRecord(d)) continue;
+    if (d.type === 'reasoning.text' && typeof d.text === 'string') text += d.text;
+    else if (d.type === 'reasoning.summary' && typeof d.summary === 'string') text += d.summary;
+  }
+  return text;
 }
 
 /** Usage with details; zero placeholders (cached 0, reasoning 0, an all-zero usage) are left out. */

@@ -151,3 +151,69 @@ test('GitHub Copilot: a reasoning-then-call turn sends its reasoning_opaque and 
   assert.equal(tool?.tool_call_id, 'call_MHw3RDhmT1J5Z3B6WlhpVjlveTc');
   assert.equal(agent.messages.at(-1)?.content, 'It is 2.');
 });
+
+test('Snowflake Cortex (claude-sonnet-4-6): no finish_reason at all, ids empty, refusal "" on every chunk; the reply is complete', async (t) => {
+  const r = await replay(t, 'snowflake/text-no-finish-reason.sse');
+  assert.equal(r.error, undefined);
+  assert.equal(r.done?.text, '4');
+  assert.equal(r.done?.finishReason, 'stop');
+  assert.deepEqual(r.done?.toolCalls, []);
+  assert.deepEqual(r.done?.usage, { promptTokens: 22, completionTokens: 5, totalTokens: 27 });
+  assert.equal(r.fake.chatRequests.length, 1);
+});
+
+test('Snowflake Cortex thinking: reasoning that arrives only as reasoning_details text is reasoning, not lost and not the reply', async (t) => {
+  const r = await replay(t, 'snowflake/thinking.sse');
+  assert.equal(r.error, undefined);
+  assert.equal(r.done?.reasoning, '15 * 27 = 405');
+  assert.equal(r.streamed('reasoning'), '15 * 27 = 405');
+  assert.equal(r.done?.text, "15 × 27 = **405**\n\nHere's the breakdown:\n- 15 × 20 = 300\n- 15 × 7 = 105\n- 300 + 105 = **405**");
+  assert.equal(r.done?.finishReason, 'stop');
+  assert.deepEqual(r.done?.usage, { promptTokens: 45, completionTokens: 73, totalTokens: 118 });
+});
+
+test('OpenRouter: reasoning given twice (reasoning and reasoning_details) is kept once; encrypted-only reasoning (o3) adds nothing', async (t) => {
+  const claude = await replay(t, 'openrouter/claude-reasoning.sse');
+  assert.equal(claude.error, undefined);
+  assert.equal(claude.done?.reasoning, 'This is a simple arithmetic question. 2+2 equals 4.');
+  assert.equal(claude.done?.text, '2 + 2 = 4');
+  assert.equal(claude.done?.usage?.reasoningTokens, 13);
+  const o3 = await replay(t, 'openrouter/o3-reasoning.sse');
+  assert.equal(o3.error, undefined);
+  assert.equal(o3.done?.reasoning ?? '', '');
+  assert.match(o3.done?.text ?? '', /^I’m ChatGPT, a large-language-model assistant created by OpenAI\./);
+  assert.doesNotMatch(o3.done?.text ?? '', /gAAAA/);
+});
+
+test('OpenRouter, a real error inside the 200 stream (Minimax "Token limit reached", code 400): one request, the server’s message, no retry', async (t) => {
+  const r = await replay(t, 'openrouter/recorded-error-in-stream.sse');
+  assert.equal(r.fake.chatRequests.length, 1);
+  assert.equal(r.error?.kind, 'bad_response');
+  assert.match(r.error?.message ?? '', /Token limit reached/);
+  assert.equal((r.error?.message.match(/Token limit reached/g) ?? []).length, 1, 'said once');
+  assert.doesNotMatch(r.error?.message ?? '', /partial reply is kept/, 'no reply text arrived, only reasoning');
+  assert.ok(!r.events.some((e) => e.type === 'retry'));
+});
+
+test('Groq `event: error` (tool_use_failed, status_code 400) after reasoning: not retried, the server’s message; after text the partial reply is kept', async (t) => {
+  const a = await replay(t, 'groq/tool-use-failed-event-error.sse');
+  assert.equal(a.fake.chatRequests.length, 1);
+  assert.equal(a.error?.kind, 'bad_response');
+  assert.match(a.error?.message ?? '', /^.*Tool call validation failed: .*did not match schema/);
+  assert.doesNotMatch(a.error?.message ?? '', /partial reply is kept/);
+  assert.ok(!a.events.some((e) => e.type === 'retry'));
+  const b = await replay(t, 'groq/tool-use-failed-after-text.sse');
+  assert.equal(b.fake.chatRequests.length, 1);
+  assert.equal(b.error?.kind, 'bad_response');
+  assert.equal(b.error?.partialText, 'maybe');
+  assert.match(b.error?.message ?? '', /Tool choice is required, but model did not call a tool/);
+});
+
+test('Z.ai glm-4.7 thinking: reasoning_content apart from the reply, reasoning tokens shown', async (t) => {
+  const r = await replay(t, 'zai/thinking.sse');
+  assert.equal(r.error, undefined);
+  assert.equal(r.done?.text, '4');
+  assert.match(r.done?.reasoning ?? '', /^\n1\. {2}\*\*Analyze the User's Request:\*\*/);
+  assert.equal(r.streamed('reasoning'), r.done?.reasoning);
+  assert.deepEqual(r.done?.usage, { promptTokens: 13, completionTokens: 564, totalTokens: 577, reasoningTokens: 561 });
+});
