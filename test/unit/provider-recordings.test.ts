@@ -217,3 +217,42 @@ test('Z.ai glm-4.7 thinking: reasoning_content apart from the reply, reasoning t
   assert.equal(r.streamed('reasoning'), r.done?.reasoning);
   assert.deepEqual(r.done?.usage, { promptTokens: 13, completionTokens: 564, totalTokens: 577, reasoningTokens: 561 });
 });
+
+test('GitHub Copilot claude-3.7-sonnet: text, then one call whose name comes alone and arguments in pieces; no `object`, usage with the finish', async (t) => {
+  const r = await replay(t, 'copilot/claude-3.7-tool-call.sse');
+  assert.equal(r.error, undefined);
+  assert.match(r.done?.text ?? '', /^I need to check the weather for both London and Paris, .*Let me check the weather for London first, and then for Paris:$/s);
+  assert.equal(r.done?.finishReason, 'tool_calls');
+  assert.deepEqual(r.done?.toolCalls.map((c) => [c.name, JSON.parse(c.arguments), c.providerId]), [
+    ['weather', { location: 'London, UK', units: 'celsius' }, 'tooluse_ZnSMh7lhSxWDIuVBKd_vLg'],
+  ]);
+  assert.deepEqual(r.done?.usage, { promptTokens: 422, completionTokens: 48, totalTokens: 470 });
+});
+
+test('GitHub Copilot gemini-3-pro-preview: reasoning, a line of text, then a call with reasoning_opaque; no [DONE] after the finish is still complete', async (t) => {
+  const r = await replay(t, 'copilot/gemini-3-pro-text-then-call.sse');
+  assert.equal(r.error, undefined);
+  assert.equal(r.done?.text, 'I will search for the `quotes.lua` file to locate it within the repository.\n');
+  assert.match(r.done?.reasoning ?? '', /^\*\*Discovering Update Scope\*\*/);
+  assert.doesNotMatch(r.done?.text ?? '', /Discovering|Commencing/);
+  assert.deepEqual(r.done?.toolCalls.map((c) => [c.name, JSON.parse(c.arguments)]), [['file_search', { query: '**/quotes.lua' }]]);
+  assert.match(r.done?.reasoningOpaque ?? '', /^lgxMQq0m\/J6cVjsaH8bbfhxHtAvK4Y/);
+  assert.equal(r.done?.usage?.reasoningTokens, 92);
+});
+
+test('OpenRouter (OpenAI gpt-5.4-mini / gpt-5.5): reasoning summaries given twice are read once; a streamed call assembles', async (t) => {
+  const call = await replay(t, 'openrouter/gpt-5.4-mini-tool-call.sse');
+  assert.equal(call.error, undefined);
+  assert.equal(call.done?.text, '');
+  assert.equal(call.done?.reasoning?.length, 412);
+  assert.match(call.done?.reasoning ?? '', /^\*\*Locating file for user\*\*\n\nI need to comply/);
+  assert.equal(call.done?.finishReason, 'tool_calls');
+  assert.deepEqual(call.done?.toolCalls.map((c) => [c.name, JSON.parse(c.arguments), c.providerId]), [
+    ['read_file', { filepath: '/Users/Oli/Code/Neovim/codecompanion.nvim/version.txt', end_line_number_base_zero: -1, start_line_number_base_zero: 0 }, 'call_yqZoquE7i7crGNV4S4uZo902'],
+  ]);
+  assert.deepEqual(call.done?.usage, { promptTokens: 2817, completionTokens: 91, totalTokens: 2908, reasoningTokens: 39 });
+  const text = await replay(t, 'openrouter/gpt-5.5-reasoning-summary.sse');
+  assert.equal(text.done?.text, 'Expressive language');
+  assert.equal(text.done?.reasoning?.length, 508);
+  assert.equal(text.streamed('reasoning'), text.done?.reasoning);
+});
