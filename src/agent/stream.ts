@@ -111,6 +111,11 @@ export interface AssembledCall {
   providerId?: string;
   name: string;
   arguments: string;
+  /**
+   * The call's `extra_content` as the provider sent it (Gemini 3 on its OpenAI-compatible endpoint puts the
+   * call's `google.thought_signature` there and refuses the next request unless it comes back with the call).
+   */
+  extraContent?: Record<string, unknown>;
 }
 
 export type AssemblerEvent =
@@ -125,6 +130,7 @@ interface Slot {
   index?: number;
   name: string;
   arguments: string;
+  extraContent?: Record<string, unknown>;
 }
 
 /** A tool call id of our own: 9 letters/digits (the strictest format a provider accepts back: Mistral's). */
@@ -252,6 +258,7 @@ export class StreamAssembler {
     if (index !== undefined) slot.index = index;
     if (name !== undefined && slot.name !== name) slot.name += name; // a repeated name is never appended
     slot.arguments += args;
+    if (isRecord(tc.extra_content)) slot.extraContent = mergeExtra(slot.extraContent, tc.extra_content);
     const pos = this.slots.indexOf(slot);
     out.push({ type: 'tool_call_delta', index: pos, id: slot.ownId, ...(name !== undefined ? { name } : {}), argumentsDelta: args });
   }
@@ -272,8 +279,16 @@ export class StreamAssembler {
         ...(s.providerId !== undefined && counts.get(s.providerId) === 1 ? { providerId: s.providerId } : {}),
         name: s.name,
         arguments: s.arguments,
+        ...(s.extraContent !== undefined ? { extraContent: s.extraContent } : {}),
       }));
   }
+}
+
+/** Provider extras of one call spread over chunks: objects merged key by key, anything else replaced. */
+function mergeExtra(into: Record<string, unknown> | undefined, add: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...(into ?? {}) };
+  for (const [k, v] of Object.entries(add)) out[k] = isRecord(v) && isRecord(out[k]) ? mergeExtra(out[k] as Record<string, unknown>, v) : v;
+  return out;
 }
 
 function isCompleteJson(s: string): boolean {
@@ -353,6 +368,8 @@ export interface AssistantMeta {
   providerIds?: Record<string, string>;
   reasoning?: string;
   reasoningOpaque?: string;
+  /** Our call id → the `extra_content` the provider attached to that call (Gemini's thought signatures). */
+  callExtras?: Record<string, Record<string, unknown>>;
 }
 
 export const META_KEY = 'caboose';
@@ -360,8 +377,9 @@ export const META_KEY = 'caboose';
 /**
  * The conversation as the server must see it: our metadata removed, each tool call under the id the
  * provider gave it (its tool result too), reasoning left out — except Copilot's opaque token, which the
- * provider requires back with the reasoning text it signed (DeepSeek, on the contrary, rejects
- * `reasoning_content` in the input; every other provider ignores or does not need it).
+ * provider requires back with the reasoning text it signed, and each call's `extra_content` (Gemini 3's
+ * thought signature, likewise required back with its call). DeepSeek, on the contrary, rejects
+ * `reasoning_content` in the input; every other provider ignores or does not need it.
  */
 export function toWireMessages<M extends object>(messages: readonly M[]): M[] {
   const ids = new Map<string, string>();
@@ -378,7 +396,12 @@ export function toWireMessages<M extends object>(messages: readonly M[]): M[] {
     delete out[META_KEY];
     delete out.reasoning_content;
     if (Array.isArray(r.tool_calls)) {
-      out.tool_calls = (r.tool_calls as Record<string, unknown>[]).map((c) => (typeof c.id === 'string' && ids.has(c.id) ? { ...c, id: ids.get(c.id) } : c));
+      out.tool_calls = (r.tool_calls as Record<string, unknown>[]).map((c) => {
+        const own = typeof c.id === 'string' ? c.id : undefined;
+        const extra = own !== undefined ? meta?.callExtras?.[own] : undefined;
+        const withExtra = extra !== undefined ? { ...c, extra_content: extra } : c;
+        return own !== undefined && ids.has(own) ? { ...withExtra, id: ids.get(own) } : withExtra;
+      });
     }
     if (typeof r.tool_call_id === 'string' && ids.has(r.tool_call_id)) out.tool_call_id = ids.get(r.tool_call_id);
     if (meta?.reasoningOpaque) {

@@ -256,3 +256,33 @@ test('OpenRouter (OpenAI gpt-5.4-mini / gpt-5.5): reasoning summaries given twic
   assert.equal(text.done?.reasoning?.length, 508);
   assert.equal(text.streamed('reasoning'), text.done?.reasoning);
 });
+
+test('Gemini 3 on the compatible endpoint: a call’s extra_content.google.thought_signature goes back with that call (else Gemini answers 400)', async (t) => {
+  const fake = await startFakeOpenAI();
+  t.after(() => fake.close());
+  fake.script({ raw: fixture('gemini/gemini-3-thought-signature.sse') }, { text: 'Both read.' });
+  const registry = new ToolRegistry([
+    { name: 'read_file', description: 'read', policy: 'read', parameters: z.object({ path: z.string() }), execute: async () => ({ out: 'x' }) } as unknown as ToolDefinition,
+  ]);
+  const agent = new Agent({
+    provider: { baseURL: fake.url, apiKey: 'k', model: 'gemini-3-pro-preview' },
+    registry,
+    makeContext: (signal) => ({ signal }) as never,
+    requestApproval: async () => ({ decision: 'once' }),
+  });
+  agent.send('read a and b');
+  await agent.idle();
+  assert.equal(fake.chatRequests.length, 2);
+  const sent = fake.chatRequests[1].body?.messages ?? [];
+  const assistant = sent.find((m) => m.role === 'assistant') as { tool_calls: Record<string, unknown>[] } | undefined;
+  assert.ok(assistant);
+  assert.deepEqual(
+    assistant.tool_calls.map((c) => [c.id, c.extra_content]),
+    [
+      ['function-call-8012775226145637123', { google: { thought_signature: 'EpYCCpMCAXLI2nxConstructedSignatureA==' } }],
+      ['function-call-8012775226145637124', undefined],
+    ],
+  );
+  assert.ok(!JSON.stringify(sent).includes('"caboose"'), 'our metadata stays home');
+  assert.equal(agent.messages.at(-1)?.content, 'Both read.');
+});
