@@ -286,3 +286,34 @@ test('Gemini 3 on the compatible endpoint: a call’s extra_content.google.thoug
   assert.ok(!JSON.stringify(sent).includes('"caboose"'), 'our metadata stays home');
   assert.equal(agent.messages.at(-1)?.content, 'Both read.');
 });
+
+test('Mistral magistral-medium: 58 thinking parts are reasoning, later plain-string content the reply, no [object Object]', async (t) => {
+  const r = await replay(t, 'mistral/magistral-thinking.sse');
+  assert.equal(r.error, undefined);
+  assert.match(r.done?.reasoning ?? '', /^Okay, the user is asking how to cross the street\./);
+  assert.match(r.done?.text ?? '', /^To cross the street safely, follow these steps:\n\n1\. Look both ways/);
+  assert.doesNotMatch((r.done?.text ?? '') + (r.done?.reasoning ?? ''), /\[object|"type"/);
+  assert.equal(r.streamed('text'), r.done?.text);
+  assert.deepEqual(r.done?.usage, { promptTokens: 10, completionTokens: 232, totalTokens: 242 });
+});
+
+test('DeepSeek deepseek-reasoner and deepseek-v4-flash: reasoning apart, parallel calls (one without parameters), cached and reasoning tokens', async (t) => {
+  const reasoner = await replay(t, 'deepseek/reasoner-thinking.sse');
+  assert.equal(reasoner.done?.text, 'Hello there! 😊 How can I help you today?');
+  assert.match(reasoner.done?.reasoning ?? '', /^Hmm, the user just said "Hello"\./);
+  assert.deepEqual(reasoner.done?.usage, { promptTokens: 6, completionTokens: 212, totalTokens: 218, reasoningTokens: 198 });
+  const noParams = await replay(t, 'deepseek/v4-flash-tool-no-params.sse');
+  assert.equal(noParams.done?.text, 'Let me check the weather for both locations.');
+  assert.deepEqual(noParams.done?.toolCalls.map((c) => [c.name, JSON.parse(c.arguments), c.providerId]), [
+    ['weather_with_default', {}, 'call_00_YOblREljHrrLmGtaHE72LNh3'],
+    ['weather_with_default', { location: 'Paris, France', units: 'celsius' }, 'call_01_bKIQfFOpGabMlK7midnRZaBQ'],
+  ]);
+  assert.deepEqual(noParams.done?.usage, { promptTokens: 1387, completionTokens: 156, totalTokens: 1543, cachedTokens: 256, reasoningTokens: 69 });
+  const two = await replay(t, 'deepseek/v4-tools.sse');
+  assert.equal(two.done?.finishReason, 'tool_calls');
+  assert.deepEqual(two.done?.toolCalls.map((c) => [c.name, JSON.parse(c.arguments)]), [
+    ['weather', { location: 'London, UK', units: 'celsius' }],
+    ['weather', { location: 'Paris, France', units: 'celsius' }],
+  ]);
+  assert.equal(two.done?.usage?.cachedTokens, 1024);
+});
