@@ -174,9 +174,10 @@ export class StreamAssembler {
       const whole = isRecord(choice.message) && this.text === '' && this.reasoning === '' && this.slots.length === 0 ? choice.message : undefined;
       const delta = isRecord(choice.delta) ? choice.delta : whole;
       if (delta) {
-        // One reasoning field per delta: servers that send the same text under two names (`reasoning` beside
-        // `reasoning_details` on OpenRouter, `reasoning` beside `reasoning_content` on some vLLM releases)
-        // give it once. `reasoning_details` alone carries it on Snowflake Cortex (encrypted entries are not text).
+        // One reasoning field per delta: a server sending the same text under two names (`reasoning` beside
+        // `reasoning_details` on OpenRouter, or beside `reasoning_content` on servers moving from one name to
+        // the other) gives it once. `reasoning_details` alone carries it on Snowflake Cortex (encrypted
+        // entries are not text).
         const r = reasoningOf(delta);
         if (r.length > 0) this.addReasoning(r, out);
         if (typeof delta.reasoning_opaque === 'string') this.reasoningOpaque += delta.reasoning_opaque;

@@ -317,3 +317,13 @@ test('DeepSeek deepseek-reasoner and deepseek-v4-flash: reasoning apart, paralle
   ]);
   assert.equal(two.done?.usage?.cachedTokens, 1024);
 });
+
+test('one reasoning text per delta: the same text under two names is not doubled; reasoning_details summaries count, encrypted ones not', async () => {
+  const { StreamAssembler } = await import('../../src/agent/stream');
+  const asm = new StreamAssembler();
+  asm.push({ choices: [{ delta: { reasoning: 'Think', reasoning_content: 'Think' } }] });
+  asm.push({ choices: [{ delta: { reasoning_details: [{ type: 'reasoning.summary', summary: ' more' }, { type: 'reasoning.encrypted', data: 'gAAAA' }] } }] });
+  asm.push({ choices: [{ delta: { reasoning: null, reasoning_details: [{ type: 'reasoning.encrypted', data: 'gAAAA' }], content: 'Done.' } }] });
+  assert.equal(asm.reasoning, 'Think more');
+  assert.equal(asm.text, 'Done.');
+});
