@@ -381,27 +381,33 @@ export const META_KEY = 'caboose';
  * provider requires back with the reasoning text it signed, and each call's `extra_content` (Gemini 3's
  * thought signature, likewise required back with its call). DeepSeek, on the contrary, rejects
  * `reasoning_content` in the input; every other provider ignores or does not need it.
+ * `model`: the model the request goes to. What a provider gave (its call ids, signatures, opaque reasoning)
+ * goes back only to the model that wrote the message; after a switch the other model gets our own ids
+ * (valid everywhere) and none of those fields, which it would not know and might refuse.
  */
-export function toWireMessages<M extends object>(messages: readonly M[]): M[] {
+export function toWireMessages<M extends object>(messages: readonly M[], model?: string): M[] {
+  const own = (meta: AssistantMeta | undefined): AssistantMeta | undefined =>
+    meta === undefined || model === undefined || meta.model === undefined || meta.model === model ? meta : undefined;
   const ids = new Map<string, string>();
   for (const m of messages) {
-    const meta = (m as Record<string, unknown>)[META_KEY] as AssistantMeta | undefined;
-    for (const [own, theirs] of Object.entries(meta?.providerIds ?? {})) ids.set(own, theirs);
+    const meta = own((m as Record<string, unknown>)[META_KEY] as AssistantMeta | undefined);
+    for (const [ours, theirs] of Object.entries(meta?.providerIds ?? {})) ids.set(ours, theirs);
   }
   return messages.map((m) => {
     const r = m as Record<string, unknown>;
-    const meta = r[META_KEY] as AssistantMeta | undefined;
+    const stored = r[META_KEY] as AssistantMeta | undefined;
+    const meta = own(stored);
     const needsIds = ids.size > 0 && (Array.isArray(r.tool_calls) || typeof r.tool_call_id === 'string');
-    if (meta === undefined && !needsIds && !('reasoning_content' in r)) return m;
+    if (stored === undefined && !needsIds && !('reasoning_content' in r)) return m;
     const out: Record<string, unknown> = { ...r };
     delete out[META_KEY];
     delete out.reasoning_content;
     if (Array.isArray(r.tool_calls)) {
       out.tool_calls = (r.tool_calls as Record<string, unknown>[]).map((c) => {
-        const own = typeof c.id === 'string' ? c.id : undefined;
-        const extra = own !== undefined ? meta?.callExtras?.[own] : undefined;
+        const ours = typeof c.id === 'string' ? c.id : undefined;
+        const extra = ours !== undefined ? meta?.callExtras?.[ours] : undefined;
         const withExtra = extra !== undefined ? { ...c, extra_content: extra } : c;
-        return own !== undefined && ids.has(own) ? { ...withExtra, id: ids.get(own) } : withExtra;
+        return ours !== undefined && ids.has(ours) ? { ...withExtra, id: ids.get(ours) } : withExtra;
       });
     }
     if (typeof r.tool_call_id === 'string' && ids.has(r.tool_call_id)) out.tool_call_id = ids.get(r.tool_call_id);

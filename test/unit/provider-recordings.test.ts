@@ -327,3 +327,27 @@ test('one reasoning text per delta: the same text under two names is not doubled
   assert.equal(asm.reasoning, 'Think more');
   assert.equal(asm.text, 'Done.');
 });
+
+test('after a switch to another model, what one provider gave (its call ids, Gemini signatures, Copilot opaque reasoning) is not sent to the other', async () => {
+  const { assistantMessage, toolMessage } = await import('../../src/agent/messages');
+  const { toWireMessages } = await import('../../src/agent/stream');
+  const history = [
+    { role: 'user' as const, content: 'read a' },
+    assistantMessage('', [{ id: 'own000001', providerId: 'function-call-1', name: 'read_file', arguments: '{}', extraContent: { google: { thought_signature: 'SIG' } } }], { model: 'gemini-3-pro-preview' }),
+    toolMessage('own000001', { ok: true, data: {} }),
+    assistantMessage('Done.', [], { model: 'gemini-3-pro-preview', reasoning: 'r', reasoningOpaque: 'OPAQUE' }),
+  ];
+  const same = toWireMessages(history, 'gemini-3-pro-preview') as unknown as Record<string, unknown>[];
+  assert.deepEqual((same[1].tool_calls as Record<string, unknown>[])[0].extra_content, { google: { thought_signature: 'SIG' } });
+  assert.equal((same[1].tool_calls as Record<string, unknown>[])[0].id, 'function-call-1');
+  assert.equal(same[2].tool_call_id, 'function-call-1');
+  assert.equal(same[3].reasoning_opaque, 'OPAQUE');
+  const other = toWireMessages(history, 'gpt-4.1') as unknown as Record<string, unknown>[];
+  assert.equal((other[1].tool_calls as Record<string, unknown>[])[0].extra_content, undefined);
+  assert.equal((other[1].tool_calls as Record<string, unknown>[])[0].id, 'own000001', 'our own id, valid everywhere');
+  assert.equal(other[2].tool_call_id, 'own000001');
+  assert.equal(other[3].reasoning_opaque, undefined);
+  assert.ok(!JSON.stringify(other).includes('caboose'));
+  // Without a model (callers that do not say), everything the provider gave goes back as before.
+  assert.equal((toWireMessages(history) as unknown as Record<string, unknown>[])[3].reasoning_opaque, 'OPAQUE');
+});
