@@ -61,6 +61,11 @@ function itemsFromEvent(event: string | undefined, data: string): SseItem[] {
     // is kept by sending the chunk first.
     return [{ kind: 'data', data: json }, { kind: 'error', error: errorInfo(json.error) }];
   }
+  // An error object alone, without an `error` key: `{"object":"error", message, type, code}` (older vLLM
+  // releases, FastChat-style servers).
+  if (isRecord(json) && json.object === 'error' && typeof json.message === 'string' && !Array.isArray(json.choices)) {
+    return [{ kind: 'error', error: errorInfo(json) }];
+  }
   return [{ kind: 'data', data: json }];
 }
 

@@ -351,3 +351,26 @@ test('after a switch to another model, what one provider gave (its call ids, Gem
   // Without a model (callers that do not say), everything the provider gave goes back as before.
   assert.equal((toWireMessages(history) as unknown as Record<string, unknown>[])[3].reasoning_opaque, 'OPAQUE');
 });
+
+test('an error object without an `error` key (`{"object":"error", message, code}`: older vLLM, FastChat-style servers) is an error, not an empty complete reply', async (t) => {
+  const fake = await startFakeOpenAI();
+  t.after(() => fake.close());
+  fake.script({
+    raw:
+      'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}\n\n' +
+      'data: {"object":"error","message":"This model\'s maximum context length is 4096 tokens. However, you requested 5000 tokens.","type":"BadRequestError","param":null,"code":400}\n\n' +
+      'data: [DONE]\n\n',
+  });
+  const provider = new OpenAIProvider({ baseURL: fake.url, apiKey: 'k', model: 'm', retryBaseDelayMs: 1 });
+  const events: ModelEvent[] = [];
+  let error: ProviderError | undefined;
+  try {
+    for await (const ev of provider.stream({ messages })) events.push(ev);
+  } catch (e) {
+    error = e as ProviderError;
+  }
+  assert.ok(error, 'not a complete reply');
+  assert.ok(!events.some((e) => e.type === 'done'));
+  assert.match(error.message, /maximum context length is 4096 tokens/);
+  assert.equal(fake.chatRequests.length, 1);
+});
