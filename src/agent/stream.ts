@@ -165,6 +165,9 @@ export class StreamAssembler {
     this.sawChunk = true;
     const out: AssemblerEvent[] = [];
     const usage = parseUsage(chunk.usage);
+    // llama.cpp says how many prompt tokens it reused from its cache in `timings.cache_n`, not in usage.
+    const cacheN = isRecord(chunk.timings) && typeof chunk.timings.cache_n === 'number' ? chunk.timings.cache_n : 0;
+    if (usage && usage.cachedTokens === undefined && cacheN > 0 && Number.isFinite(cacheN)) usage.cachedTokens = cacheN;
     if (usage) {
       this.usage = usage;
       out.push({ type: 'usage', usage });

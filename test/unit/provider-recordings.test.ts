@@ -374,3 +374,24 @@ test('an error object without an `error` key (`{"object":"error", message, code}
   assert.match(error.message, /maximum context length is 4096 tokens/);
   assert.equal(fake.chatRequests.length, 1);
 });
+
+test('llama.cpp: prompt tokens reused from its cache (`timings.cache_n` beside usage) show as cached; cache_n 0 is not a figure', async () => {
+  const { StreamAssembler } = await import('../../src/agent/stream');
+  const asm = new StreamAssembler();
+  asm.push({ choices: [{ index: 0, delta: { content: 'Hi' } }], object: 'chat.completion.chunk' });
+  asm.push({ choices: [{ finish_reason: 'stop', index: 0, delta: {} }], object: 'chat.completion.chunk' });
+  asm.push({
+    choices: [],
+    object: 'chat.completion.chunk',
+    usage: { completion_tokens: 61, prompt_tokens: 1350, total_tokens: 1411 },
+    timings: { cache_n: 1100, prompt_n: 250, prompt_ms: 277.8, predicted_n: 61, predicted_ms: 1605.3 },
+  });
+  assert.deepEqual(asm.usage, { promptTokens: 1350, completionTokens: 61, totalTokens: 1411, cachedTokens: 1100 });
+  const cold = new StreamAssembler();
+  cold.push({ choices: [], usage: { completion_tokens: 3, prompt_tokens: 13, total_tokens: 16 }, timings: { cache_n: 0, prompt_n: 13 } });
+  assert.deepEqual(cold.usage, { promptTokens: 13, completionTokens: 3, totalTokens: 16 });
+  // The server's own cached figure wins when it gives one.
+  const both = new StreamAssembler();
+  both.push({ choices: [], usage: { completion_tokens: 3, prompt_tokens: 13, total_tokens: 16, prompt_tokens_details: { cached_tokens: 9 } }, timings: { cache_n: 8 } });
+  assert.equal(both.usage?.cachedTokens, 9);
+});
