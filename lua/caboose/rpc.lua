@@ -13,6 +13,7 @@ M.methods = {
   session_list = 'session.list',
   session_open = 'session.open',
   session_rename = 'session.rename',
+  session_compact = 'session.compact',
   session_delete = 'session.delete',
   session_info = 'session.info',
   set_mode = 'mode.set',

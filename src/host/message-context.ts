@@ -6,7 +6,10 @@ import type { ToolResult } from '../tools/tool';
 import { plural } from './summaries';
 
 export interface ContextItem {
-  kind: 'buffer' | 'selection' | 'file';
+  /** `attachment`: text the editor gathered (diagnostics, a git diff, the quickfix list, …). */
+  kind: 'buffer' | 'selection' | 'file' | 'attachment';
+  /** What the label names (`#buffers`, `#diagnostics`, `/file`); the kind's own tag without it. */
+  name?: string;
   /** Path as the user sees it (relative to the workspace when inside it); '' for an unnamed buffer. */
   path: string;
   filetype?: string;
@@ -46,18 +49,40 @@ function block(header: string, filetype: string | undefined, text: string): stri
 const lines = (n: number) => plural(n, 'line');
 const lineCount = (text: string) => (text === '' ? 0 : text.replace(/\n$/, '').split('\n').length);
 
+/** Longest text from the editor (an attachment, a selection, a buffer outside the workspace) sent as is. */
+export const MAX_ATTACHMENT_CHARS = 100_000;
+
+/** `text` cut at MAX_ATTACHMENT_CHARS, with a notice the model reads (never cut silently). */
+function capped(text: string): { text: string; cut: boolean } {
+  if (text.length <= MAX_ATTACHMENT_CHARS) return { text, cut: false };
+  const kept = text.slice(0, MAX_ATTACHMENT_CHARS);
+  return { text: `${kept}\n[cut: the first ${MAX_ATTACHMENT_CHARS} of ${text.length} characters are shown; the rest was not sent]`, cut: true };
+}
+const cutNote = (cut: boolean) => (cut ? `, cut at ${MAX_ATTACHMENT_CHARS} characters` : '');
+
 /** One attached item; `file` is the workspace path it was read from (the same file is attached once). */
 async function one(item: ContextItem, read: ReadFile): Promise<{ text: string; label: string; file?: string }> {
   const name = item.path || '[No Name]';
-  if (item.kind === 'selection') {
-    const text = item.text ?? '';
-    const range = `lines ${item.startLine ?? '?'}-${item.endLine ?? '?'}`;
+  if (item.kind === 'attachment') {
+    const full = item.text ?? '';
+    const { text, cut } = capped(full);
+    const n = lineCount(full);
+    const what = item.name ?? 'attachment';
+    const where = item.path ? ` ${item.path}` : '';
     return {
-      text: block(`Selection from ${name} (${range}${item.filetype ? `, ${item.filetype}` : ''}):`, item.filetype, text),
-      label: `selection ${name}:${item.startLine ?? '?'}-${item.endLine ?? '?'}`,
+      text: block(`${what}${where} (${lines(n)}${item.filetype ? `, ${item.filetype}` : ''}${cutNote(cut)}):`, item.filetype, text),
+      label: `${what}${where} (${lines(n)}${cutNote(cut)})`,
     };
   }
-  const tag = item.kind === 'buffer' ? '#buffer' : `@${item.path}`;
+  if (item.kind === 'selection') {
+    const { text, cut } = capped(item.text ?? '');
+    const range = `lines ${item.startLine ?? '?'}-${item.endLine ?? '?'}`;
+    return {
+      text: block(`Selection from ${name} (${range}${item.filetype ? `, ${item.filetype}` : ''}${cutNote(cut)}):`, item.filetype, text),
+      label: `${item.name ? `${item.name} ` : 'selection '}${name}:${item.startLine ?? '?'}-${item.endLine ?? '?'}${cutNote(cut)}`,
+    };
+  }
+  const tag = item.name ?? (item.kind === 'buffer' ? '#buffer' : `@${item.path}`);
   // A file in the workspace is read like the agent reads it: the live buffer when it has unsaved changes, with
   // the sha256 the edit tools ask for, so the model can edit without reading it again.
   if (item.path !== '') {
@@ -80,11 +105,12 @@ async function one(item: ContextItem, read: ReadFile): Promise<{ text: string; l
     }
   }
   // Unnamed buffers, and buffers outside the workspace: the text Lua sent.
-  const text = item.text ?? '';
-  const n = lineCount(text);
+  const full = item.text ?? '';
+  const { text, cut } = capped(full);
+  const n = lineCount(full);
   return {
-    text: block(`Buffer ${name} (${lines(n)}${item.filetype ? `, ${item.filetype}` : ''}${item.modified ? ', unsaved' : ''}; not a workspace file):`, item.filetype, text),
-    label: `${tag} ${name} (${lines(n)}${item.modified ? ', unsaved' : ''})`,
+    text: block(`Buffer ${name} (${lines(n)}${item.filetype ? `, ${item.filetype}` : ''}${item.modified ? ', unsaved' : ''}; not a workspace file${cutNote(cut)}):`, item.filetype, text),
+    label: `${tag} ${name} (${lines(n)}${item.modified ? ', unsaved' : ''}${cutNote(cut)})`,
   };
 }
 

@@ -10,6 +10,7 @@ export const METHODS = {
   sessionList: 'session.list',
   sessionOpen: 'session.open',
   sessionRename: 'session.rename',
+  sessionCompact: 'session.compact',
   sessionDelete: 'session.delete',
   sessionInfo: 'session.info',
   setMode: 'mode.set',

@@ -65,6 +65,8 @@ export interface SessionRuntime {
   setModel(p: ResolvedProvider, label: string): void;
   /** Renames this session (the user's title wins over the model's). */
   rename(title: string): { title: string };
+  /** Summarizes the conversation now (the chat's /compact), between turns. */
+  compact(): Promise<{ compacted: boolean }>;
   /** Which session the chat shows, its title and whether it holds messages. */
   info(): { session: string; title: string | null; cwd: string; messages: number; agent?: string };
   /** :CabooseUndo / :CabooseCheckpoints: the file changes of each user message, rewindable. */
@@ -439,6 +441,10 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       model.set(createModelClient(p));
       agent.setContextWindow(p.contextWindow ?? knownContextWindow(p.model) ?? DEFAULT_CONTEXT_WINDOW);
       ui.emit(EVENTS.sessionInfo, { session: session.id, model: label, cwd: o.cwd, title: sessions.get(session.id)?.title ?? null });
+    },
+    async compact() {
+      ensureRestored();
+      return { compacted: await agent.compactNow() };
     },
     rename(title) {
       const t = title.replace(/\s+/g, ' ').trim().slice(0, 120);

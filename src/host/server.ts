@@ -74,6 +74,7 @@ export class HostServer {
           (context ?? []).map((c) => ({
             kind: c.kind,
             path: c.path,
+            name: c.name ?? undefined,
             filetype: c.filetype ?? undefined,
             text: c.text ?? undefined,
             startLine: c.start_line ?? undefined,
@@ -169,6 +170,13 @@ export class HostServer {
         const done = this.selectAgent(p);
         this.switching = done.catch(() => undefined);
         return done;
+      }
+      case METHODS.sessionCompact: {
+        await this.switching;
+        const rt = await this.ensureRuntime();
+        // After the messages sent before it (they are in the history it summarizes).
+        await rt.sent();
+        return rt.compact();
       }
       case METHODS.sessionRename: {
         const { title } = parse(protocol().SessionRenameParams, params, method);

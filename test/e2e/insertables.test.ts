@@ -1,0 +1,208 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { forEachNvim } from '../support/nvim';
+import { useE2E } from '../support/e2e';
+import { SUMMARIZE_INSTRUCTION } from '../../src/agent/context';
+
+type State = { state: string; mode: string };
+const SETUP = `require('caboose').setup({ mode = 'chug', provider = { max_retries = 0 } })`;
+
+forEachNvim((bin) => {
+  describe(`slash commands and variables (Neovim ${bin.version})`, () => {
+    const e = useE2E(bin);
+    const chat = async () => (await e.t.chatLines()).join('\n');
+    const waitChat = (re: RegExp, what = String(re)) => e.t.waitFor(async () => re.test(await chat()), what);
+    const idle = () => e.t.waitFor(async () => (await e.t.lua<State>("return require('caboose').state()")).state === 'idle', 'idle');
+    const lastUser = (i: number) => String(e.fake.chatRequests[i].body!.messages!.filter((m) => m.role === 'user').at(-1)!.content);
+    /** Types `text` in the message area and sends it (<CR> in Normal mode). */
+    const submit = async (text: string) => {
+      await e.t.cmd('CabooseChat');
+      await e.t.lua('vim.api.nvim_buf_set_lines(0, 0, -1, false, vim.split(..., "\\n"))', [text]);
+      await e.t.nvim.input('<CR>');
+    };
+    const notes = async () => ((await e.t.notifications()) as { msg: string }[]).map((n) => n.msg).join('\n');
+
+    it('parses commands at the start or alone on a line; paths and MCP prompts are no commands; variables anywhere', async () => {
+      await e.start({ initLua: SETUP });
+      const parse = (s: string) =>
+        e.t.lua<{ action: string | null; arg: string | null; unknown: string | null; attach: string[]; vars: string[] }>(
+          `local p = require('caboose.insertables').parse(...)
+           local a, v = {}, {}
+           for _, x in ipairs(p.attach) do table.insert(a, x.cmd.name .. (x.arg ~= '' and (' ' .. x.arg) or '')) end
+           for _, x in ipairs(p.vars) do table.insert(v, x.var.name .. (x.arg and (':' .. x.arg) or '')) end
+           return { action = p.action and p.action.name or vim.NIL, arg = p.arg or vim.NIL, unknown = p.unknown or vim.NIL, attach = a, vars = v }`,
+          [s],
+        );
+      assert.deepEqual(await parse('/mode plan'), { action: 'mode', arg: 'plan', unknown: null, attach: [], vars: [] });
+      assert.deepEqual(await parse('  /help'), { action: 'help', arg: '', unknown: null, attach: [], vars: [] });
+      assert.deepEqual(await parse('/usr/bin is a directory'), { action: null, arg: null, unknown: null, attach: [], vars: [] });
+      assert.deepEqual(await parse('/everything:simple-prompt x=1'), { action: null, arg: null, unknown: null, attach: [], vars: [] });
+      assert.deepEqual(await parse('/frobnicate this'), { action: null, arg: null, unknown: 'frobnicate', attach: [], vars: [] });
+      // /help in the middle of a line is text.
+      assert.deepEqual(await parse('what does /help do?'), { action: null, arg: null, unknown: null, attach: [], vars: [] });
+      assert.deepEqual(await parse('look:\n/gitdiff staged\n/quickfix\nand /file here'), { action: null, arg: null, unknown: null, attach: ['gitdiff staged', 'quickfix'], vars: [] });
+      assert.deepEqual((await parse('see #{buffer}, #buffers and #file:lua/a.lua. #diagnostics:workspace #mcp:s:u a#buffer #include')).vars, [
+        'buffer',
+        'buffers',
+        'file:lua/a.lua',
+        'diagnostics:workspace',
+      ]);
+    });
+
+    it('/help lists commands and variables in the chat without asking the model; an unknown /word goes as text with a hint', async () => {
+      await e.start({ initLua: SETUP });
+      await submit('/help');
+      await waitChat(/### Slash commands[\s\S]*`\/gitdiff \[staged\]`[\s\S]*### Variables[\s\S]*`#selection`/, 'the help in the chat');
+      assert.equal(e.fake.chatRequests.length, 0, '/help never reaches the model');
+      assert.equal(await e.t.lua<string>("return table.concat(vim.api.nvim_buf_get_lines(require('caboose.ui.chat').input_buf(), 0, -1, false), '\\n')"), '', 'the message area is cleared');
+      e.fake.script({ text: 'ok' });
+      await submit('/frobnicate the widget');
+      await e.fake.waitForRequest(1);
+      assert.equal(lastUser(0), '/frobnicate the widget');
+      assert.match(await notes(), /\/frobnicate is not a caboose command: sent as text \(\/help lists them\)/);
+      e.fake.script({ text: 'ok2' });
+      await idle();
+      await submit('/usr/bin holds binaries');
+      await e.fake.waitForRequest(2);
+      assert.equal(lastUser(1), '/usr/bin holds binaries');
+      assert.doesNotMatch(await notes(), /\/usr is not/);
+    });
+
+    it('/mode, /model, /undo and /clear act instead of sending', async () => {
+      await e.start({ initLua: SETUP });
+      await submit('/mode plan');
+      await e.t.waitFor(async () => (await e.t.lua<State>("return require('caboose').state()")).mode === 'plan', 'mode plan');
+      await e.t.lua(`_G.picked = nil
+        require('caboose.model').pick = function(opts) _G.picked = 'model picker' end
+        require('caboose.ui.checkpoints').rewind = function() _G.rewound = true end`);
+      await submit('/model');
+      await e.t.waitFor(() => e.t.lua<boolean>("return _G.picked == 'model picker'"), 'the model picker');
+      await submit('/undo');
+      await e.t.waitFor(() => e.t.lua<boolean>('return _G.rewound == true'), ':CabooseUndo path');
+      e.fake.script({ text: 'first reply' });
+      await submit('hello');
+      await waitChat(/first reply/);
+      await idle();
+      await submit('/clear');
+      await e.t.waitFor(async () => !/first reply/.test(await chat()), 'a new chat');
+      assert.equal(e.fake.chatRequests.length, 1, 'no command reached the model');
+    });
+
+    it('/compact summarizes the conversation now', async () => {
+      await e.start({ initLua: SETUP });
+      e.fake.script({ text: 'one' }, { text: 'two' }, { text: 'SUMMARY of it all' }, { text: 'three' });
+      await submit('first');
+      await waitChat(/one/);
+      await idle();
+      await submit('second');
+      await waitChat(/two/);
+      await idle();
+      await submit('/compact');
+      const req = await e.fake.waitForRequest(3);
+      const msgs = req.body!.messages!;
+      assert.equal(msgs.at(-1)!.content, SUMMARIZE_INSTRUCTION);
+      await waitChat(/compacting the conversation \(\/compact\)/);
+      await waitChat(/compacted \d+ earlier messages into a summary/);
+      await idle();
+      await submit('third');
+      const next = await e.fake.waitForRequest(4);
+      assert.ok(next.body!.messages!.some((m) => String(m.content).includes('SUMMARY of it all')), 'the next request carries the summary');
+      assert.ok(!next.body!.messages!.some((m) => m.content === 'first'), 'the summarized turn is gone');
+    });
+
+    it('every variable reaches the model with path, range and filetype; the transcript shows a label; send() expands them too', async () => {
+      await e.start({ initLua: SETUP });
+      const cwd = e.t.cwd;
+      execFileSync('git', ['init', '-q'], { cwd });
+      fs.writeFileSync(path.join(cwd, 'a.lua'), 'local a = 1\nlocal b = 2\nlocal c = 3\n');
+      fs.writeFileSync(path.join(cwd, 'notes.txt'), 'note body\n');
+      execFileSync('git', ['add', '.'], { cwd });
+      execFileSync('git', ['-c', 'user.email=t@t', '-c', 'user.name=t', 'commit', '-qm', 'init'], { cwd });
+      fs.writeFileSync(path.join(cwd, 'a.lua'), 'local a = 1\nlocal b = 22\nlocal c = 3\n');
+      fs.writeFileSync(path.join(cwd, 'other.py'), 'print(1)\n');
+      await e.t.cmd('edit other.py');
+      await e.t.cmd('edit a.lua');
+      await e.t.lua(`vim.api.nvim_buf_set_lines(0, 2, 3, false, { 'local c = 333 -- unsaved' })
+        vim.api.nvim_buf_set_mark(0, '<', 2, 0, {}) vim.api.nvim_buf_set_mark(0, '>', 3, 0, {})
+        local ns = vim.api.nvim_create_namespace('t')
+        vim.diagnostic.set(ns, 0, { { lnum = 1, col = 6, message = 'b is odd', severity = vim.diagnostic.severity.WARN, source = 'lint' } })
+        vim.fn.setqflist({ { filename = 'a.lua', lnum = 3, col = 1, text = 'qf entry here', type = 'E' } })`);
+      e.fake.script({ text: 'seen all' });
+      const sent = await e.t.lua<boolean>(
+        "return require('caboose').send('look at #{buffer} #buffers #selection #diagnostics #gitdiff #quickfix and #file:notes.txt')",
+      );
+      assert.equal(sent, true);
+      await e.fake.waitForRequest(1);
+      const msg = lastUser(0);
+      assert.match(msg, /^look at #\{buffer\}/);
+      assert.match(msg, /File a\.lua \(3 lines, lua, unsaved changes in the buffer, sha256 [0-9a-f]{64}\):\n```lua\nlocal a = 1\nlocal b = 22\nlocal c = 333 -- unsaved\n```/);
+      assert.match(msg, /File other\.py \(1 line, python, sha256/);
+      assert.match(msg, /Selection from a\.lua \(lines 2-3, lua\):\n```lua\nlocal b = 22\nlocal c = 333 -- unsaved\n```/);
+      assert.match(msg, /#diagnostics a\.lua \(1 line\):\n```\na\.lua:2:7: WARN: b is odd \[lint\]\n```/);
+      assert.match(msg, /#gitdiff \(\d+ lines, diff\):\n````?diff\n[\s\S]*-local b = 2\n\+local b = 22/);
+      assert.match(msg, /#quickfix \(1 line\):\n```\na\.lua:3:1: E: qf entry here\n```/);
+      assert.match(msg, /File notes\.txt \(1 line, sha256 [0-9a-f]{64}\):\n```\nnote body\n```/);
+      await waitChat(/seen all/);
+      const text = await chat();
+      for (const label of [
+        /📎 #buffer a\.lua \(3 lines, unsaved\)/,
+        /📎 #buffers other\.py \(1 line\)/,
+        /📎 #selection a\.lua:2-3/,
+        /📎 #diagnostics a\.lua \(1 line\)/,
+        /📎 #gitdiff \(\d+ lines\)/,
+        /📎 #quickfix \(1 line\)/,
+        /📎 #file:notes\.txt notes\.txt \(1 line\)/,
+      ])
+        assert.match(text, label);
+    });
+
+    it('a variable too large is cut with a notice the model reads and the label shows', async () => {
+      await e.start({ initLua: SETUP });
+      await e.t.lua(`local items = {}
+        for i = 1, 4000 do table.insert(items, { filename = 'f.txt', lnum = i, col = 1, text = string.rep('x', 40) .. i }) end
+        vim.fn.setqflist(items)`);
+      e.fake.script({ text: 'big' });
+      await submit('what about #quickfix');
+      await e.fake.waitForRequest(1);
+      const msg = lastUser(0);
+      assert.match(msg, /#quickfix \(4000 lines, cut at 100000 characters\):/);
+      assert.match(msg, /\[cut: the first 100000 of \d+ characters are shown; the rest was not sent\]/);
+      assert.ok(!msg.includes('x4000'), 'the tail is not sent');
+      await waitChat(/📎 #quickfix \(4000 lines, cut at 100000 characters\)/);
+    });
+
+    it('/file and /buffer pick (vim.ui.select); /diagnostics, /gitdiff and /quickfix attach', async () => {
+      await e.start({ initLua: SETUP });
+      const cwd = e.t.cwd;
+      fs.writeFileSync(path.join(cwd, 'pick.txt'), 'picked file\n');
+      await e.t.cmd('edit scratch.md');
+      await e.t.lua(`vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'never saved' })
+        _G.prompts = {}
+        vim.ui.select = function(items, opts, cb)
+          table.insert(_G.prompts, opts.prompt)
+          for _, it in ipairs(items) do
+            local label = opts.format_item and opts.format_item(it) or it
+            if label:match('pick%.txt') or label:match('scratch%.md') then return cb(it) end
+          end
+          cb(nil)
+        end
+        vim.fn.setqflist({ { filename = 'pick.txt', lnum = 1, col = 1, text = 'qf' } })`);
+      e.fake.script({ text: 'got them' });
+      await submit('/file\n/buffer\n/quickfix\nuse these');
+      await e.fake.waitForRequest(1);
+      const msg = lastUser(0);
+      assert.match(msg, /^\/file\n\/buffer\n\/quickfix\nuse these/);
+      assert.match(msg, /File pick\.txt \(1 line, sha256 [0-9a-f]{64}\):\n```\npicked file\n```/);
+      assert.match(msg, /never saved/);
+      assert.match(msg, /\/quickfix \(1 line\):\n```\npick\.txt:1:1: qf\n```/);
+      assert.deepEqual(await e.t.lua('return _G.prompts'), ['Attach file', 'Attach buffer']);
+      await waitChat(/got them/);
+      const text = await chat();
+      assert.match(text, /📎 \/file pick\.txt \(1 line\)/);
+      assert.match(text, /📎 \/buffer scratch\.md \(1 line, unsaved\)/);
+    });
+  });
+});
