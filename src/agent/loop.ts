@@ -258,6 +258,34 @@ export class Agent {
   }
 
   /**
+   * A tool the user runs from a message (the chat's /fetch): the mode, the approval and the tool's own
+   * rules apply as to a call of the model's. Between turns it has the agent to itself (stop() cancels it).
+   */
+  async callAsUser(name: string, args: Record<string, unknown>): Promise<ToolResult> {
+    const controller = new AbortController();
+    const busy = this.running;
+    if (!busy) {
+      this.running = true;
+      this.abort = controller;
+    }
+    const call: AssembledToolCall = { id: `user-${randomUUID()}`, name, arguments: JSON.stringify(args) };
+    try {
+      return await this.gateAndRun({ call, args, def: this.registry.get(name) }, controller.signal);
+    } finally {
+      if (!busy) {
+        this.abort = null;
+        this.setState('idle');
+        const next = this.queue.shift();
+        if (next) void this.runLoop(next);
+        else {
+          this.running = false;
+          for (const w of this.idleWaiters.splice(0)) w();
+        }
+      }
+    }
+  }
+
+  /**
    * Summarizes the turns before the last one now (the chat's /compact), between turns: messages sent
    * meanwhile wait in the queue and start after it. False when there is nothing to summarize.
    */

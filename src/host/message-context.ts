@@ -2,17 +2,20 @@
  * Context the user attaches to a message from the editor (`#buffer`, `@path`, a visual range): the text
  * the model receives with it, and the one-line labels the chat shows under the message.
  */
+import type { FetchResult } from '../tools/fetch';
 import type { ToolResult } from '../tools/tool';
 import { plural } from './summaries';
 
 export interface ContextItem {
   /** `attachment`: text the editor gathered (diagnostics, a git diff, the quickfix list, …). */
-  kind: 'buffer' | 'selection' | 'file' | 'attachment';
+  kind: 'buffer' | 'selection' | 'file' | 'attachment' | 'fetch';
   /** What the label names (`#buffers`, `#diagnostics`, `/file`); the kind's own tag without it. */
   name?: string;
   /** Path as the user sees it (relative to the workspace when inside it); '' for an unnamed buffer. */
   path: string;
   filetype?: string;
+  /** `fetch`: the URL (the fetch tool reads it, with its approval and rules). */
+  url?: string;
   /** The text Lua read from the buffer (buffer, selection); files are read by the host. */
   text?: string;
   startLine?: number;
@@ -23,6 +26,8 @@ export interface ContextItem {
 
 /** read_file through the workspace (buffer-aware, path-checked). */
 export type ReadFile = (path: string) => Promise<ToolResult>;
+/** The fetch tool run for the user (mode, approval, fetch rules); absent where no agent of ours runs. */
+export type FetchUrl = (url: string) => Promise<ToolResult>;
 
 export interface ComposedMessage {
   /** What the model receives. */
@@ -61,8 +66,23 @@ function capped(text: string): { text: string; cut: boolean } {
 const cutNote = (cut: boolean) => (cut ? `, cut at ${MAX_ATTACHMENT_CHARS} characters` : '');
 
 /** One attached item; `file` is the workspace path it was read from (the same file is attached once). */
-async function one(item: ContextItem, read: ReadFile): Promise<{ text: string; label: string; file?: string }> {
+async function one(item: ContextItem, read: ReadFile, fetchUrl?: FetchUrl): Promise<{ text: string; label: string; file?: string }> {
   const name = item.path || '[No Name]';
+  if (item.kind === 'fetch') {
+    const url = item.url ?? '';
+    const what = item.name ?? '/fetch';
+    if (!fetchUrl) return { text: `(The user asked to attach ${url}, but this chat's agent cannot fetch it.)`, label: `${what} ${url} — not attached: this agent cannot fetch` };
+    const r = await fetchUrl(url);
+    if (!r.ok) return { text: `(The user asked to attach ${url}; the fetch failed: ${r.error.kind}: ${r.error.message})`, label: `${what} ${url} — not attached: ${r.error.kind}` };
+    const d = r.data as FetchResult;
+    const full = d.content;
+    const { text, cut } = capped(full);
+    const notes = [`HTTP ${d.status}`, d.contentType, d.truncated ? 'cut by the fetch tool' : undefined].filter(Boolean);
+    return {
+      text: block(`Fetched ${d.url} (${notes.join(', ')}${cutNote(cut)}):`, undefined, text),
+      label: `${what} ${url} (${lines(lineCount(full))}${cutNote(cut)})`,
+    };
+  }
   if (item.kind === 'attachment') {
     const full = item.text ?? '';
     const { text, cut } = capped(full);
@@ -115,10 +135,10 @@ async function one(item: ContextItem, read: ReadFile): Promise<{ text: string; l
 }
 
 /** The message text followed by each attached item, in order; a file named twice (`#buffer` and `@path`) once. */
-export async function composeMessage(text: string, items: ContextItem[], read: ReadFile): Promise<ComposedMessage> {
+export async function composeMessage(text: string, items: ContextItem[], read: ReadFile, fetchUrl?: FetchUrl): Promise<ComposedMessage> {
   if (items.length === 0) return { text, labels: [] };
   const seen = new Set<string>();
-  const parts = (await Promise.all(items.map((i) => one(i, read)))).filter((p) => {
+  const parts = (await Promise.all(items.map((i) => one(i, read, fetchUrl)))).filter((p) => {
     if (p.file === undefined) return true;
     if (seen.has(p.file)) return false;
     seen.add(p.file);

@@ -114,7 +114,8 @@ export const SessionDeleteParams = z.object({ id: z.string().min(1).max(200) });
 export const ResetParams = z.object({ cwd: z.string().min(1).optional() });
 const n = z.number().int().positive().optional().nullable();
 export const ContextItemParams = z.object({
-  kind: z.enum(['buffer', 'selection', 'file', 'attachment']),
+  kind: z.enum(['buffer', 'selection', 'file', 'attachment', 'fetch']),
+  url: z.string().max(8192).optional().nullable(),
   path: z.string().default(''),
   /** What the chat label names (`#buffers`, `#diagnostics`, `/file`, …); the kind's own tag without it. */
   name: z.string().max(200).optional().nullable(),

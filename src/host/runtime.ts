@@ -379,7 +379,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     const id = ++messageCount;
     // `/server:prompt …` and `#mcp:server:uri` (MCP prompts and resources) are expanded first.
     const expanded = o.mcp && /(^\s*\/[\w-]+:\S)|#mcp:/.test(text) ? await mcpMessage().expandMcpMessage(text, o.mcp, session.askOutsideTurn, titleAbort.signal) : null;
-    const composed = await composeMessage(expanded?.text ?? text, context, (p) => ws.call('read_file', { path: p }));
+    const composed = await composeMessage(expanded?.text ?? text, context, (p) => ws.call('read_file', { path: p }), (url) => agent.callAsUser('fetch', { url }));
     if (expanded) composed.labels.unshift(...expanded.labels);
     // After a rewind the model learns which of its edits are gone.
     const note = ws.workspace.checkpoints.takeNotes();

@@ -75,6 +75,7 @@ export class HostServer {
             kind: c.kind,
             path: c.path,
             name: c.name ?? undefined,
+            url: c.url ?? undefined,
             filetype: c.filetype ?? undefined,
             text: c.text ?? undefined,
             startLine: c.start_line ?? undefined,

@@ -1,10 +1,13 @@
-import { describe, it } from 'node:test';
+import { describe, it, afterEach } from 'node:test';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { forEachNvim } from '../support/nvim';
 import { useE2E } from '../support/e2e';
+import { waitApprovalFloat } from '../support/approval';
 import { SUMMARIZE_INSTRUCTION } from '../../src/agent/context';
 
 type State = { state: string; mode: string };
@@ -203,6 +206,51 @@ forEachNvim((bin) => {
       const text = await chat();
       assert.match(text, /📎 \/file pick\.txt \(1 line\)/);
       assert.match(text, /📎 \/buffer scratch\.md \(1 line, unsaved\)/);
+    });
+  });
+});
+
+forEachNvim((bin) => {
+  describe(`/fetch goes through the fetch tool's approval and rules (Neovim ${bin.version})`, () => {
+    const e = useE2E(bin);
+    let server: http.Server | undefined;
+    afterEach(async () => {
+      await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+      server = undefined;
+    });
+    const serve = async () => {
+      server = http.createServer((_req, res) => {
+        res.writeHead(200, { 'Content-Type': 'text/plain' });
+        res.end('page body from the server\n');
+      });
+      await new Promise<void>((r) => server!.listen(0, '127.0.0.1', () => r()));
+      return `http://127.0.0.1:${(server!.address() as AddressInfo).port}/page`;
+    };
+
+    it('asks (create mode), then attaches the page; the label names the URL', async () => {
+      await e.start({ initLua: `require('caboose').setup({ mode = 'create', provider = { max_retries = 0 }, approval = { style = 'float' }, fetch_allow_hosts = { '127.0.0.1' } })` });
+      const url = await serve();
+      e.fake.script({ text: 'read it' });
+      await e.t.lua('require("caboose").send(...)', [`/fetch ${url}\nsummarize`]);
+      await waitApprovalFloat(e.t, 'fetch');
+      assert.equal(e.fake.chatRequests.length, 0, 'nothing goes to the model before the approval');
+      await e.t.lua("require('caboose').approval_respond('once')");
+      await e.fake.waitForRequest(1);
+      const msg = String(e.fake.chatRequests[0].body!.messages!.filter((m) => m.role === 'user').at(-1)!.content);
+      assert.match(msg, new RegExp(`Fetched ${url.replace(/[.?]/g, '\\$&')} \\(HTTP 200, text/plain[^)]*\\):\\n\`\`\`\\npage body from the server`));
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes(`📎 /fetch ${url} (1 line)`), 'the label');
+    });
+
+    it('the fetch rules apply: a private host not allowed is not attached, and the label says why', async () => {
+      await e.start({ initLua: `require('caboose').setup({ mode = 'chug', provider = { max_retries = 0 } })` });
+      const url = await serve();
+      e.fake.script({ text: 'no page' });
+      await e.t.lua('require("caboose").send(...)', [`/fetch ${url}`]);
+      await e.fake.waitForRequest(1);
+      const msg = String(e.fake.chatRequests[0].body!.messages!.filter((m) => m.role === 'user').at(-1)!.content);
+      assert.match(msg, /the fetch failed/);
+      assert.ok(!msg.includes('page body from the server'));
+      await e.t.waitFor(async () => new RegExp(`📎 /fetch ${url.replace(/[.?]/g, '\\$&')} — not attached`).test((await e.t.chatLines()).join('\n')), 'the label');
     });
   });
 });

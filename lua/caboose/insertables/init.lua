@@ -209,6 +209,26 @@ M.commands = {
     end,
   },
   {
+    name = 'fetch',
+    attach = true,
+    args = { '<url>' },
+    description = 'fetch a URL and attach its text (asks as the fetch tool does; fetch rules apply)',
+    example = '/fetch https://neovim.io/doc/user/lua.html',
+    gather = function(_, arg, done)
+      local attach = function(url)
+        url = vim.trim(url or '')
+        if url == '' then
+          return done({})
+        end
+        done({ { kind = 'fetch', name = '/fetch', path = '', url = url } })
+      end
+      if arg ~= '' then
+        return attach(arg)
+      end
+      vim.ui.input({ prompt = 'Fetch URL: ' }, attach)
+    end,
+  },
+  {
     name = 'quickfix',
     attach = true,
     description = 'attach the quickfix list',
