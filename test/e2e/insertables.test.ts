@@ -254,3 +254,106 @@ forEachNvim((bin) => {
     });
   });
 });
+
+forEachNvim((bin) => {
+  describe(`completion of /commands and #variables (Neovim ${bin.version})`, () => {
+    const e = useE2E(bin);
+
+    it('the built-in popup opens after / at the start of a line and after #; the omnifunc completes them', async () => {
+      await e.start({ initLua: SETUP });
+      await e.t.cmd('CabooseChat');
+      await e.t.waitFor(async () => (await e.t.lua<string>('return vim.bo.filetype')) === 'markdown', 'the markdown filetype');
+      assert.match(await e.t.lua<string>('return vim.bo.omnifunc'), /caboose\.insertables\.complete/);
+      await e.t.nvim.input('a/');
+      await e.t.waitFor(async () => (await e.t.lua<number>('return vim.fn.pumvisible()')) === 1, 'menu after /');
+      const words = await e.t.lua<string[]>("return vim.tbl_map(function(i) return i.word end, vim.fn.complete_info({ 'items' }).items)");
+      for (const w of ['/help', '/clear', '/mode', '/model', '/undo', '/compact', '/file', '/buffer', '/diagnostics', '/gitdiff', '/fetch', '/quickfix']) assert.ok(words.includes(w), w);
+      await e.t.nvim.input('he<C-n><Esc>');
+      await e.t.waitFor(async () => (await e.t.lua<string>('return vim.api.nvim_get_current_line()')) === '/help', '/help completed');
+      await e.t.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, { '' })");
+      await e.t.nvim.input('afix #');
+      await e.t.waitFor(async () => (await e.t.lua<number>('return vim.fn.pumvisible()')) === 1, 'menu after #');
+      await e.t.nvim.input('dia<C-n><Esc>');
+      await e.t.waitFor(async () => (await e.t.lua<string>('return vim.api.nvim_get_current_line()')) === 'fix #diagnostics', '#diagnostics completed');
+      // The omnifunc (<C-x><C-o>): braces, arguments; `@` still completes paths.
+      await e.t.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'see #{bu' }) vim.api.nvim_win_set_cursor(0, { 1, 8 })");
+      assert.equal(await e.t.lua<number>("return require('caboose.insertables.complete').omnifunc(1, '')"), 4);
+      assert.deepEqual(
+        (await e.t.lua<{ word: string }[]>("return require('caboose.insertables.complete').omnifunc(0, '#{bu')")).map((i) => i.word),
+        ['#{buffer}', '#{buffers}'],
+      );
+      await e.t.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'x #gitdiff:' }) vim.api.nvim_win_set_cursor(0, { 1, 11 })");
+      assert.deepEqual(
+        (await e.t.lua<{ word: string }[]>("return require('caboose.insertables.complete').omnifunc(0, '#gitdiff:')")).map((i) => i.word),
+        ['#gitdiff:staged'],
+      );
+      // Mid-line `/` is text: no command completion there.
+      assert.equal(await e.t.lua("return require('caboose.insertables.complete').candidates('see /he')"), null);
+    });
+
+    it('blink.cmp source: new/enabled/get_trigger_characters/get_completions as blink documents them', async () => {
+      await e.start({ initLua: SETUP });
+      await e.t.cmd('CabooseChat');
+      await e.t.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, { '/com' }) vim.api.nvim_win_set_cursor(0, { 1, 4 })");
+      const r = await e.t.lua<{ enabled: boolean; triggers: string[]; res: { items: { label: string; insertText: string; kind: number; textEdit: { newText: string; range: { start: { line: number; character: number }; end: { line: number; character: number } } } }[]; is_incomplete_forward: boolean; is_incomplete_backward: boolean }; cancel: string; outside: boolean }>(
+        `local src = require('caboose.insertables.blink').new({}, {})
+         local out
+         -- As in Insert mode after typing '/com': the cursor (1-based row, 0-based col) after the 4th byte.
+         local ctx = { bufnr = vim.api.nvim_get_current_buf(), line = vim.api.nvim_get_current_line(), cursor = { 1, 4 } }
+         local cancel = src:get_completions(ctx, function(res) out = res end)
+         local enabled = src:enabled()
+         vim.cmd('new')
+         local outside = src:enabled()
+         vim.cmd('close')
+         return { enabled = enabled, triggers = src:get_trigger_characters(), res = out, cancel = type(cancel), outside = outside }`,
+      );
+      assert.equal(r.enabled, true);
+      assert.equal(r.outside, false, 'not enabled outside the message area');
+      assert.deepEqual(r.triggers, ['/', '#']);
+      assert.equal(r.cancel, 'function');
+      assert.equal(r.res.is_incomplete_forward, false);
+      assert.deepEqual(r.res.items.map((i) => i.insertText), ['/compact']);
+      assert.equal(r.res.items[0].kind, 3, 'CompletionItemKind.Function');
+      assert.deepEqual(r.res.items[0].textEdit.range, { start: { line: 0, character: 0 }, end: { line: 0, character: 4 } });
+    });
+
+    it('nvim-cmp source: new/is_available/get_trigger_characters/get_keyword_pattern/complete as nvim-cmp documents them', async () => {
+      await e.start({ initLua: SETUP });
+      await e.t.cmd('CabooseChat');
+      await e.t.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'fix #quick' }) vim.api.nvim_win_set_cursor(0, { 1, 10 })");
+      const r = await e.t.lua<{ available: boolean; triggers: string[]; pattern: string; res: { items: { label: string; insertText: string; kind: number; textEdit: { range: { start: { character: number } } } }[]; isIncomplete: boolean } }>(
+        `local src = require('caboose.insertables.cmp').new()
+         local out
+         local c = vim.api.nvim_win_get_cursor(0)
+         src:complete({ context = { cursor_before_line = vim.api.nvim_get_current_line():sub(1, c[2]), cursor = { row = c[1], col = c[2] + 1 }, bufnr = 0 } }, function(res) out = res end)
+         return { available = src:is_available(), triggers = src:get_trigger_characters(), pattern = src:get_keyword_pattern(), res = out }`,
+      );
+      assert.equal(r.available, true);
+      assert.deepEqual(r.triggers, ['/', '#']);
+      assert.equal(typeof r.pattern, 'string');
+      assert.equal(r.res.isIncomplete, false);
+      assert.deepEqual(r.res.items.map((i) => i.insertText), ['#quickfix']);
+      assert.equal(r.res.items[0].textEdit.range.start.character, 4);
+    });
+
+    for (const [plugin, envVar, mod] of [
+      ['blink.cmp', 'CABOOSE_TEST_BLINK_CMP', 'blink'],
+      ['nvim-cmp', 'CABOOSE_TEST_NVIM_CMP', 'cmp'],
+    ] as const) {
+      const dir = process.env[envVar];
+      it(`registers with the real ${plugin} when it is installed`, { skip: dir && fs.existsSync(dir) ? false : `skipped: ${plugin} not found at $${envVar} (${dir ?? 'unset'})` }, async () => {
+        const setup = mod === 'blink' ? "require('blink.cmp').setup({})" : "require('cmp').setup({ sources = { { name = 'buffer' } } })";
+        await e.start({ initLua: `vim.opt.rtp:prepend(${JSON.stringify(dir)})\n${setup}\n${SETUP}` });
+        await e.t.cmd('CabooseChat');
+        const state = await e.t.lua<{ blink: boolean; cmp: boolean }>("return require('caboose.insertables.sources').register()");
+        assert.equal(state[mod], true, `${plugin} has the caboose source`);
+        if (mod === 'cmp') {
+          const names = await e.t.lua<string[]>("return vim.tbl_map(function(s) return s.name end, require('cmp.config').get().sources)");
+          assert.equal(names[0], 'caboose', 'the message area lists it first');
+        } else {
+          assert.equal(await e.t.lua<boolean>("return require('blink.cmp.config').sources.providers.caboose ~= nil"), true);
+        }
+      });
+    }
+  });
+});
