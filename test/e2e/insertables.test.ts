@@ -181,6 +181,9 @@ forEachNvim((bin) => {
       await e.start({ initLua: SETUP });
       const cwd = e.t.cwd;
       fs.writeFileSync(path.join(cwd, 'pick.txt'), 'picked file\n');
+      execFileSync('git', ['init', '-q'], { cwd });
+      fs.writeFileSync(path.join(cwd, 'staged.txt'), 'staged line\n');
+      execFileSync('git', ['add', 'staged.txt'], { cwd });
       await e.t.cmd('edit scratch.md');
       await e.t.lua(`vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'never saved' })
         _G.prompts = {}
@@ -192,12 +195,15 @@ forEachNvim((bin) => {
           end
           cb(nil)
         end
-        vim.fn.setqflist({ { filename = 'pick.txt', lnum = 1, col = 1, text = 'qf' } })`);
+        vim.fn.setqflist({ { filename = 'pick.txt', lnum = 1, col = 1, text = 'qf' } })
+        vim.diagnostic.set(vim.api.nvim_create_namespace('t'), 0, { { lnum = 0, col = 0, message = 'scratch problem', severity = vim.diagnostic.severity.ERROR } })`);
       e.fake.script({ text: 'got them' });
-      await submit('/file\n/buffer\n/quickfix\nuse these');
+      await submit('/file\n/buffer\n/quickfix\n/diagnostics\n/gitdiff staged\nuse these');
       await e.fake.waitForRequest(1);
       const msg = lastUser(0);
-      assert.match(msg, /^\/file\n\/buffer\n\/quickfix\nuse these/);
+      assert.match(msg, /^\/file\n\/buffer\n\/quickfix\n\/diagnostics\n\/gitdiff staged\nuse these/);
+      assert.match(msg, /\/diagnostics scratch\.md \(1 line\):\n```\nscratch\.md:1:1: ERROR: scratch problem\n```/);
+      assert.match(msg, /\/gitdiff \(staged\) \(\d+ lines, diff\):\n```diff\n[\s\S]*\+staged line/);
       assert.match(msg, /File pick\.txt \(1 line, sha256 [0-9a-f]{64}\):\n```\npicked file\n```/);
       assert.match(msg, /never saved/);
       assert.match(msg, /\/quickfix \(1 line\):\n```\npick\.txt:1:1: qf\n```/);
