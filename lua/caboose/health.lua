@@ -208,7 +208,7 @@ function M.check()
   local names = vim.tbl_keys(agents)
   table.sort(names)
   if #names == 0 then
-    h.info('no ACP agent configured (see :help caboose-acp)')
+    h.info('no ACP agent configured: see :help caboose-acp')
   end
   for _, name in ipairs(names) do
     local cmd = agents[name].command

@@ -91,14 +91,14 @@ forEachNvim((bin) => {
       await chatHas(/ERROR .*outside/i);
       await idle();
       await send('read .git/config');
-      await chatHas(/ERROR .*(denied|deny)/i);
+      await chatHas(/ERROR .*(denied|deny|\.git folder)/i);
       await idle();
       await send('write ../escape.txt escaped');
       await chatHas(/WRITE FAILED: .*outside/i);
       await idle();
       assert.equal(fs.existsSync(path.join(e.t.cwd, '..', 'escape.txt')), false);
       await send('write .git/hooks/pre-commit evil');
-      await chatHas(/WRITE FAILED: .*(denied|deny)/i);
+      await chatHas(/WRITE FAILED: .*(denied|deny|\.git folder)/i);
       await idle();
       assert.equal(fs.existsSync(path.join(e.t.cwd, '.git', 'hooks', 'pre-commit')), false);
 
