@@ -523,6 +523,14 @@ function M.compact()
   end)
 end
 
+--- Export the chat as Markdown to {path} (default: a file name from its title; an existing file is never
+--- overwritten), or with {to_buffer} into a new buffer. Returns at once.
+---@param path string|nil
+---@param to_buffer boolean|nil
+function M.export(path, to_buffer)
+  return require('caboose.insertables.export').export(path, to_buffer)
+end
+
 --- Pick a trashed file and restore it (vim.ui.select).
 function M.restore()
   require('caboose.ui.restore').pick()

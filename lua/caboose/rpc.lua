@@ -14,6 +14,7 @@ M.methods = {
   session_open = 'session.open',
   session_rename = 'session.rename',
   session_compact = 'session.compact',
+  session_export = 'session.export',
   session_delete = 'session.delete',
   session_info = 'session.info',
   set_mode = 'mode.set',

@@ -11,6 +11,7 @@ export const METHODS = {
   sessionOpen: 'session.open',
   sessionRename: 'session.rename',
   sessionCompact: 'session.compact',
+  sessionExport: 'session.export',
   sessionDelete: 'session.delete',
   sessionInfo: 'session.info',
   setMode: 'mode.set',

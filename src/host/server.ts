@@ -172,6 +172,15 @@ export class HostServer {
         this.switching = done.catch(() => undefined);
         return done;
       }
+      case METHODS.sessionExport: {
+        // The chat as Markdown (:CabooseExport): what the session store holds, after the messages sent before.
+        const rt = await this.ensureRuntime();
+        await rt.sent();
+        const { transcriptItems } = require('./session-history') as typeof import('./session-history');
+        const { exportMarkdown } = require('./export') as typeof import('./export');
+        const info = rt.info();
+        return { title: info.title, messages: info.messages, markdown: exportMarkdown(info.title, transcriptItems(rt.sessions.displayRows(rt.session.id))) };
+      }
       case METHODS.sessionCompact: {
         await this.switching;
         const rt = await this.ensureRuntime();

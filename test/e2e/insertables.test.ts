@@ -363,3 +363,42 @@ forEachNvim((bin) => {
     }
   });
 });
+
+forEachNvim((bin) => {
+  describe(`export (Neovim ${bin.version})`, () => {
+    const e = useE2E(bin);
+
+    it(':CabooseExport writes the chat (messages, labels, code intact, tool calls summarized); never overwrites; ! opens a buffer; /export path', async () => {
+      await e.start({ initLua: SETUP });
+      fs.writeFileSync(path.join(e.t.cwd, 'a.txt'), 'alpha\nbeta\n');
+      const code = '```lua\nlocal x = 1\n\n\nreturn x\n```';
+      e.fake.script({ toolCalls: [{ name: 'read_file', arguments: { path: 'a.txt' } }] }, { text: `Read it.\n\n${code}` });
+      await e.t.lua("require('caboose').send('show @a.txt')");
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('return x'), 'the reply');
+      await e.t.waitFor(async () => (await e.t.lua<State>("return require('caboose').state()")).state === 'idle', 'idle');
+      await e.t.cmd('CabooseRename Parser chat: one');
+      const file = path.join(e.t.cwd, 'parser-chat-one.md');
+      await e.t.cmd('CabooseExport');
+      await e.t.waitFor(async () => fs.existsSync(file), `the export at ${file}`);
+      const md = fs.readFileSync(file, 'utf8');
+      assert.match(md, /^# Parser chat: one\n/);
+      assert.match(md, /## You\n\nshow @a\.txt\n> 📎 @a\.txt a\.txt \(2 lines\)/);
+      assert.match(md, /- ✓ read_file a\.txt/);
+      assert.ok(md.includes(`Read it.\n\n${code}`), 'the code block is intact');
+      assert.ok(!md.includes('alpha'), 'tool output is summarized, not exported');
+      // Again: a new name, the first file untouched.
+      await e.t.cmd('CabooseExport');
+      await e.t.waitFor(async () => fs.existsSync(path.join(e.t.cwd, 'parser-chat-one-2.md')), 'the second export');
+      // An explicit path that exists is not overwritten.
+      fs.writeFileSync(path.join(e.t.cwd, 'keep.md'), 'mine\n');
+      await e.t.cmd('CabooseExport keep.md');
+      await e.t.waitFor(async () => /keep\.md exists: not overwritten/.test(JSON.stringify(await e.t.notifications())), 'the refusal');
+      assert.equal(fs.readFileSync(path.join(e.t.cwd, 'keep.md'), 'utf8'), 'mine\n');
+      await e.t.cmd('CabooseExport!');
+      await e.t.waitFor(async () => (await e.t.lua<string>("return vim.bo.filetype == 'markdown' and vim.bo.buftype == '' and vim.api.nvim_buf_get_lines(0, 0, 1, false)[1] or ''")) === '# Parser chat: one', 'the export buffer');
+      await e.t.lua("require('caboose').send('/export out/chat.md')");
+      await e.t.waitFor(async () => fs.existsSync(path.join(e.t.cwd, 'out', 'chat.md')), '/export out/chat.md');
+      assert.equal(e.fake.chatRequests.length, 2, '/export never reaches the model');
+    });
+  });
+});

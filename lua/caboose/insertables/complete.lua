@@ -18,7 +18,7 @@ function M.candidates(before)
     for _, c in ipairs(registry().commands) do
       local word = '/' .. c.name
       if vim.startswith(word, slash) then
-        table.insert(items, { word = word, abbr = word .. (c.args and ' [' .. table.concat(c.args, '|') .. ']' or ''), kind = 'command', menu = '[caboose]', info = c.description .. '\nExample: ' .. c.example })
+        table.insert(items, { word = word, abbr = word .. registry().args_text(c), kind = 'command', menu = '[caboose]', info = c.description .. '\nExample: ' .. c.example })
       end
     end
     return #items > 0 and { col = col, items = items } or nil

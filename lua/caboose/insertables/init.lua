@@ -138,6 +138,15 @@ M.commands = {
     end,
   },
   {
+    name = 'export',
+    args = { '[path]' },
+    description = 'write the chat as Markdown (:CabooseExport)',
+    example = '/export notes/chat.md',
+    run = function(arg)
+      caboose().export(arg)
+    end,
+  },
+  {
     name = 'file',
     attach = true,
     description = 'pick a file and attach it (/file path: that file)',
@@ -255,11 +264,23 @@ function M.variable(name)
   return H.by_name(M.variables, name)
 end
 
+--- ' {mode}'-style argument hint of a command or variable ('' without arguments).
+function M.args_text(e, sep)
+  local args = e.args or {}
+  if #args == 0 then
+    return ''
+  end
+  if #args == 1 and args[1]:match('^[%[<]') then
+    return ' ' .. args[1]
+  end
+  return (sep or ' ') .. '[' .. table.concat(args, '|') .. ']'
+end
+
 --- The /help text (markdown).
 function M.help_text()
   local out = { '### Slash commands', '' }
   for _, c in ipairs(M.commands) do
-    table.insert(out, string.format('- `/%s%s` — %s (e.g. `%s`)', c.name, c.args and ' [' .. table.concat(c.args, '|') .. ']' or '', c.description, c.example))
+    table.insert(out, string.format('- `/%s%s` — %s (e.g. `%s`)', c.name, M.args_text(c), c.description, c.example))
   end
   vim.list_extend(out, { '', '### Variables (anywhere in a message; `#{name}` too)', '' })
   for _, v in ipairs(M.variables) do
