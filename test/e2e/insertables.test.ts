@@ -348,7 +348,7 @@ forEachNvim((bin) => {
     ] as const) {
       const dir = process.env[envVar];
       it(`registers with the real ${plugin} when it is installed`, { skip: dir && fs.existsSync(dir) ? false : `skipped: ${plugin} not found at $${envVar} (${dir ?? 'unset'})` }, async () => {
-        const setup = mod === 'blink' ? "require('blink.cmp').setup({})" : "require('cmp').setup({ sources = { { name = 'buffer' } } })";
+        const setup = mod === 'blink' ? "require('blink.cmp').setup({ fuzzy = { implementation = 'lua' } })" : "require('cmp').setup({ sources = { { name = 'buffer' } } })";
         await e.start({ initLua: `vim.opt.rtp:prepend(${JSON.stringify(dir)})\n${setup}\n${SETUP}` });
         await e.t.cmd('CabooseChat');
         const state = await e.t.lua<{ blink: boolean; cmp: boolean }>("return require('caboose.insertables.sources').register()");
@@ -359,6 +359,20 @@ forEachNvim((bin) => {
         } else {
           assert.equal(await e.t.lua<boolean>("return require('blink.cmp.config').sources.providers.caboose ~= nil"), true);
         }
+        // The plugin itself offers our items in the message area (markdown once its parser is loaded).
+        await e.t.waitFor(async () => (await e.t.lua<string>('return vim.bo.filetype')) === 'markdown', 'the markdown filetype');
+        await e.t.nvim.input('a/he');
+        await e.t.waitFor(() => e.t.lua<boolean>("return vim.fn.mode() == 'i' and vim.api.nvim_get_current_line() == '/he'"), 'typed /he');
+        const labels = await e.t.waitFor(async () => {
+          const l = await e.t.lua<string[]>(
+            mod === 'cmp'
+              ? "local cmp = require('cmp') if not cmp.visible() then cmp.complete() end return vim.tbl_map(function(en) return en:get_completion_item().label end, cmp.get_entries())"
+              : "local b = require('blink.cmp') if not b.is_menu_visible() then b.show() end return vim.tbl_map(function(i) return i.label end, b.get_items())",
+          );
+          return l.includes('/help') ? l : null;
+        }, `${plugin} offers /help`);
+        assert.ok(labels.includes('/help'));
+        await e.t.nvim.input('<Esc>');
       });
     }
   });
