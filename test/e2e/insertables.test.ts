@@ -416,3 +416,35 @@ forEachNvim((bin) => {
     });
   });
 });
+
+forEachNvim((bin) => {
+  describe(`MCP prompts and resources in the completion (Neovim ${bin.version})`, () => {
+    const e = useE2E(bin);
+    const EVERYTHING = path.join(__dirname, '..', '..', 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js');
+    it('after / and #, the popup offers /server:prompt and #mcp:server:uri next to ours', { skip: fs.existsSync(EVERYTHING) ? false : `skipped: the MCP reference server not found at ${EVERYTHING}` }, async () => {
+      const server = { command: process.execPath, args: [EVERYTHING, 'stdio'] };
+      await e.start({
+        initLua: `require('caboose').setup({ mode = 'chug', provider = { max_retries = 0 }, mcp = { servers = { everything = vim.json.decode(${JSON.stringify(JSON.stringify(server))}) }, start_timeout_ms = 30000 } })`,
+      });
+      await e.t.cmd('CabooseChat');
+      await e.t.waitFor(async () => (await e.t.lua<string>('return vim.bo.filetype')) === 'markdown', 'the markdown filetype');
+      // The host runs (prestarted on InsertEnter); the first `/` asks for the items, the menu shows them when they come.
+      await e.t.lua("require('caboose')._start_host()");
+      await e.t.nvim.input('a/');
+      const words = await e.t.waitFor(async () => {
+        const w = await e.t.lua<string[]>("return vim.fn.pumvisible() == 1 and vim.tbl_map(function(i) return i.word end, vim.fn.complete_info({ 'items' }).items) or {}");
+        return w.includes('/everything:args-prompt') ? w : null;
+      }, 'the MCP prompt in the menu', 40_000);
+      assert.ok(words.includes('/help'), 'ours too');
+      await e.t.nvim.input('<Esc>');
+      await e.t.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, { '' })");
+      await e.t.nvim.input('asee #');
+      const res = await e.t.waitFor(async () => {
+        const w = await e.t.lua<string[]>("return vim.fn.pumvisible() == 1 and vim.tbl_map(function(i) return i.word end, vim.fn.complete_info({ 'items' }).items) or {}");
+        return w.find((x) => x.startsWith('#mcp:everything:')) ? w : null;
+      }, 'an MCP resource in the menu');
+      assert.ok(res.includes('#buffer'));
+      await e.t.nvim.input('<Esc>');
+    });
+  });
+});

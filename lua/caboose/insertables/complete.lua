@@ -2,9 +2,49 @@
 --- (and `@path`, from caboose.context). One list of candidates feeds the built-in popup, the omnifunc, and
 --- the blink.cmp and nvim-cmp sources (caboose.insertables.blink, caboose.insertables.cmp).
 local M = {}
+local H = {}
 
 local registry = function()
   return require('caboose.insertables')
+end
+
+--- MCP prompts (`/server:prompt`) and resources (`#mcp:server:uri`) from the host, cached: refreshed in
+--- the background (never waited for) when the host runs and servers are configured.
+M.mcp = { items = {}, at = nil, pending = false }
+M.MCP_TTL_MS = 30000
+
+--- Refreshes the MCP items when stale; `on_new()` runs when fresh ones arrived.
+function M.refresh_mcp(on_new)
+  local caboose = require('caboose')
+  local servers = (caboose.config().mcp or {}).servers or {}
+  if M.mcp.pending or next(servers) == nil or not require('caboose.rpc').is_running() then
+    return
+  end
+  if M.mcp.at and (vim.uv.now() - M.mcp.at) < M.MCP_TTL_MS then
+    return
+  end
+  M.mcp.pending = true
+  caboose._request(require('caboose.rpc').methods.mcp_items, vim.empty_dict(), function(err, res)
+    M.mcp.pending = false
+    M.mcp.at = vim.uv.now()
+    if not err and type(res) == 'table' then
+      M.mcp.items = res.items or {}
+      if on_new then
+        on_new()
+      end
+    end
+    return true -- completion stays quiet: :CabooseMcp shows what failed
+  end)
+end
+
+H.mcp_items = function(kind, prefix)
+  local out = {}
+  for _, i in ipairs(M.mcp.items) do
+    if i.kind == kind and vim.startswith(i.word, prefix) then
+      table.insert(out, { word = i.word, abbr = i.word, kind = 'mcp', menu = '[mcp] ' .. (i.menu or ''), info = i.info or '' })
+    end
+  end
+  return out
 end
 
 --- What the text before the cursor is completing: `{ col = 0-based byte column where the token starts
@@ -12,7 +52,7 @@ end
 ---@param before string the line up to the cursor
 function M.candidates(before)
   local items = {}
-  local slash = before:match('^%s*(/[%w_-]*)$')
+  local slash = before:match('^%s*(/[%w_:-]*)$')
   if slash then
     local col = #before - #slash
     for _, c in ipairs(registry().commands) do
@@ -21,9 +61,10 @@ function M.candidates(before)
         table.insert(items, { word = word, abbr = word .. registry().args_text(c), kind = 'command', menu = '[caboose]', info = c.description .. '\nExample: ' .. c.example })
       end
     end
+    vim.list_extend(items, H.mcp_items('prompt', slash))
     return #items > 0 and { col = col, items = items } or nil
   end
-  local start = before:find('#{?[%w_:]*$')
+  local start = before:find('#{?[%w_:]*$') or before:find('#mcp:%S*$')
   if start and (start == 1 or not before:sub(start - 1, start - 1):match('[%w_#]')) then
     local typed = before:sub(start)
     local braced = typed:sub(2, 2) == '{'
@@ -42,6 +83,9 @@ function M.candidates(before)
           table.insert(items, { word = word, abbr = word, kind = 'variable', menu = '[caboose]', info = v.description .. '\nExample: ' .. v.example })
         end
       end
+    end
+    if not braced then
+      vim.list_extend(items, H.mcp_items('resource', typed))
     end
     return #items > 0 and { col = start - 1, items = items } or nil
   end
@@ -76,10 +120,27 @@ function M.popup()
   if not before:match('[/#]$') and not before:match('#{$') then
     return false
   end
+  local buf, row = vim.api.nvim_get_current_buf(), vim.api.nvim_win_get_cursor(0)[1]
+  M.refresh_mcp(function()
+    -- Fresh MCP items while the user still completes here: the menu shows them too.
+    if vim.api.nvim_get_current_buf() ~= buf or vim.fn.mode() ~= 'i' or vim.api.nvim_win_get_cursor(0)[1] ~= row then
+      return
+    end
+    local now = vim.api.nvim_get_current_line():sub(1, vim.api.nvim_win_get_cursor(0)[2])
+    local fresh = M.candidates(now)
+    if fresh then
+      H.show(fresh)
+    end
+  end)
   local c = M.candidates(before)
   if not c then
     return false
   end
+  H.show(c)
+  return true
+end
+
+H.show = function(c)
   local saved = vim.o.completeopt
   vim.o.completeopt = 'menuone,noinsert,noselect'
   vim.api.nvim_create_autocmd({ 'CompleteDone', 'InsertLeave' }, {
@@ -90,13 +151,13 @@ function M.popup()
     end,
   })
   vim.fn.complete(c.col + 1, c.items)
-  return true
 end
 
 --- The candidates as LSP completion items replacing the typed token (for blink.cmp and nvim-cmp).
 ---@param row integer 0-based line
 ---@param before string the line up to the cursor
 function M.lsp_items(row, before)
+  M.refresh_mcp()
   local c = M.candidates(before)
   if not c then
     return {}
@@ -108,7 +169,7 @@ function M.lsp_items(row, before)
       label = i.abbr,
       filterText = i.word,
       insertText = i.word,
-      kind = i.kind == 'command' and kinds.Function or kinds.Variable,
+      kind = (i.kind == 'command' or i.kind == 'mcp' and i.word:sub(1, 1) == '/') and kinds.Function or kinds.Variable,
       documentation = { kind = 'markdown', value = i.info },
       textEdit = { newText = i.word, range = { start = { line = row, character = c.col }, ['end'] = { line = row, character = #before } } },
     })
