@@ -53,9 +53,10 @@ M.variables = {
     args = { 'staged' },
     description = 'the unstaged git diff of the working directory (#gitdiff:staged: the staged one)',
     example = 'review #gitdiff',
-    gather = function(origin, arg)
-      return vars().gitdiff(origin, arg, '#gitdiff')
+    gather = function(origin, arg, done)
+      vars().gitdiff(origin, arg, '#gitdiff', done)
     end,
+    async = true,
   },
   {
     name = 'quickfix',
@@ -155,20 +156,27 @@ M.commands = {
       if arg ~= '' then
         return done(vars().file(arg, '/file'))
       end
-      local files = vim.fn.getcompletion('', 'file_in_path')
-      local ok, list = pcall(function()
-        return vim.system({ 'git', 'ls-files', '--cached', '--others', '--exclude-standard' }, { text = true }):wait(5000)
-      end)
-      if ok and list.code == 0 and vim.trim(list.stdout or '') ~= '' then
-        files = vim.split(vim.trim(list.stdout), '\n')
-      else
-        files = vim.tbl_filter(function(f)
-          return vim.fn.isdirectory(f) == 0
-        end, vim.fn.glob('**/*', false, true))
+      local pick = function(files)
+        vim.ui.select(files, { prompt = 'Attach file' }, function(choice)
+          done(choice and vars().file(choice, '/file') or {})
+        end)
       end
-      vim.ui.select(files, { prompt = 'Attach file' }, function(choice)
-        done(choice and vars().file(choice, '/file') or {})
+      -- The files git knows (tracked and untracked, not ignored); outside a repository, a glob.
+      local ok = pcall(vim.system, { 'git', 'ls-files', '--cached', '--others', '--exclude-standard' }, { text = true, timeout = 5000 }, function(res)
+        vim.schedule(function()
+          if res.code == 0 and vim.trim(res.stdout or '') ~= '' then
+            return pick(vim.split(vim.trim(res.stdout), '\n'))
+          end
+          pick(vim.tbl_filter(function(f)
+            return vim.fn.isdirectory(f) == 0
+          end, vim.fn.glob('**/*', false, true)))
+        end)
       end)
+      if not ok then
+        pick(vim.tbl_filter(function(f)
+          return vim.fn.isdirectory(f) == 0
+        end, vim.fn.glob('**/*', false, true)))
+      end
     end,
   },
   {
@@ -214,7 +222,7 @@ M.commands = {
     description = 'attach the unstaged git diff (/gitdiff staged: the staged one)',
     example = '/gitdiff staged',
     gather = function(origin, arg, done)
-      done(vars().gitdiff(origin, arg == 'staged' and 'staged' or nil, '/gitdiff'))
+      vars().gitdiff(origin, arg == 'staged' and 'staged' or nil, '/gitdiff', done)
     end,
   },
   {
@@ -366,20 +374,34 @@ function M.send(text, opts)
   -- mapping), else the code buffer the user was in last (the message area).
   local origin = opts.origin or vim.api.nvim_get_current_buf()
   local items = vim.deepcopy(opts.context or {})
+  -- Variables, `@path`s, then attach commands, in that order; some answer later (git, a picker): one
+  -- after another, then the message goes.
+  local steps = {}
   for _, v in ipairs(p.vars) do
-    vim.list_extend(items, v.var.gather(origin, v.arg) or {})
+    table.insert(steps, function(done)
+      if v.var.async then
+        return v.var.gather(origin, v.arg, done)
+      end
+      done(v.var.gather(origin, v.arg))
+    end)
   end
-  local ctx = require('caboose.context')
-  for _, path in ipairs(ctx.file_refs(text)) do
-    table.insert(items, { kind = 'file', path = vim.fn.fnamemodify(vim.fn.expand(path), ':.') })
+  table.insert(steps, function(done)
+    local refs = {}
+    for _, path in ipairs(require('caboose.context').file_refs(text)) do
+      table.insert(refs, { kind = 'file', path = vim.fn.fnamemodify(vim.fn.expand(path), ':.') })
+    end
+    done(refs)
+  end)
+  for _, a in ipairs(p.attach) do
+    table.insert(steps, function(done)
+      a.cmd.gather(origin, a.arg, done)
+    end)
   end
-  -- Attach commands may pick (vim.ui.select): one after another, then the message goes.
   local i = 0
   local function step()
     i = i + 1
-    local a = p.attach[i]
-    if a then
-      return a.cmd.gather(origin, a.arg, function(got)
+    if steps[i] then
+      return steps[i](function(got)
         vim.list_extend(items, got or {})
         step()
       end)

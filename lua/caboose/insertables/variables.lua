@@ -85,25 +85,32 @@ function M.diagnostics(origin, scope, name)
   }
 end
 
---- `git diff` of the working directory (unstaged, or `staged`).
-function M.gitdiff(_, scope, name)
+--- `git diff` of the working directory (unstaged, or `staged`); `done(items)` runs when git has answered
+--- (the editor does not wait for it).
+function M.gitdiff(_, scope, name, done)
   local args = { 'git', 'diff', '--no-color', '--no-ext-diff' }
   if scope == 'staged' then
     table.insert(args, '--staged')
   end
-  local ok, res = pcall(function()
-    return vim.system(args, { text = true, cwd = vim.fn.getcwd() }):wait(10000)
+  local finish = function(res)
+    if res.code ~= 0 then
+      vim.notify('(caboose) ' .. (name or '#gitdiff') .. ': git diff failed: ' .. vim.trim(res.stderr or ''), vim.log.levels.WARN)
+      return done({})
+    end
+    local text = res.stdout or ''
+    if vim.trim(text) == '' then
+      text = scope == 'staged' and 'no staged changes' or 'no unstaged changes'
+    end
+    done({ { kind = 'attachment', name = (name or '#gitdiff') .. (scope == 'staged' and ' (staged)' or ''), path = '', filetype = 'diff', text = text } })
+  end
+  local ok, err = pcall(vim.system, args, { text = true, cwd = vim.fn.getcwd(), timeout = 10000 }, function(res)
+    vim.schedule(function()
+      finish(res)
+    end)
   end)
-  if not ok or res.code ~= 0 then
-    local why = ok and vim.trim(res.stderr or '') or tostring(res)
-    vim.notify('(caboose) ' .. (name or '#gitdiff') .. ': git diff failed: ' .. why, vim.log.levels.WARN)
-    return {}
+  if not ok then
+    finish({ code = -1, stderr = tostring(err) })
   end
-  local text = res.stdout or ''
-  if vim.trim(text) == '' then
-    text = scope == 'staged' and 'no staged changes' or 'no unstaged changes'
-  end
-  return { { kind = 'attachment', name = (name or '#gitdiff') .. (scope == 'staged' and ' (staged)' or ''), path = '', filetype = 'diff', text = text } }
 end
 
 --- The quickfix list, one `path:line:col: text` a line.
