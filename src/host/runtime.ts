@@ -5,6 +5,7 @@ import { isOffered } from '../tools/offered';
 import { createExecTools } from '../tools/exec-tools';
 import { TodoList } from '../tools/todo-list';
 import { openWorkspace } from '../index';
+import { recoveryNotice } from '../workspace/commit-journal';
 import { configuredProviders, type ResolvedProvider } from './provider-config';
 import type { HostConfig } from './protocol';
 import { EVENTS } from './protocol';
@@ -135,6 +136,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     bridge: new NvimBufferBridge(ui),
     unsavedBuffers: config.unsaved_buffers,
     allowReadonlyWrites: config.allow_readonly_writes,
+    hardLinks: config.hard_links,
     // The diagnostics tool, and what the agent's edits report of the language servers (issue 12).
     diagnostics: new NvimDiagnostics(ui),
     postEditDiagnostics:
@@ -339,6 +341,9 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     recorder.chatLine('notice', text);
     ui.emit(EVENTS.notice, { text });
   }
+  // What opening the workspace undid of a commit a crash interrupted (issue 18).
+  const recoveredText = recoveryNotice(ws.workspace.recovered, ws.workspace.root);
+  if (recoveredText) notice(recoveredText);
   session.bind(agent);
   // The conversation the model continues from is read when the first message needs it (parsing every
   // stored tool output of a long session must not delay its transcript).
