@@ -162,6 +162,23 @@ forEachNvim((bin) => {
         assert.match(text, label);
     });
 
+    it('#buffers with more buffers than one message carries: the first 50 go, the rest are named in a warning', async () => {
+      await e.start({ initLua: SETUP });
+      await e.t.lua(`for i = 1, 53 do
+          local p = string.format('f%02d.txt', i)
+          vim.fn.writefile({ 'body ' .. i }, p)
+          vim.cmd('badd ' .. p)
+          vim.fn.bufload(vim.fn.bufnr(p))
+        end`);
+      e.fake.script({ text: 'many' });
+      await e.t.lua("require('caboose').send('all of #buffers')");
+      await e.fake.waitForRequest(1);
+      const msg = lastUser(0);
+      assert.ok(msg.includes('body 50'), 'the 50th is attached');
+      assert.ok(!msg.includes('body 51'), 'the 51st is not');
+      assert.match(await notes(), /only 50 attachments go with one message; not attached: f51\.txt, f52\.txt, f53\.txt/);
+    });
+
     it('a variable too large is cut with a notice the model reads and the label shows', async () => {
       await e.start({ initLua: SETUP });
       await e.t.lua(`local items = {}

@@ -358,6 +358,9 @@ function M.parse(text)
   return r
 end
 
+--- Most context items one message carries (the host's limit).
+M.MAX_ITEMS = 50
+
 --- Expands `text` as the message area does and sends it (or runs the command it starts with).
 --- opts: those of require('caboose').send(), plus `origin` (the buffer the message was written from).
 function M.send(text, opts)
@@ -405,6 +408,15 @@ function M.send(text, opts)
         vim.list_extend(items, got or {})
         step()
       end)
+    end
+    if #items > M.MAX_ITEMS then
+      -- The host takes at most that many (#buffers with many buffers open): say which were left out.
+      local left = {}
+      for j = M.MAX_ITEMS + 1, #items do
+        table.insert(left, items[j].path ~= '' and items[j].path or (items[j].name or items[j].kind))
+        items[j] = nil
+      end
+      caboose()._notify(string.format('only %d attachments go with one message; not attached: %s', M.MAX_ITEMS, table.concat(left, ', ')), vim.log.levels.WARN)
     end
     local sent = caboose().send(text, vim.tbl_extend('force', opts, { context = items, expanded = true }))
     if p.unknown then

@@ -25,7 +25,9 @@ end
 function M.buffers()
   local items = {}
   for _, b in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.bo[b].buflisted and vim.api.nvim_buf_is_loaded(b) and context().is_code_buffer(b) then
+    -- (The empty [No Name] buffer Neovim starts with is nothing to attach.)
+    local empty = vim.api.nvim_buf_get_name(b) == '' and vim.api.nvim_buf_line_count(b) == 1 and vim.api.nvim_buf_get_lines(b, 0, 1, false)[1] == ''
+    if vim.bo[b].buflisted and vim.api.nvim_buf_is_loaded(b) and context().is_code_buffer(b) and not empty then
       local item = context().buffer(b)
       item.name = '#buffers'
       table.insert(items, item)
