@@ -368,6 +368,7 @@ H.keys = {
   { 'n', '?', 'this list' },
   { 'i', '@', 'complete a file path to attach' },
   { 'i', '#buffer', 'attach the buffer you came from' },
+  { 'i', '/ #', 'slash commands, variables (/help lists them)' },
 }
 
 H.map = function(buf, modes, lhs, fn, desc, expr)
