@@ -179,6 +179,15 @@ CREATE TRIGGER audit_anchor_no_delete BEFORE DELETE ON audit_anchor
 BEGIN SELECT RAISE(ABORT, 'the audit anchor cannot be removed'); END;
 `,
   },
+  {
+    // The session's token usage (its subagents' included): the winbar's Σ survives reopening the session.
+    version: 8,
+    name: 'session_usage',
+    sql: `
+ALTER TABLE sessions ADD COLUMN prompt_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN completion_tokens INTEGER NOT NULL DEFAULT 0;
+`,
+  },
 ];
 
 /** Applies every migration newer than `PRAGMA user_version`, each in its own transaction. */
