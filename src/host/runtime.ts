@@ -53,6 +53,8 @@ export interface SessionRuntime {
   setModel(p: ResolvedProvider, label: string): void;
   /** Renames this session (the user's title wins over the model's). */
   rename(title: string): { title: string };
+  /** Summarizes the conversation now (the chat's /compact), between turns. */
+  compact(): Promise<{ compacted: boolean }>;
   /** Which session the chat shows, its title and whether it holds messages. */
   info(): { session: string; title: string | null; cwd: string; messages: number; agent?: string };
   /** :CabooseUndo / :CabooseCheckpoints: the file changes of each user message, rewindable. */
@@ -165,6 +167,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     messageDelivery({
       agent, ensureRestored, rules, mcp, ask: session.askOutsideTurn, signal: closing.signal, checkpoints, ui,
       readFile: (p) => ws.call('read_file', { path: p }),
+      fetchUrl: (url) => agent.callAsUser('fetch', { url }),
       maxQueue: config.max_queue ?? 3,
     }),
   );
@@ -186,6 +189,10 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       chat.set(p, label);
       agent.setContextWindow(contextWindowOf(p));
       identity.announce(chat.label);
+    },
+    async compact() {
+      ensureRestored();
+      return { compacted: await agent.compactNow() };
     },
     rename: (title) => identity.rename(title),
     info: () => identity.info(),

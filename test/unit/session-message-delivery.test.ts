@@ -17,6 +17,7 @@ function setup(result: SendResult, note = '') {
     ask: async () => null,
     signal: new AbortController().signal,
     readFile: async (p) => ({ ok: true, data: { path: p, content: 'body', totalLines: 1 } }),
+    fetchUrl: async (url) => (log.push(`fetched ${url}`), { ok: false, error: { kind: 'network_error', message: 'offline' } }),
     checkpoints: { takeNotes: () => note, addNote: (n) => void notes.push(n) },
     ui,
     maxQueue: 2,
@@ -32,6 +33,13 @@ test('message delivery: restored and rules fixed first, numbered, MCP expanded, 
   assert.deepEqual(s.log, ['restored', 'rules frozen']);
   assert.deepEqual(s.sent, [['your edit was undone\n\nexpanded prompt', { id: 7, display: '/srv:p go', labels: ['srv:p'] }]]);
   assert.deepEqual(s.ui.events, []);
+});
+
+test('message delivery: a /fetch attachment goes through the fetch the runtime gives (the agent\'s, as the user)', async () => {
+  const s = setup({ status: 'started' });
+  await s.deliver('read this', [{ kind: 'fetch', url: 'https://example.com/' }] as never, () => 1);
+  assert.deepEqual(s.log, ['restored', 'rules frozen', 'fetched https://example.com/']);
+  assert.match(String(s.sent[0][0]), /the fetch failed: network_error: offline/);
 });
 
 test('message delivery: a queued message is shown queued; a refused one keeps its note and says the queue is full', async () => {

@@ -9,7 +9,7 @@ import type { ToolResult } from '../../tools/tool';
 import type { ToolContext } from '../../tools/tool';
 import type { Checkpoints } from '../../workspace/checkpoints';
 import type { LuaUi } from '../lua-ui';
-import { composeMessage, type ContextItem } from '../message-context';
+import { composeMessage, type ContextItem, type FetchUrl } from '../message-context';
 import type { ConversationRules } from '../project-rules';
 import { EVENTS } from '../protocol';
 import { restoreConversation } from '../session-history';
@@ -45,6 +45,8 @@ export interface DeliveryOptions {
   /** Aborted when the session is disposed. */
   signal: AbortSignal;
   readFile(path: string): Promise<ToolResult>;
+  /** `/fetch <url>` attachments: the fetch tool, run as the user (its mode, approval and rules). */
+  fetchUrl: FetchUrl;
   checkpoints: Pick<Checkpoints, 'takeNotes' | 'addNote'>;
   ui: Pick<LuaUi, 'emit'>;
   maxQueue: number;
@@ -60,7 +62,7 @@ export function messageDelivery(o: DeliveryOptions): (text: string, context: Con
     const id = nextId();
     // `/server:prompt …` and `#mcp:server:uri` (MCP prompts and resources) are expanded first.
     const expanded = await o.mcp.expand(text, o.ask, o.signal);
-    const composed = await composeMessage(expanded?.text ?? text, context, (p) => o.readFile(p));
+    const composed = await composeMessage(expanded?.text ?? text, context, (p) => o.readFile(p), (url) => o.fetchUrl(url));
     if (expanded) composed.labels.unshift(...expanded.labels);
     // After a rewind the model learns which of its edits are gone.
     const note = o.checkpoints.takeNotes();
