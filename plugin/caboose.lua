@@ -140,10 +140,11 @@ vim.api.nvim_create_user_command('CabooseChat', function()
 end, { desc = 'Caboose: open the chat and go to its message area' })
 
 vim.api.nvim_create_user_command('CabooseApproval', function()
-  if not require('caboose.ui.approval').focus() then
+  -- The pending approval, else the agent's waiting question (ask_user).
+  if not require('caboose.ui.approval').focus() and not require('caboose.ui.ask').answer() then
     vim.notify('(caboose) no approval is pending', vim.log.levels.INFO)
   end
-end, { desc = 'Caboose: show and focus the pending approval' })
+end, { desc = 'Caboose: show and focus the pending approval (or answer the agent\'s question)' })
 
 -- For a key of your own: vim.keymap.set({ 'n', 'i' }, '<leader>ca', '<Plug>(CabooseApproval)')
 vim.keymap.set({ 'n', 'i' }, '<Plug>(CabooseApproval)', '<Cmd>CabooseApproval<CR>', { desc = 'Caboose: show and focus the pending approval' })

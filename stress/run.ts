@@ -13,8 +13,26 @@ import { run as secrets } from './secrets';
 import { run as buffers } from './buffers';
 import { run as swap } from './swap';
 import { run as escapes } from './escapes';
+import { run as writers } from './writers';
+import { run as kills } from './kills';
+import { run as tamper } from './tamper';
+import { run as trashLarge } from './trash-large';
 
-const SUITES: Record<string, () => Promise<SuiteReport>> = { paths, fuzz, crash, model, processes, secrets, buffers, swap, escapes };
+const SUITES: Record<string, () => Promise<SuiteReport>> = {
+  paths,
+  fuzz,
+  crash,
+  model,
+  processes,
+  secrets,
+  buffers,
+  swap,
+  escapes,
+  writers,
+  kills,
+  tamper,
+  'trash-large': trashLarge,
+};
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2);

@@ -10,6 +10,7 @@ local H = {}
 ---@field max_queue integer Messages queued while the agent is busy.
 ---@field unsaved_buffers 'edit_buffer'|'refuse' What the agent does with buffers holding unsaved changes.
 ---@field allow_readonly_writes boolean Let the agent change read-only files (no owner write bit, or not writable by you).
+---@field hard_links 'refuse'|'in_place' A file with several hard links: refuse to change it, or write it in place (keeping the links).
 ---@field deny_globs string[] Paths the agent may never touch.
 ---@field secret_globs string[] Files that usually hold secrets: reading or searching one asks first, in every mode.
 ---@field trash_retention_days number How long deleted files stay restorable.
@@ -113,6 +114,7 @@ local defaults = {
   max_queue = 3,
   unsaved_buffers = 'edit_buffer',
   allow_readonly_writes = false,
+  hard_links = 'refuse',
   deny_globs = { '.git/**' },
   -- Files that usually hold secrets: reading or searching one asks the user first, in every mode.
   secret_globs = { '.env*', '*.pem', '*.key', 'id_*', '.npmrc', '.netrc', '.pypirc', '.pgpass', '.git-credentials', '*.p12', '*.pfx' },
@@ -232,6 +234,7 @@ H.checks = {
   ['allow_readonly_writes'] = function(v)
     return type(v) == 'boolean', 'a boolean'
   end,
+  ['hard_links'] = H.enum({ 'refuse', 'in_place' }),
   ['deny_globs'] = H.string_list,
   ['secret_globs'] = H.string_list,
   ['trash_retention_days'] = H.positive,
@@ -632,6 +635,7 @@ function M.host_part(cfg)
     max_queue = cfg.max_queue,
     unsaved_buffers = cfg.unsaved_buffers,
     allow_readonly_writes = cfg.allow_readonly_writes,
+    hard_links = cfg.hard_links,
     deny_globs = cfg.deny_globs,
     secret_globs = cfg.secret_globs,
     trash_retention_days = cfg.trash_retention_days,

@@ -174,8 +174,11 @@ function M.check()
   elseif audit.ok then
     h.ok(string.format('audit log hash chain verifies (%d rows, %s)', audit.rows or 0, tostring(audit.db)))
   else
-    h.error(string.format('audit log hash chain is broken at row %s (the first bad row; %d rows checked)', tostring(audit.first_bad_row_id), audit.rows or 0), {
-      'that row, or one before it, was edited, inserted or removed outside caboose',
+    local what = audit.first_bad_row_id
+        and string.format('audit log hash chain is broken at row %s (the first bad row; %d rows checked)', tostring(audit.first_bad_row_id), audit.rows or 0)
+      or string.format('audit log does not verify (%d rows)', audit.rows or 0)
+    h.error(what, {
+      audit.problem or 'that row, or one before it, was edited, inserted or removed outside caboose',
       'database: ' .. tostring(audit.db),
     })
   end

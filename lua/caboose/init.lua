@@ -84,6 +84,9 @@ H.set_state = function(new, fields)
     extra.retry = false
   end
   H.chat().set_status(new, H.state.mode, extra)
+  if fields and fields.mode and package.loaded['caboose.ui.approval'] then
+    require('caboose.ui.approval').mode_changed(fields.mode)
+  end
   if previous ~= new or (fields and fields.mode) then
     vim.api.nvim_exec_autocmds('User', {
       pattern = 'CabooseStateChanged',

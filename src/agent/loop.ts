@@ -12,8 +12,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ToolRegistry } from '../tools/registry';
-import type { ApprovalPreview, ToolContext, ToolDefinition, ToolResult } from '../tools/tool';
+import type { ApprovalPreview, ToolContext, ToolDefinition, ToolPolicy, ToolResult } from '../tools/tool';
 import type { ReviewSelection } from '../workspace/review';
+import type { Confinement } from '../workspace/sandbox/sandbox';
 import { ToolError, type ToolErrorInfo } from '../tools/errors';
 import { OpenAIProvider, ProviderError, type AssembledToolCall, type ChatMessage, type ModelClient, type ProviderConfig, type Usage } from './provider';
 import { DEFAULT_MODE, blockedByModeMessage, permissionFor, type PermissionMode } from './permissions';
@@ -40,6 +41,10 @@ export interface ApprovalRequest {
   label?: string;
   /** Why the user is asked although the mode would not ask (a file that usually holds secrets). */
   reason?: string;
+  /** What decides whether the call asks in a mode (a mode change answers a request its new mode would not ask). */
+  policy?: ToolPolicy;
+  allowed?: { readOnly: boolean };
+  confinement?: Confinement;
 }
 
 /** `review`: with 'once'/'always', the hunks the user rejected in a file change (the rest are written). */
@@ -668,7 +673,18 @@ export class Agent {
     signal: AbortSignal,
     reason?: string,
   ): Promise<ApprovalDecision | null> {
-    const req: ApprovalRequest = { id: randomUUID(), toolCallId: p.call.id, tool: def.name, args, ...(preview ? { preview } : {}), ...(reason ? { reason } : {}) };
+    const confinement = def.confinement?.(p.args);
+    const req: ApprovalRequest = {
+      id: randomUUID(),
+      toolCallId: p.call.id,
+      tool: def.name,
+      args,
+      policy: def.policy,
+      ...(def.allowed ? { allowed: def.allowed } : {}),
+      ...(confinement !== undefined ? { confinement } : {}),
+      ...(preview ? { preview } : {}),
+      ...(reason ? { reason } : {}),
+    };
     const aborted = abortPromise(signal);
     try {
       // The request goes out before the state change, so whoever reacts to `pending_approval` finds it.

@@ -19,6 +19,16 @@ export interface AuditListEntry {
   has_diff: boolean;
   /** The row's details JSON, parsed (a command's line, cwd, exit status and files). */
   details?: Record<string, unknown>;
+  /** The chain does not verify from this row on (it is the first broken row, or comes after it). */
+  broken?: boolean;
+}
+
+/** The chain check :CabooseAudit shows above its rows (the same as :checkhealth's). */
+export interface AuditListVerification {
+  ok: boolean;
+  rows: number;
+  first_bad_row_id?: number;
+  problem?: string;
 }
 
 export interface AuditHealth {
@@ -27,6 +37,8 @@ export interface AuditHealth {
   ok: boolean;
   rows: number;
   first_bad_row_id?: number;
+  /** What is wrong, in words (rows removed at the end, rows added, the anchor gone, …). */
+  problem?: string;
   /** No database yet (nothing was ever recorded). */
   missing?: boolean;
   error?: string;
@@ -79,11 +91,21 @@ export function workspaceKey(cwd: string): string {
 }
 
 /** The last `limit` rows about the workspace at `cwd`, newest first. */
-export function listAuditEntries(dataDir: string, cwd: string, limit: number): { workspace: string; entries: AuditListEntry[] } {
+export function listAuditEntries(dataDir: string, cwd: string, limit: number): { workspace: string; entries: AuditListEntry[]; verification: AuditListVerification } {
   const workspace = workspaceKey(cwd);
   const store = openStore(dataDir);
   try {
-    return { workspace, entries: store.audit.list({ workspace, limit }).reverse().map(toEntry) };
+    // The whole chain is checked (as :checkhealth does): rows from the first broken one on are marked.
+    const v = store.audit.verify();
+    const verification: AuditListVerification = { ok: v.ok, rows: v.rows };
+    if (v.firstBadRowId !== undefined) verification.first_bad_row_id = v.firstBadRowId;
+    if (v.problem !== undefined) verification.problem = v.problem;
+    const entries = store.audit.list({ workspace, limit }).reverse().map((r) => {
+      const e = toEntry(r);
+      if (v.firstBadRowId !== undefined && r.id >= v.firstBadRowId) e.broken = true;
+      return e;
+    });
+    return { workspace, entries, verification };
   } finally {
     store.close();
   }
@@ -107,7 +129,7 @@ export function auditHealth(dataDir: string): AuditHealth {
     const store = openStore(db);
     try {
       const v = store.audit.verify();
-      return { db, ok: v.ok, rows: v.rows, ...(v.firstBadRowId !== undefined ? { first_bad_row_id: v.firstBadRowId } : {}) };
+      return { db, ok: v.ok, rows: v.rows, ...(v.firstBadRowId !== undefined ? { first_bad_row_id: v.firstBadRowId } : {}), ...(v.problem ? { problem: v.problem } : {}) };
     } finally {
       store.close();
     }

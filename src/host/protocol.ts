@@ -69,6 +69,7 @@ export const HostConfigSchema = z
     max_queue: z.number().int().min(0).optional(),
     unsaved_buffers: z.enum(['edit_buffer', 'refuse']).optional(),
     allow_readonly_writes: z.boolean().optional(),
+    hard_links: z.enum(['refuse', 'in_place']).optional(),
     deny_globs: z.array(z.string()).optional(),
     secret_globs: z.array(z.string()).optional(),
     trash_retention_days: z.number().positive().optional(),

@@ -5,6 +5,7 @@ import { isOffered } from '../tools/offered';
 import { createExecTools } from '../tools/exec-tools';
 import { TodoList } from '../tools/todo-list';
 import { openWorkspace } from '../index';
+import { recoveryNotice } from '../workspace/commit-journal';
 import { configuredProviders, type ResolvedProvider } from './provider-config';
 import type { HostConfig } from './protocol';
 import { EVENTS } from './protocol';
@@ -133,6 +134,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     bridge: new NvimBufferBridge(ui),
     unsavedBuffers: config.unsaved_buffers,
     allowReadonlyWrites: config.allow_readonly_writes,
+    hardLinks: config.hard_links,
     // The diagnostics tool, and what the agent's edits report of the language servers (issue 12).
     diagnostics: new NvimDiagnostics(ui),
     postEditDiagnostics:
@@ -161,10 +163,17 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   let sending: Promise<unknown> = Promise.resolve();
   const callArgs = new Map<string, unknown>();
   // The winbar's ↑ ↓ are the main agent's last request; Σ is the session's, subagents included.
-  const usage = { prompt: 0, completion: 0, lastPrompt: 0, lastCompletion: 0, lastCached: 0, lastReasoning: 0 };
+  // Σ is stored with the session: a reopened one continues from its total.
+  const storedUsage = o.resume ? ws.workspace.store.sessions.get(session.id)?.usage : undefined;
+  const usage = { prompt: storedUsage?.prompt ?? 0, completion: storedUsage?.completion ?? 0, lastPrompt: 0, lastCompletion: 0, lastCached: 0, lastReasoning: 0 };
   const countUsage = (u: Usage, main: boolean): void => {
     usage.prompt += u.promptTokens;
     usage.completion += u.completionTokens;
+    try {
+      ws.workspace.store.sessions.addUsage(session.id, u.promptTokens, u.completionTokens);
+    } catch (e) {
+      log.error('session store: usage not stored: %s', e instanceof Error ? e.message : String(e));
+    }
     if (main) [usage.lastPrompt, usage.lastCompletion, usage.lastCached, usage.lastReasoning] = [u.promptTokens, u.completionTokens, u.cachedTokens ?? 0, u.reasoningTokens ?? 0];
     ui.emit(EVENTS.usage, {
       prompt: usage.lastPrompt,
@@ -337,7 +346,11 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     recorder.chatLine('notice', text);
     ui.emit(EVENTS.notice, { text });
   }
+  // What opening the workspace undid of a commit a crash interrupted (issue 18).
+  const recoveredText = recoveryNotice(ws.workspace.recovered, ws.workspace.root);
+  if (recoveredText) notice(recoveredText);
   session.bind(agent);
+  session.notice = notice;
   // The conversation the model continues from is read when the first message needs it (parsing every
   // stored tool output of a long session must not delay its transcript).
   let restore = o.resume;
@@ -349,6 +362,10 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     recorder.adopt(restored);
   };
   ui.emit(EVENTS.sessionInfo, { session: session.id, model: label, cwd: o.cwd, title: sessions.get(session.id)?.title ?? null });
+  if (storedUsage && storedUsage.prompt + storedUsage.completion > 0) {
+    // No request of this sitting yet: only Σ is known.
+    ui.emit(EVENTS.usage, { session_prompt: storedUsage.prompt, session_completion: storedUsage.completion });
+  }
   rules.start();
   // Once, after the first reply: a 3–6 word title from the model (the first words stand in until then).
   let naming = false;

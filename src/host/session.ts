@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentState, ApprovalDecision, ApprovalRequest, PermissionMode } from '../agent/loop';
+import { permissionFor } from '../agent/permissions';
 import type { ToolContext } from '../tools/tool';
 import { EVENTS } from './protocol';
 import type { LuaUi } from './lua-ui';
@@ -26,9 +27,11 @@ interface Pending<T> {
  */
 export class ChatSession {
   readonly id: string;
-  private readonly approvals = new Map<string, Pending<ApprovalDecision>>();
+  private readonly approvals = new Map<string, Pending<ApprovalDecision> & { req: ApprovalRequest }>();
   private readonly asks = new Map<string, Pending<string | null>>();
   agent!: SessionAgent;
+  /** Says something in the chat (the runtime also stores it with the session). */
+  notice: (text: string) => void = (text) => this.ui.emit(EVENTS.notice, { text });
 
   constructor(
     private readonly ui: LuaUi,
@@ -49,7 +52,7 @@ export class ChatSession {
 
   requestApproval = (req: ApprovalRequest): Promise<ApprovalDecision> =>
     new Promise((resolve) => {
-      this.approvals.set(req.id, { resolve });
+      this.approvals.set(req.id, { resolve, req });
       this.ui.emit(EVENTS.approvalRequest, {
         id: req.id,
         tool: req.tool,
@@ -116,8 +119,28 @@ export class ChatSession {
     return revoked;
   }
 
+  /**
+   * The mode changes for the requests that wait too: one the new mode would not ask about is approved,
+   * one it blocks (plan) is refused, each said in the chat; the others keep waiting (Lua retitles them).
+   */
   setMode(mode: PermissionMode): void {
     this.agent.setMode(mode);
+    for (const [id, { req }] of [...this.approvals]) {
+      if (!req.policy) continue; // an external agent's request: its own modes decide
+      const perm = permissionFor(mode, req.policy, req.allowed, req.confinement);
+      const who = req.label ? ` (${req.label.split(':')[0]})` : '';
+      // A request that asks in every mode (a file that usually holds secrets) is never approved by a mode.
+      if (perm === 'run' && !req.reason) {
+        this.notice(`approved ${req.tool}${who}: ${mode} mode runs it without asking`);
+        this.resolveApproval(id, { decision: 'once' });
+      } else if (perm === 'block') {
+        this.notice(`refused ${req.tool}${who}: ${mode} mode blocks it`);
+        this.resolveApproval(id, {
+          decision: 'reject',
+          reason: `switched to ${mode} mode, which blocks it (only read-only tools run). Do not retry it; describe the change you propose instead`,
+        });
+      }
+    }
     this.emitState(this.agent.state, this.agent.state);
   }
 }

@@ -12,6 +12,12 @@ export const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' :
 export function summarizeToolCall(name: string, args: unknown): string {
   if (!args || typeof args !== 'object') return name;
   const a = args as Record<string, unknown>;
+  const first = (v: unknown, n = 80) => clip(String(v).split('\n')[0], n);
+  // Every line names what the call acts on: a move its source and destination, a listing its folder.
+  if (name === 'move_file' && typeof a.from === 'string' && typeof a.to === 'string') return `${name} ${first(a.from, 60)} → ${first(a.to, 60)}`;
+  if (name === 'list_directory' && typeof a.path !== 'string') return `${name} .`;
+  if (name === 'recall' && typeof a.id === 'number') return `${name} #${a.id}`;
+  if (name === 'restore_file' && typeof a.targetPath === 'string') return `${name} to ${first(a.targetPath)}`;
   const key = ['path', 'command', 'pattern', 'query', 'url', 'from', 'question', 'task'].find((k) => typeof a[k] === 'string');
   if (key) return `${name} ${clip(String(a[key]).split('\n')[0])}`;
   if (typeof a.patch === 'string') {
@@ -98,6 +104,8 @@ export function describeToolResult(name: string, args: unknown, result: ToolResu
   }
   const d = (result.data ?? {}) as Record<string, unknown>;
   const words: string[] = [];
+  // The trash entry's path is known once it is restored (the call only names the entry).
+  if (name === 'restore_file' && typeof d.path === 'string' && !(args && typeof args === 'object' && 'targetPath' in args)) words.push(d.path);
   if (typeof d.answer === 'string' && typeof d.toolCalls === 'number') {
     words.push(`${plural(d.toolCalls, 'tool call')}${d.truncated === true ? ' (answer cut)' : ''}`);
     const answer = textLines(d.answer);
@@ -111,7 +119,8 @@ export function describeToolResult(name: string, args: unknown, result: ToolResu
     details.push(`in the trash as ${d.trashId}`);
   } else if (typeof d.diff === 'string' && d.diff !== '') {
     const { added, removed } = diffStat(d.diff);
-    words.push(`+${added} −${removed}`);
+    // A move changes no line: its call line says from where to where.
+    if (!(name === 'move_file' && added === 0 && removed === 0)) words.push(`+${added} −${removed}`);
     details.push(...capLines(textLines(d.diff)));
   }
   const review = d.review as { applied?: { hunks: number[] }[]; rejected?: { path: string; hunk: number; reason?: string }[] } | undefined;
@@ -157,11 +166,16 @@ export function describeToolResult(name: string, args: unknown, result: ToolResu
   } else if (typeof d.totalLines === 'number') {
     words.push(`${plural(d.totalLines, 'line')}${d.unsavedBuffer === true ? ' (unsaved buffer)' : ''}`);
   } else if (Array.isArray(d.matches)) {
-    words.push(`${d.matches.length} matches`);
+    words.push(`${d.matches.length} ${d.matches.length === 1 ? 'match' : 'matches'}`);
   } else if (Array.isArray(d.entries)) {
-    words.push(`${d.entries.length} entries`);
-  } else if (Array.isArray(d.files)) {
-    words.push(`${d.files.length} files`);
+    words.push(`${d.entries.length} ${d.entries.length === 1 ? 'entry' : 'entries'}`);
+  } else if (Array.isArray(d.paths)) {
+    words.push(`${plural(d.paths.length, 'path')}${d.truncated === true ? ' (cut)' : ''}`);
+  } else if (Array.isArray(d.todos)) {
+    words.push(plural(d.todos.length, 'task'));
+  } else if (Array.isArray(d.files) && (name !== 'apply_patch' || d.files.length > 1)) {
+    // apply_patch's call line names its files; a count helps only when the names were cut.
+    words.push(plural(d.files.length, 'file'));
   } else if (typeof d.status === 'number') {
     words.push(`→ ${d.status}`);
   }

@@ -151,6 +151,43 @@ CREATE TABLE checkpoint_blobs (
 );
 `,
   },
+  {
+    // Issue 18: the trash is per workspace. Older rows get the folder of the session that deleted them.
+    version: 6,
+    name: 'trash_workspace',
+    sql: `
+ALTER TABLE trash ADD COLUMN workspace TEXT;
+UPDATE trash SET workspace = (SELECT cwd FROM sessions WHERE sessions.id = trash.session_id);
+CREATE INDEX trash_workspace ON trash(workspace, deleted_at);
+`,
+  },
+  {
+    // Issue 18: the audit chain is anchored (row count and last hash kept apart from the rows, and in a
+    // file beside the database), so truncation, wipes and re-created tables are detected.
+    version: 7,
+    name: 'audit_anchor',
+    sql: `
+CREATE TABLE audit_anchor (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  rows INTEGER NOT NULL,
+  head TEXT NOT NULL,
+  file_anchored INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO audit_anchor (id, rows, head)
+  SELECT 1, (SELECT COUNT(*) FROM audit_log), COALESCE((SELECT hash FROM audit_log ORDER BY id DESC LIMIT 1), '${'0'.repeat(64)}');
+CREATE TRIGGER audit_anchor_no_delete BEFORE DELETE ON audit_anchor
+BEGIN SELECT RAISE(ABORT, 'the audit anchor cannot be removed'); END;
+`,
+  },
+  {
+    // The session's token usage (its subagents' included): the winbar's Σ survives reopening the session.
+    version: 8,
+    name: 'session_usage',
+    sql: `
+ALTER TABLE sessions ADD COLUMN prompt_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN completion_tokens INTEGER NOT NULL DEFAULT 0;
+`,
+  },
 ];
 
 /** Applies every migration newer than `PRAGMA user_version`, each in its own transaction. */

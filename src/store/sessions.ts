@@ -22,6 +22,8 @@ export interface SessionInfo {
   createdAt: number;
   updatedAt: number;
   messageCount: number;
+  /** Tokens the session's requests used so far (subagents included). */
+  usage: { prompt: number; completion: number };
 }
 
 export interface SessionRow {
@@ -62,6 +64,8 @@ interface RawSession {
   created_at: number;
   updated_at: number;
   message_count: number;
+  prompt_tokens: number | null;
+  completion_tokens: number | null;
 }
 
 interface RawRow {
@@ -90,6 +94,7 @@ function toInfo(r: RawSession): SessionInfo {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     messageCount: r.message_count,
+    usage: { prompt: r.prompt_tokens ?? 0, completion: r.completion_tokens ?? 0 },
   };
 }
 
@@ -151,6 +156,11 @@ export class SessionRepository {
   ensure(s: { id: string; cwd: string; model?: string | null; title?: string | null }): void {
     const now = Date.now();
     this.st.insertSession.run(s.id, s.cwd, s.title ?? null, s.title ? 'fallback' : null, s.model ?? null, now, now);
+  }
+
+  /** Adds one request's tokens to the session's usage (a session not stored yet has none to keep). */
+  addUsage(id: string, prompt: number, completion: number): void {
+    this.db.prepare('UPDATE sessions SET prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ? WHERE id = ?').run(prompt, completion, id);
   }
 
   /** Which model (or external agent: `acp:<name> <its session id>`) the session talks to. */

@@ -11,6 +11,8 @@ export interface TrashEntry {
   sessionId: string;
   restoredAt: string | null;
   restoredTo: string | null;
+  /** Realpath of the workspace the file was deleted from (NULL: deleted before schema 6 by an unknown session). */
+  workspace: string | null;
 }
 
 interface RawTrash {
@@ -23,6 +25,7 @@ interface RawTrash {
   session_id: string;
   restored_at: string | null;
   restored_to: string | null;
+  workspace: string | null;
 }
 
 function fromRaw(r: RawTrash): TrashEntry {
@@ -36,6 +39,7 @@ function fromRaw(r: RawTrash): TrashEntry {
     sessionId: r.session_id,
     restoredAt: r.restored_at,
     restoredTo: r.restored_to,
+    workspace: r.workspace ?? null,
   };
 }
 
@@ -43,13 +47,13 @@ function fromRaw(r: RawTrash): TrashEntry {
 export class TrashRepository {
   constructor(private readonly db: Database.Database) {}
 
-  insert(e: Omit<TrashEntry, 'restoredAt' | 'restoredTo'>): void {
+  insert(e: Omit<TrashEntry, 'restoredAt' | 'restoredTo' | 'workspace'> & { workspace?: string | null }): void {
     this.db
       .prepare(
-        `INSERT INTO trash (id, original_path, sha256, size, mode, deleted_at, session_id)
-         VALUES (@id, @originalPath, @sha256, @size, @mode, @deletedAt, @sessionId)`,
+        `INSERT INTO trash (id, original_path, sha256, size, mode, deleted_at, session_id, workspace)
+         VALUES (@id, @originalPath, @sha256, @size, @mode, @deletedAt, @sessionId, @workspace)`,
       )
-      .run(e);
+      .run({ ...e, workspace: e.workspace ?? null });
   }
 
   get(id: string): TrashEntry | undefined {
@@ -57,12 +61,17 @@ export class TrashRepository {
     return r && fromRaw(r);
   }
 
-  /** Newest first; restored entries are included only when asked. */
-  list(opts: { includeRestored?: boolean } = {}): TrashEntry[] {
-    const sql = opts.includeRestored
-      ? 'SELECT * FROM trash ORDER BY deleted_at DESC, rowid DESC'
-      : 'SELECT * FROM trash WHERE restored_at IS NULL ORDER BY deleted_at DESC, rowid DESC';
-    return (this.db.prepare(sql).all() as RawTrash[]).map(fromRaw);
+  /** Newest first; restored entries are included only when asked; only one workspace's when given. */
+  list(opts: { includeRestored?: boolean; workspace?: string } = {}): TrashEntry[] {
+    const where: string[] = [];
+    const params: string[] = [];
+    if (!opts.includeRestored) where.push('restored_at IS NULL');
+    if (opts.workspace !== undefined) {
+      where.push('workspace = ?');
+      params.push(opts.workspace);
+    }
+    const sql = `SELECT * FROM trash ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY deleted_at DESC, rowid DESC`;
+    return (this.db.prepare(sql).all(...params) as RawTrash[]).map(fromRaw);
   }
 
   markRestored(id: string, restoredTo: string, at: string): void {

@@ -140,7 +140,7 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof applyPatchParameters
     const hadBom = !!view.bytes && view.bytes.subarray(0, 3).equals(BOM);
     if (text === null) {
       if (view.kind === 'missing') continue; // added then deleted within the patch
-      changes.push({ type: 'delete', abs: r.abs });
+      changes.push({ type: 'delete', abs: r.abs, ...(view.source === 'disk' && view.sha256 ? { expectSha256: view.sha256 } : {}) });
       if (deleted.has(r.abs)) stashes.push({ id: ws.trash.newId(), abs: r.abs, rel: r.rel, view });
       continue;
     }
@@ -198,7 +198,7 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof applyPatchParameters
     result: { files, ...capDiff(diff, 'the patched files') },
     audit,
     beforeCommit: async () => {
-      for (const s of committed()) await ws.trash.stash(s.id, s.view.bytes!);
+      for (const s of committed()) await ws.trash.stash(s.id, s.view.bytes!, { originalPath: s.rel, sha256: s.view.sha256!, mode: s.view.mode ?? 0o644 });
     },
     onFailure: async () => {
       for (const s of committed()) await ws.trash.discard(s.id);

@@ -3,7 +3,10 @@ import { ToolError } from './errors';
 import type { ToolDefinition } from './tool';
 import { fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
 import { expectedShaField, pathField } from '../workspace/tool-support';
-import { unsavedBufferError } from '../workspace/file-access';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { unsavedBufferError, type FileView } from '../workspace/file-access';
 import { sliceLines, type LineSlice } from '../workspace/encoding';
 
 export const deleteFileParameters = z.object({
@@ -24,6 +27,9 @@ export interface DeleteFileData {
 async function plan(ws: FileWorkspace, args: z.infer<typeof deleteFileParameters>, d: AuditDraft, seen?: { preview?: string }): Promise<WritePlan<DeleteFileData>> {
   const r = ws.resolve(args.path);
   d.path = r.rel;
+  // A file too large to load is hashed and copied to the trash in chunks (never held in memory).
+  const st = await fsp.stat(r.abs).catch(() => null);
+  if (st?.isFile() && st.size > ws.files.maxFileBytes) return planLarge(ws, args, d, r, st, seen);
   const v = await ws.files.view(r.abs);
   if (v.kind === 'missing') throw notFound(r.rel);
   if (v.kind === 'directory') {
@@ -42,11 +48,11 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof deleteFileParameters
   const diff = `Delete ${r.rel} (${bytes.length} bytes, sha256 ${sha.slice(0, 12)}…) — recoverable with restore_file trashId=${trashId}`;
   d.diff = diff;
   return {
-    changes: [{ type: 'delete', abs: r.abs }],
+    changes: [{ type: 'delete', abs: r.abs, expectSha256: sha }],
     diff,
     result: { path: r.rel, trashId, sha256: sha, lines: head.totalLines, diff },
     audit: [{ ...d, operation: 'delete' }],
-    beforeCommit: () => ws.trash.stash(trashId, bytes),
+    beforeCommit: () => ws.trash.stash(trashId, bytes, { originalPath: r.rel, sha256: sha, mode: v.mode ?? 0o644 }),
     onFailure: () => ws.trash.discard(trashId),
     afterCommit: async () => {
       ws.trash.record({
@@ -58,6 +64,59 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof deleteFileParameters
         deletedAt: new Date().toISOString(),
         sessionId: ws.sessionId,
       });
+      await ws.trash.purge();
+    },
+  };
+}
+
+/** delete_file of a file larger than maxFileBytes: streamed hash and copy, bounded memory. */
+async function planLarge(
+  ws: FileWorkspace,
+  args: z.infer<typeof deleteFileParameters>,
+  d: AuditDraft,
+  r: { abs: string; rel: string },
+  st: fs.Stats,
+  seen?: { preview?: string },
+): Promise<WritePlan<DeleteFileData>> {
+  // One pass in 1 MiB chunks: the sha256 and the line count (what the chat line says).
+  const h = createHash('sha256');
+  let newlines = 0;
+  let last = -1;
+  for await (const chunk of fs.createReadStream(r.abs, { highWaterMark: 1 << 20 })) {
+    const b = chunk as Buffer;
+    h.update(b);
+    for (let i = b.indexOf(10); i !== -1; i = b.indexOf(10, i + 1)) newlines++;
+    if (b.length) last = b[b.length - 1];
+  }
+  const sha = h.digest('hex');
+  const lineCount = newlines + (last !== -1 && last !== 10 ? 1 : 0);
+  d.beforeSha256 = sha;
+  const v: FileView = { abs: r.abs, kind: 'file', bytes: null, sha256: sha, mode: st.mode & 0o7777, size: st.size, source: 'disk' };
+  await ws.files.assertWritable(v, r.rel);
+  ws.files.assertFresh(v, args.expectedSha256, r.rel);
+  const trashId = ws.trash.newId();
+  const fh = await fsp.open(r.abs, 'r');
+  let headBytes: Buffer;
+  try {
+    const buf = Buffer.alloc(64 * 1024);
+    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+    headBytes = buf.subarray(0, bytesRead);
+  } finally {
+    await fh.close();
+  }
+  const head = sliceLines(headBytes, 1, PREVIEW_LINES);
+  if (seen) seen.preview = `Delete ${r.rel} (${st.size} bytes); it goes to the trash (:CabooseRestore brings it back).` + (headBytes.includes(0) ? '' : `\n\n${head.text.replace(/\n$/, '')}\n…`);
+  const diff = `Delete ${r.rel} (${st.size} bytes, sha256 ${sha.slice(0, 12)}…) — recoverable with restore_file trashId=${trashId}`;
+  d.diff = diff;
+  return {
+    changes: [{ type: 'delete', abs: r.abs, expectSha256: sha }],
+    diff,
+    result: { path: r.rel, trashId, sha256: sha, lines: lineCount, diff },
+    audit: [{ ...d, operation: 'delete' }],
+    beforeCommit: () => ws.trash.stash(trashId, { file: r.abs }, { originalPath: r.rel, sha256: sha, mode: v.mode ?? 0o644 }),
+    onFailure: () => ws.trash.discard(trashId),
+    afterCommit: async () => {
+      ws.trash.record({ id: trashId, originalPath: r.rel, sha256: sha, size: st.size, mode: v.mode ?? 0o644, deletedAt: new Date().toISOString(), sessionId: ws.sessionId });
       await ws.trash.purge();
     },
   };

@@ -23,6 +23,19 @@ export interface GrepData {
   omitted: number;
   engine: 'rg' | 'js';
   notice?: string;
+  /** Files that could not be read (the search went on without them). */
+  unreadable?: { path: string; reason: string }[];
+  /** Special files (FIFOs, sockets, devices) that were not searched. */
+  skipped?: { path: string; reason: string }[];
+}
+
+/** What a special file is, in words (null for regular files and folders). */
+function specialKind(st: { isFIFO(): boolean; isSocket(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean; isFile(): boolean; isDirectory(): boolean }): string | null {
+  if (st.isFile() || st.isDirectory()) return null;
+  if (st.isFIFO()) return 'a FIFO (named pipe)';
+  if (st.isSocket()) return 'a socket';
+  if (st.isCharacterDevice() || st.isBlockDevice()) return 'a device';
+  return 'not a regular file';
 }
 
 export async function runGrep(
@@ -31,7 +44,13 @@ export async function runGrep(
 ): Promise<GrepData> {
   const ws = fileWorkspace(ctx.workspace);
   const r = ws.resolve(q.path ?? '.', { allowRoot: true });
-  if (!(await fsp.stat(r.abs).catch(() => null))) throw notFound(r.rel || '.');
+  const st = await fsp.stat(r.abs).catch(() => null);
+  if (!st) throw notFound(r.rel || '.');
+  const special = specialKind(st);
+  if (special) {
+    // Reading a FIFO would block until a writer comes (forever): special files are never opened.
+    return { matches: [], truncated: false, omitted: 0, engine: 'js', skipped: [{ path: r.rel, reason: special }], notice: `[skipped ${r.rel}: it is ${special}, not a regular file; nothing was searched]` };
+  }
   const res = await grep(ws.searchContext(ctx.signal), {
     pattern: q.pattern,
     fixed: q.fixed,
@@ -42,7 +61,13 @@ export async function runGrep(
   });
   await overlayUnsavedBuffers(ws, res, q, r.rel);
   const kept = capItems(res.matches, (m) => m.path.length + m.text.length + 40);
-  let notice = listNotice(kept, res.total, 'narrow the pattern, path or include to see the rest');
+  let notice = res.stopped
+    ? `[output truncated: the search stopped after ${res.total} matches; there are more. Narrow the pattern, path or include to see the rest]`
+    : listNotice(kept, res.total, 'narrow the pattern, path or include to see the rest');
+  if (res.unreadable.length) {
+    const u = `[${res.unreadable.length} file(s) could not be read and were not searched: ${res.unreadable.map((x) => `${x.path} (${x.reason})`).join(', ')}]`;
+    notice = notice ? `${notice}\n${u}` : u;
+  }
   if (res.secretFiles?.length) {
     const n = res.secretFiles.length;
     const names = res.secretFiles.slice(0, 5).join(', ') + (n > 5 ? ', …' : '');
@@ -51,10 +76,11 @@ export async function runGrep(
   }
   return {
     matches: res.matches.slice(0, kept),
-    truncated: kept < res.total,
+    truncated: kept < res.total || res.stopped,
     omitted: res.total - kept,
     engine: res.engine,
     ...(notice ? { notice } : {}),
+    ...(res.unreadable.length ? { unreadable: res.unreadable } : {}),
   };
 }
 

@@ -45,7 +45,7 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof moveFileParameters>,
     // New file first (no-clobber), then the old one goes: a failure in between rolls both back.
     changes: [
       { type: 'write', abs: to.abs, bytes: v.bytes, mode: v.mode ?? undefined, createOnly: true, movedFrom: from.abs },
-      { type: 'delete', abs: from.abs },
+      { type: 'delete', abs: from.abs, ...(v.source === 'disk' && v.sha256 ? { expectSha256: v.sha256 } : {}) },
     ],
     diff,
     result: { from: from.rel, to: to.rel, sha256: v.sha256, diff },

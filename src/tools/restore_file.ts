@@ -33,6 +33,22 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof restoreFileParameter
       suggestedAction: 'Pass a targetPath that does not exist yet.',
     });
   }
+  if (entry.size > ws.files.maxFileBytes) {
+    // Too large to hold in memory: streamed from the trash into a temp file, checked, then linked into place.
+    const diff = `Restore ${r.rel} (${entry.size} bytes, sha256 ${entry.sha256.slice(0, 12)}…)`;
+    d.diff = diff;
+    return {
+      changes: [],
+      diff,
+      result: { path: r.rel, sha256: entry.sha256, trashId: entry.id, ...capDiff(diff, r.rel) },
+      audit: [{ ...d, operation: 'restore' }],
+      beforeCommit: () =>
+        ws.files.createStreamed(r.abs, entry.sha256, async (tmp) => {
+          if (!(await ws.trash.copyOut(entry, tmp, entry.mode))) throw new ToolError('not_found', `The content of trash entry ${entry.id} is missing or damaged.`);
+        }),
+      afterCommit: () => ws.trash.markRestored(entry.id, r.rel),
+    };
+  }
   const bytes = await ws.trash.read(entry);
   if (!bytes) throw new ToolError('not_found', `The content of trash entry ${entry.id} is missing or damaged.`);
   const diff = isBinary(bytes) ? `Restore ${r.rel} (binary, ${bytes.length} bytes)` : fileDiff(null, r.rel, '', bytes.toString('utf8'));

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
@@ -13,6 +13,10 @@ import path from 'node:path';
  * opened on the same data folder recovers the journals of processes that are gone: `.prep` → the temps
  * are deleted; `.pending` → the commit is rolled back (backups restored, created files removed);
  * `.done` → the backups are deleted. Process crashes only: the journal is not fsynced.
+ *
+ * Recovery only touches a file whose current bytes are exactly what the interrupted commit wrote (the
+ * journal holds their sha256): a file the user changed since keeps the user's version. It only handles
+ * journals of the workspace being opened (the journal holds its root).
  */
 
 export interface JournalStep {
@@ -21,6 +25,12 @@ export interface JournalStep {
   target: string;
   tmp?: string;
   backup?: string;
+  /** sha256 of the bytes the commit puts at `target` (create, replace). */
+  newSha256?: string;
+  /** sha256 the file had when the change was planned. */
+  oldSha256?: string;
+  /** replace: the new bytes are written into the file itself (a file with several hard links); `backup` is a copy. */
+  inPlace?: boolean;
 }
 
 type Phase = 'prep' | 'pending' | 'done';
@@ -63,10 +73,10 @@ export class CommitJournal {
   }
 
   /** Records the steps of a commit that is about to start. */
-  static async begin(dir: string, steps: JournalStep[]): Promise<CommitJournal> {
+  static async begin(dir: string, steps: JournalStep[], root: string | null = null): Promise<CommitJournal> {
     const j = new CommitJournal(path.join(dir, `${SELF}-${randomBytes(6).toString('hex')}`), 'prep');
     await fsp.mkdir(dir, { recursive: true });
-    await fsp.writeFile(j.file, JSON.stringify({ steps }));
+    await fsp.writeFile(j.file, JSON.stringify({ root, steps }));
     return j;
   }
 
@@ -90,11 +100,18 @@ export interface RecoveryReport {
   rolledBack: number;
   /** Commits cut off after their renames: backups deleted. */
   finished: number;
+  /** Files put back to what they were before an interrupted commit (absolute paths). */
+  restored: string[];
+  /** Files an interrupted commit had changed but left as they are: their bytes are no longer what it wrote (changed since). */
+  kept: string[];
 }
 
-/** Recovers the journals in `dir` left by processes that are gone (see CommitJournal). Synchronous, best effort. */
-export function recoverCommits(dir: string): RecoveryReport {
-  const report: RecoveryReport = { discarded: 0, rolledBack: 0, finished: 0 };
+/**
+ * Recovers the journals in `dir` left by processes that are gone (see CommitJournal), those of the
+ * workspace at `root` only (every journal when `root` is absent). Synchronous, best effort.
+ */
+export function recoverCommits(dir: string, root?: string): RecoveryReport {
+  const report: RecoveryReport = { discarded: 0, rolledBack: 0, finished: 0, restored: [], kept: [] };
   let names: string[];
   try {
     names = fs.readdirSync(dir);
@@ -107,6 +124,13 @@ export function recoverCommits(dir: string): RecoveryReport {
     const [, pid, start, id, phase, claimer, claimerStart] = m;
     if (isAlive(Number(pid), start)) continue;
     if (claimer !== undefined && isAlive(Number(claimer), claimerStart)) continue;
+    let journal: { root?: string | null; steps?: JournalStep[] } | null = null;
+    try {
+      journal = JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8')) as { root?: string | null; steps?: JournalStep[] };
+    } catch {
+      // cut off while it was being written (nothing was done yet), or claimed meanwhile
+    }
+    if (root !== undefined && journal && !belongsTo(journal, root)) continue;
     // Claim it first, so two processes opening the workspace at once do not both replay it.
     const claimed = path.join(dir, `${pid}-${start}-${id}.${phase}.claimed-${SELF}`);
     try {
@@ -114,17 +138,12 @@ export function recoverCommits(dir: string): RecoveryReport {
     } catch {
       continue;
     }
-    let steps: JournalStep[] = [];
-    try {
-      steps = (JSON.parse(fs.readFileSync(claimed, 'utf8')) as { steps: JournalStep[] }).steps;
-    } catch {
-      // cut off while it was being written: nothing was done yet
-    }
+    const steps: JournalStep[] = journal?.steps ?? [];
     if (phase === 'prep') {
       for (const s of steps) unlinkQuiet(s.tmp);
       report.discarded++;
     } else if (phase === 'pending') {
-      for (const s of [...steps].reverse()) rollBack(s);
+      for (const s of [...steps].reverse()) rollBack(s, report);
       report.rolledBack++;
     } else {
       for (const s of steps) {
@@ -136,6 +155,39 @@ export function recoverCommits(dir: string): RecoveryReport {
     unlinkQuiet(claimed);
   }
   return report;
+}
+
+/** The journal is about the workspace at `root` (older journals without a root: all their files are under it). */
+function belongsTo(j: { root?: string | null; steps?: JournalStep[] }, root: string): boolean {
+  if (j.root) return j.root === root;
+  const under = (p: string): boolean => p === root || p.startsWith(root.endsWith(path.sep) ? root : root + path.sep);
+  return (j.steps ?? []).every((s) => under(s.target));
+}
+
+/** sha256 of a file's bytes (null when it cannot be read). */
+function shaOf(p: string): string | null {
+  try {
+    const h = createHash('sha256');
+    const fd = fs.openSync(p, 'r');
+    try {
+      const buf = Buffer.allocUnsafe(1 << 20);
+      for (;;) {
+        const n = fs.readSync(fd, buf, 0, buf.length, null);
+        if (n === 0) break;
+        h.update(buf.subarray(0, n));
+      }
+    } finally {
+      fs.closeSync(fd);
+    }
+    return h.digest('hex');
+  } catch {
+    return null;
+  }
+}
+
+/** The target holds exactly what the commit wrote (journals without the hash: assumed, as before). */
+function holdsNew(s: JournalStep): boolean {
+  return s.newSha256 === undefined || shaOf(s.target) === s.newSha256;
 }
 
 function exists(p: string | undefined): fs.Stats | null {
@@ -156,22 +208,60 @@ function unlinkQuiet(p: string | undefined): void {
   }
 }
 
-/** Undoes one step of a commit cut off during its renames, from whatever state the kill left it in. */
-function rollBack(s: JournalStep): void {
+/**
+ * Undoes one step of a commit cut off during its renames, from whatever state the kill left it in, but
+ * only where the file still holds what the commit wrote: a later edit (by the user) is kept.
+ */
+function rollBack(s: JournalStep, report: RecoveryReport): void {
   const tmp = exists(s.tmp);
   const target = exists(s.target);
   const backup = exists(s.backup);
   if (s.kind === 'create') {
     // Linked into place (same inode as the temp), or linked and the temp already removed.
-    if (target && (!tmp || (tmp.ino === target.ino && tmp.dev === target.dev))) unlinkQuiet(s.target);
+    if (target && (!tmp || (tmp.ino === target.ino && tmp.dev === target.dev))) {
+      if (holdsNew(s)) {
+        unlinkQuiet(s.target);
+        report.restored.push(s.target);
+      } else report.kept.push(s.target);
+    }
     unlinkQuiet(s.tmp);
+  } else if (s.kind === 'replace' && s.inPlace) {
+    // The backup is a copy; the new bytes went into the file itself.
+    if (backup && target) {
+      const now = shaOf(s.target);
+      if (now === s.newSha256) {
+        try {
+          fs.writeFileSync(s.target, fs.readFileSync(s.backup!), { flag: 'r+' });
+          fs.truncateSync(s.target, backup.size);
+          report.restored.push(s.target);
+        } catch {
+          return;
+        }
+      } else if (now !== s.oldSha256) {
+        // Cut off while writing in place, or changed since: the copy of the old bytes stays beside it.
+        report.kept.push(s.target);
+        return;
+      }
+    }
+    unlinkQuiet(s.backup);
   } else if (s.kind === 'replace') {
     // The backup exists from the first step; without the temp the new content was renamed over the target.
-    if (backup && !tmp) renameQuiet(s.backup!, s.target);
-    else unlinkQuiet(s.backup);
+    if (backup && !tmp) {
+      if (holdsNew(s)) {
+        renameQuiet(s.backup!, s.target);
+        report.restored.push(s.target);
+      } else {
+        unlinkQuiet(s.backup);
+        report.kept.push(s.target);
+      }
+    } else unlinkQuiet(s.backup);
     unlinkQuiet(s.tmp);
   } else if (backup && !target) {
     renameQuiet(s.backup!, s.target);
+    report.restored.push(s.target);
+  } else if (backup && target) {
+    // Another file was created at the deleted path since: it stays, and so does the old one beside it.
+    report.kept.push(s.target);
   }
 }
 
@@ -181,4 +271,14 @@ function renameQuiet(from: string, to: string): void {
   } catch {
     // best effort: the other steps are still undone
   }
+}
+
+/** What the chat says about a recovery (null when it changed no file), with workspace-relative paths. */
+export function recoveryNotice(r: RecoveryReport, root: string): string | null {
+  const rel = (p: string): string => path.relative(root, p).split(path.sep).join('/');
+  const parts: string[] = [];
+  if (r.restored.length) parts.push(`put back to their version before the interrupted change: ${r.restored.map(rel).join(', ')}`);
+  if (r.kept.length) parts.push(`left as they are (changed since the crash): ${r.kept.map(rel).join(', ')}`);
+  if (!parts.length) return null;
+  return `A change interrupted by a crash was undone. Files ${parts.join('; files ')}.`;
 }

@@ -59,7 +59,10 @@ export interface ChangeBasis {
   source: 'disk' | 'buffer';
   /** changedtick of the buffer the change was computed from (buffer views). */
   changedtick?: number;
-  /** Disk sha256 seen with that buffer (buffer views), remembered for the next write's gate. */
+  /**
+   * The disk sha256 seen with the view: with that buffer (buffer views, remembered for the next write's
+   * gate), or the file itself (disk views). The commit proves the file it displaces still has it.
+   */
   diskSha256?: string | null;
 }
 
@@ -82,7 +85,12 @@ export type FileChange =
       /** Reload a clean loaded buffer with `:edit!` instead of updating it in place (restore_file). */
       reload?: boolean;
     }
-  | { type: 'delete'; abs: string };
+  | {
+      type: 'delete';
+      abs: string;
+      /** sha256 the deleted file had when the change was planned: the commit proves it still has it. */
+      expectSha256?: string;
+    };
 
 /** How a loaded buffer writes its lines ('fileformat', 'eol'/'fixeol', 'bomb', 'fileencoding'). */
 export interface BufferFormat {
@@ -165,7 +173,10 @@ export interface CommitReport {
 }
 
 /** Test hook: runs before each commit step; throwing simulates a failure mid-commit. */
-export type CommitFaultHook = (step: { index: number; change: FileChange; phase: 'prepare' | 'commit' }) => void;
+export type CommitFaultHook = (step: { index: number; change: FileChange; phase: 'prepare' | 'commit' | 'renamed' }) => void;
+
+/** What the write tools do to a file with more than one hard link: refuse, or write its content in place (keeping the link). */
+export type HardLinkPolicy = 'refuse' | 'in_place';
 
 export interface FileAccessOptions {
   /** Workspace root, for relative paths in error messages. */
@@ -179,12 +190,14 @@ export interface FileAccessOptions {
   faultHook?: CommitFaultHook;
   /** Where commits keep their intent log (see commit-journal.ts); none = no crash recovery. */
   journalDir?: string;
+  /** A file with several hard links: refuse to replace it (default), or write it in place. */
+  hardLinks?: HardLinkPolicy;
 }
 
 type Step =
-  | { kind: 'created'; target: string }
-  | { kind: 'replaced'; target: string; backup: string }
-  | { kind: 'deleted'; target: string; backup: string };
+  | { kind: 'created'; target: string; bytes: Buffer }
+  | { kind: 'replaced'; target: string; backup: string; bytes: Buffer; expect: string | null; inPlace?: boolean; checkedSize?: number }
+  | { kind: 'deleted'; target: string; backup: string; expect: string | null; checkedSize?: number };
 
 const MAX_REMEMBERED = 4096;
 const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
@@ -199,7 +212,7 @@ export function unsavedBufferError(rel: string, what: string): ToolError {
 
 /** The basis to put on a write computed from `v`. */
 export function basisOf(v: FileView): ChangeBasis {
-  return v.source === 'buffer' ? { source: 'buffer', changedtick: v.changedtick, diskSha256: v.diskSha256 ?? null } : { source: 'disk' };
+  return v.source === 'buffer' ? { source: 'buffer', changedtick: v.changedtick, diskSha256: v.diskSha256 ?? null } : { source: 'disk', diskSha256: v.sha256 };
 }
 
 export class FileAccess {
@@ -210,10 +223,13 @@ export class FileAccess {
   private readonly root: string | null;
   /** `${abs}\0${bufferSha}` → the disk sha256 seen when the agent read that unsaved buffer. */
   private readonly seenDisk = new Map<string, string | null>();
+  /** abs → the sha256s the agent was given for it this session (reads, write results): the stale gate tells them from made-up ones. */
+  private readonly given = new Map<string, string[]>();
   /** Buffer lines (UTF-8, see bufferLines) and bytes when modified the host knows per file, valid for one changedtick and format. */
   private readonly known = new Map<string, { tick: number; fmt: string; lines?: Buffer; bytes?: Buffer; sha?: string }>();
   faultHook: CommitFaultHook | undefined;
   private readonly journalDir: string | null;
+  readonly hardLinks: HardLinkPolicy;
 
   constructor(opts: FileAccessOptions = {}) {
     this.bridge = opts.bridge ?? null;
@@ -223,6 +239,7 @@ export class FileAccess {
     this.allowReadonlyWrites = opts.allowReadonlyWrites ?? false;
     this.faultHook = opts.faultHook;
     this.journalDir = opts.journalDir ?? null;
+    this.hardLinks = opts.hardLinks ?? 'refuse';
   }
 
   private rel(abs: string): string {
@@ -276,6 +293,7 @@ export class FileAccess {
     }
     const v = await diskP;
     if (loaded) v.changedtick = loaded.changedtick;
+    if (opts.remember) this.noteGiven(abs, v.sha256);
     return v;
   }
 
@@ -334,7 +352,23 @@ export class FileAccess {
     });
   }
 
+  /** Records that the agent was given `sha` for `abs` (a read, or a write's result). */
+  noteGiven(abs: string, sha: string | null | undefined): void {
+    if (!sha) return;
+    const list = this.given.get(abs) ?? [];
+    this.given.delete(abs);
+    if (!list.includes(sha)) list.push(sha);
+    if (list.length > 64) list.shift();
+    this.given.set(abs, list);
+    if (this.given.size > MAX_REMEMBERED) this.given.delete(this.given.keys().next().value!);
+  }
+
+  private wasGiven(abs: string, sha: string): boolean {
+    return this.given.get(abs)?.includes(sha) ?? false;
+  }
+
   private remember(abs: string, bufferSha: string, diskSha: string | null): void {
+    this.noteGiven(abs, bufferSha);
     const key = `${abs}\0${bufferSha}`;
     this.seenDisk.delete(key);
     this.seenDisk.set(key, diskSha);
@@ -347,6 +381,8 @@ export class FileAccess {
    * agent read that buffer. `""` asserts the path is absent. The message says which side changed.
    */
   assertFresh(view: FileView, expected: string | undefined, rel: string): void {
+    // A FIFO, socket or device has no content to compare: say what it is rather than "changed".
+    if (view.kind === 'other') throw notRegularFileError(view.abs, rel);
     if (expected === undefined) return;
     if (expected === '') {
       if (view.kind !== 'missing') {
@@ -376,6 +412,19 @@ export class FileAccess {
       diskChanged = seen === undefined || view.sha256 !== seen;
     }
     if (!bufferChanged && !diskChanged) return;
+    if (seen === undefined && !this.wasGiven(view.abs, exp)) {
+      // Not a sha256 any read or write of this session returned for this file: made up, or taken from elsewhere.
+      const read = this.given.has(view.abs);
+      throw new ToolError(
+        'stale_file',
+        `"${rel}": the expected sha256 ${exp.slice(0, 12)}… is not one this file had since the agent read it (${read ? 'no read or write of this file returned it' : 'this file was not read in this session'}); it was not necessarily changed.`,
+        {
+          path: rel,
+          suggestedAction: STALE_FILE_ACTION,
+          details: { bufferChanged: false, diskChanged: false, unknownSha256: true },
+        },
+      );
+    }
     const what = bufferChanged && diskChanged
       ? 'both the Neovim buffer (edited by the user) and the file on disk changed'
       : bufferChanged
@@ -541,15 +590,32 @@ export class FileAccess {
     const temps = new Map<number, string>();
     const createdDirs: string[] = [];
     const steps: Step[] = [];
+    const stats: (fs.Stats | null)[] = [];
     // Every name and step is fixed first: the journal lists them before anything is written.
     const plan: JournalStep[] = await Promise.all(
-      changes.map(async (c): Promise<JournalStep> => {
-        if (c.type === 'delete') return { kind: 'delete', target: c.abs, backup: siblingName(c.abs, 'bak') };
-        const kind = c.createOnly || !(await statOrNull(c.abs)) ? 'create' : 'replace';
-        return { kind, target: c.abs, tmp: siblingName(c.abs, 'tmp'), ...(kind === 'replace' ? { backup: siblingName(c.abs, 'bak') } : {}) };
+      changes.map(async (c, i): Promise<JournalStep> => {
+        if (c.type === 'delete') {
+          stats[i] = null;
+          return { kind: 'delete', target: c.abs, backup: siblingName(c.abs, 'bak'), ...(c.expectSha256 ? { oldSha256: c.expectSha256 } : {}) };
+        }
+        const st = c.createOnly ? null : await statOrNull(c.abs);
+        stats[i] = st;
+        const kind = c.createOnly || !st ? 'create' : 'replace';
+        const newSha256 = await (c.sha256 ?? sha256HexAsync(c.bytes));
+        const inPlace = kind === 'replace' && st!.isFile() && st!.nlink > 1;
+        if (inPlace && this.hardLinks === 'refuse') throw hardLinkError(this.rel(c.abs), st!.nlink);
+        const oldSha256 = c.basis?.diskSha256 ?? undefined;
+        return {
+          kind,
+          target: c.abs,
+          newSha256,
+          ...(oldSha256 ? { oldSha256 } : {}),
+          ...(inPlace ? { inPlace: true } : { tmp: siblingName(c.abs, 'tmp') }),
+          ...(kind === 'replace' ? { backup: siblingName(c.abs, 'bak') } : {}),
+        };
       }),
     );
-    const journal = this.journalDir ? await CommitJournal.begin(this.journalDir, plan) : null;
+    const journal = this.journalDir ? await CommitJournal.begin(this.journalDir, plan, this.root) : null;
     // Every folder is opened once and verified (anchored.ts); all names below are reached through those
     // handles, so a folder swapped for a link by another process cannot redirect a step out of the root.
     const anchors = this.root !== null && anchoringSupported() ? new AnchorSet(this.root) : null;
@@ -558,7 +624,7 @@ export class FileAccess {
       for (let i = 0; i < changes.length; i++) {
         const c = changes[i];
         this.faultHook?.({ index: i, change: c, phase: 'prepare' });
-        if (c.type !== 'write') {
+        if (c.type !== 'write' || plan[i].inPlace) {
           await anchors?.add(c.abs);
           continue;
         }
@@ -569,7 +635,8 @@ export class FileAccess {
           if (made) createdDirs.push(made);
         }
         await this.assertFolderUnchanged(dir, anchors, c.abs);
-        await writeTemp(at(plan[i].tmp!), c.bytes, c.mode);
+        // The owner and group stay the old file's (where this process may set them).
+        await writeTemp(at(plan[i].tmp!), c.bytes, c.mode, stats[i] ?? undefined);
         temps.set(i, plan[i].tmp!);
       }
       throwIfCancelled(signal);
@@ -580,20 +647,35 @@ export class FileAccess {
         this.faultHook?.({ index: i, change: c, phase: 'commit' });
         await this.assertFolderUnchanged(path.dirname(c.abs), anchors, c.abs);
         if (p.kind === 'delete') {
+          // The file is moved aside; the sha256 of what was moved is checked below.
           await fsp.rename(at(c.abs), at(p.backup!));
-          steps.push({ kind: 'deleted', target: c.abs, backup: p.backup! });
+          steps.push({ kind: 'deleted', target: c.abs, backup: p.backup!, expect: p.oldSha256 ?? null });
+        } else if (c.type !== 'write') {
+          continue;
         } else if (p.kind === 'create') {
           await linkNoClobber(at(p.tmp!), at(c.abs), c.abs);
           temps.delete(i);
           await fsp.unlink(at(p.tmp!)).catch(() => undefined);
-          steps.push({ kind: 'created', target: c.abs });
+          steps.push({ kind: 'created', target: c.abs, bytes: c.bytes });
+        } else if (p.inPlace) {
+          // More than one hard link: a copy of the old bytes, then the new bytes written into the same inode.
+          await fsp.copyFile(at(c.abs), at(p.backup!), fs.constants.COPYFILE_EXCL);
+          steps.push({ kind: 'replaced', target: c.abs, backup: p.backup!, bytes: c.bytes, expect: p.oldSha256 ?? null, inPlace: true });
+          await verifyDisplaced(steps[steps.length - 1], this.rel(c.abs), at);
+          await writeInPlace(at(c.abs), c.bytes);
         } else {
+          // The backup is a second name of the file about to be displaced (a copy where links fail):
+          // whatever another program writes to it until the rename is in what is hashed below.
           await backupCopy(at(c.abs), at(p.backup!));
           await fsp.rename(at(p.tmp!), at(c.abs));
           temps.delete(i);
-          steps.push({ kind: 'replaced', target: c.abs, backup: p.backup! });
+          steps.push({ kind: 'replaced', target: c.abs, backup: p.backup!, bytes: c.bytes, expect: p.oldSha256 ?? null });
         }
+        this.faultHook?.({ index: i, change: c, phase: 'renamed' });
       }
+      // What each rename displaced must be what the change was computed from: another program's write
+      // in between would otherwise be lost. On a mismatch, everything is put back (their version kept).
+      for (const s of steps) if (!(s.kind === 'replaced' && s.inPlace)) await verifyDisplaced(s, this.rel(s.target), at);
       await journal?.mark('done');
     } catch (err) {
       await rollback(steps, at);
@@ -603,10 +685,42 @@ export class FileAccess {
       await journal?.end();
       throw err;
     }
-    for (const s of steps) if (s.kind !== 'created') await fsp.unlink(at(s.backup)).catch(() => undefined);
+    for (const s of steps) await releaseBackup(s, at).catch(() => undefined);
     await anchors?.close();
     await journal?.end();
+    // The write results give these sha256s to the agent.
+    for (const p of plan) if (p.newSha256) this.noteGiven(p.target, p.newSha256);
     if (syncDirs) await this.syncDirs(changes);
+  }
+
+  /**
+   * Creates `abs` (never overwriting) from what `fill` writes into a temp file beside it, journaled
+   * like a commit: for content too large to hold in memory (restore_file of a large file). A loaded
+   * buffer waiting for the file re-reads it.
+   */
+  async createStreamed(abs: string, sha256: string, fill: (tmp: string) => Promise<void>): Promise<void> {
+    const tmp = siblingName(abs, 'tmp');
+    const journal = this.journalDir ? await CommitJournal.begin(this.journalDir, [{ kind: 'create', target: abs, tmp, newSha256: sha256 }], this.root) : null;
+    // Through verified folder handles, as commitDisk (anchored.ts).
+    const anchors = this.root !== null && anchoringSupported() ? new AnchorSet(this.root) : null;
+    const at = (p: string): string => (anchors ? anchors.via(p) : p);
+    const created: string[] = [];
+    try {
+      if (anchors) await anchors.add(abs, { create: true, created });
+      else await fsp.mkdir(path.dirname(abs), { recursive: true });
+      await this.assertFolderUnchanged(path.dirname(abs), anchors, abs);
+      await fill(at(tmp));
+      await journal?.mark('pending');
+      await linkNoClobber(at(tmp), at(abs), abs);
+      await journal?.mark('done');
+    } finally {
+      await fsp.unlink(at(tmp)).catch(() => undefined);
+      await anchors?.close();
+      await journal?.end();
+    }
+    await fsyncDir(path.dirname(abs));
+    this.noteGiven(abs, sha256);
+    if (this.bridge && (await this.bridge.status([abs], 'never')).has(abs)) await this.bridge.update([{ type: 'reload', abs }]);
   }
 
   /**
@@ -691,6 +805,23 @@ function unreadableError(rel: string): ToolError {
   return new ToolError('permission_denied', `"${rel}" cannot be read: permission denied.`, {
     path: rel,
     suggestedAction: `Leave it alone, or ask the user to make it readable (chmod u+r ${rel}).`,
+  });
+}
+
+/** A path that is a FIFO, socket or device: never opened (a FIFO would block), refused by every file tool. */
+export function notRegularFileError(abs: string, rel: string): ToolError {
+  let what = 'not a regular file';
+  try {
+    const st = fs.statSync(abs);
+    if (st.isFIFO()) what = 'a FIFO (named pipe), not a regular file';
+    else if (st.isSocket()) what = 'a socket, not a regular file';
+    else if (st.isCharacterDevice() || st.isBlockDevice()) what = 'a device, not a regular file';
+  } catch {
+    // gone meanwhile: the generic words
+  }
+  return new ToolError('permission_denied', `"${rel}" is ${what}; the file tools only read and change regular files.`, {
+    path: rel,
+    suggestedAction: 'Leave it alone; use bash if it really must be read or written.',
   });
 }
 
@@ -800,10 +931,14 @@ function siblingName(target: string, kind: 'tmp' | 'bak'): string {
   return path.join(path.dirname(target), `.${path.basename(target)}.caboose-${randomBytes(6).toString('hex')}.${kind}`);
 }
 
-async function writeTemp(tmp: string, bytes: Buffer, mode: number | undefined): Promise<void> {
+async function writeTemp(tmp: string, bytes: Buffer, mode: number | undefined, owner?: { uid: number; gid: number }): Promise<void> {
   const fh = await fsp.open(tmp, 'wx', mode ?? 0o666);
   try {
     await fh.writeFile(bytes);
+    // Root (or a member of the group) can keep the old owner and group; others keep what they may.
+    if (owner && (owner.uid !== process.getuid?.() || owner.gid !== process.getgid?.())) {
+      await fh.chown(owner.uid, owner.gid).catch(() => fh.chown(-1, owner.gid).catch(() => undefined));
+    }
     if (mode !== undefined) await fh.chmod(mode);
     await fh.sync();
   } catch (err) {
@@ -838,11 +973,153 @@ async function backupCopy(target: string, backup: string): Promise<void> {
   }
 }
 
+/** The sha256 of a file, read in chunks. */
+export async function sha256File(p: string): Promise<string> {
+  const h = createHash('sha256');
+  for await (const chunk of fs.createReadStream(p, { highWaterMark: 1 << 20 })) h.update(chunk as Buffer);
+  return h.digest('hex');
+}
+
+function hardLinkError(rel: string, links: number): ToolError {
+  return new ToolError(
+    'permission_denied',
+    `"${rel}" has ${links} hard links; replacing it would split them (the other names would keep the old text), so it is not changed.`,
+    {
+      path: rel,
+      suggestedAction: `Leave it unchanged, or ask the user to set hard_links = "in_place" (the file is then written in place, keeping every link).`,
+      details: { hardLinks: links },
+    },
+  );
+}
+
+function concurrentWriteError(rel: string): ToolError {
+  return new ToolError(
+    'stale_file',
+    `"${rel}" changed since you read it: another program wrote to the file on disk while this change was being committed. Nothing was changed; its version was kept.`,
+    { path: rel, suggestedAction: STALE_FILE_ACTION, details: { bufferChanged: false, diskChanged: true, concurrentWrite: true } },
+  );
+}
+
+/** The file a step moved aside (its backup) still has the sha256 its change was computed from. */
+async function verifyDisplaced(s: Step, rel: string, at: (p: string) => string = (p) => p): Promise<void> {
+  if (s.kind === 'created' || !s.expect) return;
+  const h = createHash('sha256');
+  let size = 0;
+  for await (const chunk of fs.createReadStream(at(s.backup), { highWaterMark: 1 << 20 })) {
+    h.update(chunk as Buffer);
+    size += (chunk as Buffer).length;
+  }
+  if (h.digest('hex') !== s.expect) throw concurrentWriteError(rel);
+  s.checkedSize = size;
+}
+
+/**
+ * Before a displaced file (a backup) goes: bytes another program appended to it after it was checked
+ * (through a descriptor it opened before the rename) are appended at its path, not lost.
+ */
+async function releaseBackup(s: Step, at: (p: string) => string = (p) => p): Promise<void> {
+  if (s.kind === 'created') return;
+  const fh = s.checkedSize === undefined ? null : await fsp.open(at(s.backup), 'r').catch(() => null);
+  let size = s.checkedSize ?? 0;
+  if (fh) size = await appendGrowth(fh, size, at(s.target)).catch(() => size);
+  await fsp.unlink(at(s.backup)).catch(() => undefined);
+  if (fh) keepWatching(fh, size, s.target);
+}
+
+/** Appends to `target` what `fh`'s file holds beyond `from`; returns its size. */
+async function appendGrowth(fh: fsp.FileHandle, from: number, target: string): Promise<number> {
+  const { size } = await fh.stat();
+  if (size <= from) return from;
+  const extra = Buffer.alloc(size - from);
+  await fh.read(extra, 0, extra.length, from);
+  await fsp.appendFile(target, extra);
+  return size;
+}
+
+/** How long a displaced file is still watched for a write already under way (opened before the rename). */
+const LATE_WRITE_GRACE_MS = 25;
+
+/**
+ * A writer that opened the file before it was displaced may still be writing (its open and its write
+ * are apart by microseconds): a moment later, what it added is appended at the path too. Then `fh` closes.
+ */
+function keepWatching(fh: fsp.FileHandle, from: number, target: string): void {
+  const t = setTimeout(() => {
+    void appendGrowth(fh, from, target)
+      .catch(() => undefined)
+      .finally(() => fh.close().catch(() => undefined));
+  }, LATE_WRITE_GRACE_MS);
+  t.unref();
+}
+
+/** Writes `bytes` into the existing inode of `abs` (its hard links keep seeing it). */
+async function writeInPlace(abs: string, bytes: Buffer): Promise<void> {
+  const fh = await fsp.open(abs, 'r+');
+  try {
+    await fh.write(bytes, 0, bytes.length, 0);
+    await fh.truncate(bytes.length);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * Puts a replaced file's old version (its backup) back. What another program appended to the new
+ * version in the meantime is appended to the old one; a full rewrite of it by another program is kept.
+ */
+async function putBack(target: string, backup: string, ours: Buffer): Promise<void> {
+  const fh = await fsp.open(target, 'r').catch(() => null);
+  await fsp.rename(backup, target);
+  if (!fh) return;
+  let now: Buffer;
+  try {
+    now = await fh.readFile();
+  } catch (err) {
+    await fh.close();
+    throw err;
+  }
+  keepWatching(fh, now.length, target);
+  if (now.length > ours.length && now.subarray(0, ours.length).equals(ours)) await fsp.appendFile(target, now.subarray(ours.length));
+  else if (!now.equals(ours)) await fsp.writeFile(target, now);
+}
+
 async function rollback(steps: Step[], at: (p: string) => string = (p) => p): Promise<void> {
   for (const s of [...steps].reverse()) {
     try {
-      if (s.kind === 'created') await fsp.unlink(at(s.target));
-      else await fsp.rename(at(s.backup), at(s.target));
+      if (s.kind === 'created') {
+        const now = await fsp.readFile(at(s.target)).catch(() => null);
+        // Another program that appended to the new file keeps what it wrote.
+        if (!now || now.equals(s.bytes)) await fsp.unlink(at(s.target));
+        else if (now.length > s.bytes.length && now.subarray(0, s.bytes.length).equals(s.bytes)) await fsp.writeFile(at(s.target), now.subarray(s.bytes.length));
+      } else if (s.kind === 'replaced' && s.inPlace) {
+        await writeInPlace(at(s.target), await fsp.readFile(at(s.backup)));
+        await fsp.unlink(at(s.backup));
+      } else if (s.kind === 'replaced') {
+        await putBack(at(s.target), at(s.backup), s.bytes);
+      } else {
+        // A deleted file comes back; what another program wrote to a new file at its path meanwhile is
+        // appended after it (read through a descriptor held across the rename: nothing written in between is lost).
+        try {
+          await fsp.link(at(s.backup), at(s.target));
+          await fsp.unlink(at(s.backup));
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
+            await fsp.rename(at(s.backup), at(s.target));
+            continue;
+          }
+          const fh = await fsp.open(at(s.target), 'r');
+          try {
+            await fsp.rename(at(s.backup), at(s.target));
+            const theirs = await fh.readFile();
+            await fsp.appendFile(at(s.target), theirs);
+            keepWatching(fh, theirs.length, s.target);
+          } catch (err) {
+            await fh.close();
+            throw err;
+          }
+        }
+      }
     } catch {
       // best effort: keep restoring the others
     }

@@ -318,7 +318,7 @@ export async function rewindCheckpoints(ws: FileWorkspace, sessionId: string, op
       audit,
       result,
       beforeCommit: async () => {
-        for (const o of trashed) await ws.trash.stash(o.trashId, o.view.bytes);
+        for (const o of trashed) await ws.trash.stash(o.trashId, o.view.bytes, { originalPath: o.p.rel, sha256: o.view.sha256, mode: o.view.mode ?? 0o644 });
       },
       onFailure: async () => {
         for (const o of trashed) await ws.trash.discard(o.trashId);

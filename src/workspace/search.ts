@@ -42,15 +42,25 @@ export interface GrepQuery {
   include?: string;
   gitignore: boolean;
   engine?: 'auto' | 'rg' | 'js';
+  /** The search stops once it has this many matches (default MAX_SEARCH_RESULTS + 1: enough to know there are more). */
+  maxMatches?: number;
 }
 
 export interface GrepResult {
   matches: GrepMatch[];
+  /** Matches found (when `stopped`, only those found before the search stopped). */
   total: number;
   engine: 'rg' | 'js';
   /** Files that usually hold secrets whose matches were left out (see SearchContext.isSecret). */
   secretFiles?: string[];
+  /** The search stopped at `maxMatches`: there may be more. */
+  stopped: boolean;
+  /** Files that could not be read (permission denied, I/O errors), workspace-relative, with why. */
+  unreadable: { path: string; reason: string }[];
 }
+
+/** Most unreadable files named in a result. */
+const MAX_UNREADABLE = 20;
 
 let rgAvailable: boolean | undefined;
 
@@ -93,21 +103,58 @@ function clip(text: string): string {
 export async function grep(ctx: SearchContext, q: GrepQuery): Promise<GrepResult> {
   const re = compileSearchRegex(q.pattern, q.fixed ?? false);
   const engine = chooseEngine(q);
-  let all = engine === 'rg' ? await grepRg(ctx, q) : await grepJs(ctx, q, re);
-  // ripgrep opens files by path: each match is checked against the file read through a verified handle.
-  if (engine === 'rg' && anchoringSupported()) all = await keepVerifiedMatches(ctx.rootAbs, all);
-  let matches = all.filter((m) => !ctx.isDenied(m.path));
   const secretFiles = new Set<string>();
-  if (ctx.isSecret && !ctx.isSecret(q.startRel)) {
-    matches = matches.filter((m) => !(ctx.isSecret!(m.path) && secretFiles.add(m.path)));
-  }
+  const filterSecrets = !!ctx.isSecret && !ctx.isSecret(q.startRel);
+  const sink: Sink = {
+    matches: [],
+    limit: q.maxMatches ?? MAX_SEARCH_RESULTS + 1,
+    stopped: false,
+    unreadable: [],
+    // Denied paths and (in a folder search) secret files never take a place under the cap.
+    skip: (rel) => ctx.isDenied(rel) || (filterSecrets && ctx.isSecret!(rel) && (secretFiles.add(rel), true)),
+  };
+  if (engine === 'rg') await grepRg(ctx, q, sink);
+  else await grepJs(ctx, q, re, sink);
+  let matches = sink.matches;
+  // ripgrep opens files by path: each match is checked against the file read through a verified handle.
+  if (engine === 'rg' && anchoringSupported()) matches = await keepVerifiedMatches(ctx.rootAbs, matches);
   matches.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.line - b.line));
-  return { matches, total: matches.length, engine, ...(secretFiles.size ? { secretFiles: [...secretFiles].sort() } : {}) };
+  return {
+    matches,
+    total: matches.length,
+    engine,
+    stopped: sink.stopped,
+    unreadable: sink.unreadable,
+    ...(secretFiles.size ? { secretFiles: [...secretFiles].sort() } : {}),
+  };
 }
 
-async function grepJs(ctx: SearchContext, q: GrepQuery, re: RegExp): Promise<GrepMatch[]> {
+/** Where an engine puts what it finds: it stops adding (and searching) at `limit`. */
+interface Sink {
+  matches: GrepMatch[];
+  limit: number;
+  stopped: boolean;
+  unreadable: { path: string; reason: string }[];
+  skip: (rel: string) => boolean;
+}
+
+/** Adds a match; false once the sink is full (the search should stop). */
+function add(sink: Sink, m: GrepMatch): boolean {
+  if (sink.skip(m.path)) return true;
+  if (sink.matches.length >= sink.limit) {
+    sink.stopped = true;
+    return false;
+  }
+  sink.matches.push(m);
+  return true;
+}
+
+function noteUnreadable(sink: Sink, rel: string, reason: string): void {
+  if (sink.unreadable.length < MAX_UNREADABLE) sink.unreadable.push({ path: rel, reason });
+}
+
+async function grepJs(ctx: SearchContext, q: GrepQuery, re: RegExp, sink: Sink): Promise<void> {
   const include = q.include ? compileGlob(q.include) : null;
-  const out: GrepMatch[] = [];
   // Whole-file pre-check: with the m flag, ^ and $ also match at line breaks, so it finds every file with a line match.
   const quick = new RegExp(re.source, re.flags.includes('m') ? re.flags : re.flags + 'm');
   const st = await fsp.stat(path.join(ctx.rootAbs, q.startRel));
@@ -120,6 +167,8 @@ async function grepJs(ctx: SearchContext, q: GrepQuery, re: RegExp): Promise<Gre
       files.push(e.rel);
     }
   }
+  // In path order, so that stopping at the cap keeps the first matches of the sorted result.
+  files.sort();
   for (const rel of files) {
     ctx.signal?.throwIfAborted();
     let bytes: Buffer;
@@ -128,7 +177,10 @@ async function grepJs(ctx: SearchContext, q: GrepQuery, re: RegExp): Promise<Gre
       const r = await readVerified(ctx.rootAbs, path.join(ctx.rootAbs, rel));
       if (r?.kind !== 'file') continue;
       bytes = r.bytes;
-    } catch {
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EACCES' || code === 'EPERM') noteUnreadable(sink, rel, 'permission denied');
+      else if (code !== 'ENOENT' && code !== undefined) noteUnreadable(sink, rel, code);
       continue;
     }
     if (bytes.includes(0)) continue;
@@ -137,10 +189,9 @@ async function grepJs(ctx: SearchContext, q: GrepQuery, re: RegExp): Promise<Gre
     const lines = text.split('\n');
     if (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
     for (let i = 0; i < lines.length; i++) {
-      if (re.test(lines[i])) out.push({ path: rel, line: i + 1, text: clip(stripEol(lines[i])) });
+      if (re.test(lines[i]) && !add(sink, { path: rel, line: i + 1, text: clip(stripEol(lines[i])) })) return;
     }
   }
-  return out;
 }
 
 /**
@@ -168,7 +219,7 @@ interface RgEvent {
   data?: { path?: { text?: string; bytes?: string }; lines?: { text?: string; bytes?: string }; line_number?: number };
 }
 
-async function grepRg(ctx: SearchContext, q: GrepQuery): Promise<GrepMatch[]> {
+async function grepRg(ctx: SearchContext, q: GrepQuery, sink: Sink): Promise<void> {
   const args = [
     '--json',
     '--no-config',
@@ -177,7 +228,9 @@ async function grepRg(ctx: SearchContext, q: GrepQuery): Promise<GrepMatch[]> {
     '--no-ignore-global',
     '--no-ignore-exclude',
     '--no-ignore-dot',
-    '--no-messages',
+    // In path order, so that stopping at the cap keeps the first matches of the sorted result.
+    '--sort',
+    'path',
     '-g',
     '!.git',
   ];
@@ -185,13 +238,14 @@ async function grepRg(ctx: SearchContext, q: GrepQuery): Promise<GrepMatch[]> {
   if (q.fixed) args.push('-F');
   if (q.include) args.push('--type-add', `inc:${q.include}`, '-t', 'inc');
   args.push('-e', q.pattern, '--', q.startRel === '' ? '.' : q.startRel);
-  const out: GrepMatch[] = [];
   await new Promise<void>((resolve, reject) => {
     const child = spawn('rg', args, { cwd: ctx.rootAbs, stdio: ['ignore', 'pipe', 'pipe'], signal: ctx.signal });
     let buf = '';
     let stderr = '';
+    let full = false;
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (chunk: string) => {
+      if (full) return;
       buf += chunk;
       let nl: number;
       while ((nl = buf.indexOf('\n')) !== -1) {
@@ -204,17 +258,40 @@ async function grepRg(ctx: SearchContext, q: GrepQuery): Promise<GrepMatch[]> {
         const p = d.path?.text ?? Buffer.from(d.path?.bytes ?? '', 'base64').toString('utf8');
         const t = d.lines?.text ?? Buffer.from(d.lines?.bytes ?? '', 'base64').toString('utf8');
         const rel = path.relative(ctx.rootAbs, path.resolve(ctx.rootAbs, p)).split(path.sep).join('/');
-        out.push({ path: rel, line: d.line_number, text: clip(stripEol(t)) });
+        if (!add(sink, { path: rel, line: d.line_number, text: clip(stripEol(t)) })) {
+          // The cap is reached: ripgrep is stopped rather than left to find (and send) the rest.
+          full = true;
+          buf = '';
+          child.kill('SIGKILL');
+          return;
+        }
       }
     });
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (c: string) => {
+      if (stderr.length < 64 * 1024) stderr += c;
+    });
     child.on('error', reject);
     child.on('close', (code) => {
-      if (code === 0 || code === 1) resolve();
-      else if (out.length > 0) resolve();
-      else reject(new ToolError('invalid_arguments', `ripgrep failed: ${stderr.trim() || `exit ${code}`}`));
+      // Exit 2: some files could not be read (or the pattern is invalid). Unreadable files are reported; the search stands.
+      const problems = parseRgErrors(stderr, ctx.rootAbs);
+      for (const pr of problems) noteUnreadable(sink, pr.path, pr.reason);
+      if (full || code === 0 || code === 1) resolve();
+      else if (code === 2 && (problems.length > 0 || sink.matches.length > 0)) resolve();
+      else reject(new ToolError('invalid_arguments', `ripgrep failed: ${stderr.trim().split('\n')[0] || `exit ${code}`}`));
     });
   });
+}
+
+/** `rg: ./path: Permission denied (os error 13)` lines → the files and why. */
+function parseRgErrors(stderr: string, rootAbs: string): { path: string; reason: string }[] {
+  const out: { path: string; reason: string }[] = [];
+  for (const line of stderr.split('\n')) {
+    const m = /^rg: (.+?): (.+?)(?: \(os error \d+\))?$/.exec(line.trim());
+    if (!m || m[1].startsWith('regex parse error')) continue;
+    const rel = path.relative(rootAbs, path.resolve(rootAbs, m[1])).split(path.sep).join('/');
+    out.push({ path: rel, reason: m[2].toLowerCase() });
+  }
   return out;
 }
 

@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ToolError, throwIfCancelled, type ErrorKind } from '../tools/errors';
-import type { AuditRepository } from '../store/audit';
+import type { AuditEntry, AuditRepository } from '../store/audit';
 import { openStore, type Store } from '../store';
-import { FileAccess, type BufferBridge, type CommitReport, type FileChange, type CommitFaultHook, type UnsavedBuffersPolicy } from './file-access';
+import { FileAccess, type BufferBridge, type CommitReport, type FileChange, type CommitFaultHook, type HardLinkPolicy, type UnsavedBuffersPolicy } from './file-access';
 import { Checkpoints } from './checkpoints';
 import { Mutex } from './mutex';
 import { recoverCommits, type RecoveryReport } from './commit-journal';
@@ -12,7 +12,7 @@ import { DEFAULT_DENY_GLOBS, PathResolver, isUnder, type ResolvedPath } from './
 import { escapeGlob } from './glob-match';
 import type { SearchContext } from './search';
 import { scanWorkspace, type ScanOptions, type WorkspaceScan } from './scan';
-import { DEFAULT_TRASH_RETENTION_DAYS, WorkspaceTrash } from './trash';
+import { DEFAULT_TRASH_RETENTION_DAYS, WorkspaceTrash, type TrashRecovery } from './trash';
 import { DEFAULT_SECRET_GLOBS, SecretMatcher } from './secrets';
 import type { DiagnosticsSource } from './diagnostics';
 import { PostEditDiagnostics, type PendingDiagnostics, type PostEditOptions } from './post-edit-diagnostics';
@@ -36,6 +36,8 @@ export interface WorkspaceOptions {
   maxFileBytes?: number;
   /** Let the write tools change read-only files (no owner write bit, or not writable by this user). Default false. */
   allowReadonlyWrites?: boolean;
+  /** A file with several hard links: refuse to change it (default) or write it in place, keeping the links. */
+  hardLinks?: HardLinkPolicy;
   /** Test hook: simulate failures during commits. */
   faultHook?: CommitFaultHook;
   /** The editor's diagnostics (Neovim's vim.diagnostic); null/absent = none (the diagnostics tool says so). */
@@ -104,10 +106,13 @@ export class FileWorkspace implements Workspace {
   readonly checkpoints: Checkpoints;
   /** What opening the workspace recovered of commits cut off by a crash. */
   readonly recovered: RecoveryReport;
+  /** What opening the workspace found of deletes whose trash row a crash or a locked database prevented. */
+  readonly trashRecovered: TrashRecovery;
   /** The editor's diagnostics, when Neovim is attached. */
   readonly diagnostics: DiagnosticsSource | null;
   private readonly postEdit: PostEditDiagnostics | null;
   private readonly writeLock = new Mutex();
+  private readonly auditSpool: string;
   private readonly secrets: SecretMatcher;
   private closed = false;
 
@@ -129,7 +134,7 @@ export class FileWorkspace implements Workspace {
     this.secrets = new SecretMatcher(opts.secretGlobs ?? DEFAULT_SECRET_GLOBS);
     const journalDir = path.join(this.dataDir, 'journal');
     // Commits a crashed process left half done are finished or undone before anything else runs.
-    this.recovered = recoverCommits(journalDir);
+    this.recovered = recoverCommits(journalDir, this.root);
     this.files = new FileAccess({
       root: this.root,
       bridge: opts.bridge,
@@ -138,9 +143,22 @@ export class FileWorkspace implements Workspace {
       allowReadonlyWrites: opts.allowReadonlyWrites,
       faultHook: opts.faultHook,
       journalDir,
+      hardLinks: opts.hardLinks,
     });
     this.store = openStore(this.dataDir);
-    this.trash = new WorkspaceTrash(this.dataDir, this.store.trash, opts.trashRetentionDays ?? DEFAULT_TRASH_RETENTION_DAYS);
+    this.auditSpool = path.join(this.dataDir, 'audit-spool.jsonl');
+    try {
+      this.flushAuditSpool();
+    } catch {
+      // still locked: the next row appends them
+    }
+    this.trash = new WorkspaceTrash(this.dataDir, this.store.trash, opts.trashRetentionDays ?? DEFAULT_TRASH_RETENTION_DAYS, this.root, this.sessionId);
+    // Deletes cut off before their trash row (a crash, a locked database) are listed again.
+    try {
+      this.trashRecovered = this.trash.recover();
+    } catch {
+      this.trashRecovered = { adopted: [], dropped: [] };
+    }
     this.checkpoints = new Checkpoints({ root: this.root, files: this.files, repo: this.store.checkpoints });
     this.diagnostics = opts.diagnostics ?? null;
     this.postEdit =
@@ -205,8 +223,20 @@ export class FileWorkspace implements Workspace {
           await p.onFailure?.();
           throw err;
         }
-        await this.checkpoints.record(capture, p.changes, report);
-        await p.afterCommit?.(report);
+        // The files changed: from here on the call reports success, whatever the bookkeeping does (a
+        // locked database is waited for up to its busy timeout; what still fails is said in the result).
+        const warnings: string[] = [];
+        try {
+          await this.checkpoints.record(capture, p.changes, report);
+        } catch (err) {
+          warnings.push(`the checkpoint was not recorded (:CabooseUndo cannot undo this change): ${errText(err)}`);
+        }
+        try {
+          await p.afterCommit?.(report);
+        } catch (err) {
+          warnings.push(`bookkeeping after the write failed (a deleted file's trash entry is added at the next start): ${errText(err)}`);
+        }
+        if (warnings.length && p.result && typeof p.result === 'object') Object.assign(p.result, { warnings });
       } catch (err) {
         watch.pending?.cancel();
         watch.pending = null;
@@ -229,7 +259,7 @@ export class FileWorkspace implements Workspace {
    */
   recordAudit(tool: string, operation: string, d: AuditDraft, ok: boolean, errorKind: ErrorKind | null, details?: object): void {
     if (this.closed) return;
-    this.store.audit.append({
+    this.appendAudit({
       time: new Date().toISOString(),
       sessionId: this.sessionId,
       tool,
@@ -246,11 +276,61 @@ export class FileWorkspace implements Workspace {
     });
   }
 
+  /**
+   * Appends an audit row. When the database cannot take it (locked past its busy timeout, read-only),
+   * the row is kept in `<dataDir>/audit-spool.jsonl` (fsynced) and appended, in order, before the next
+   * row or when the workspace is next opened: the log never misses a write that happened.
+   */
+  private appendAudit(e: AuditEntry): void {
+    try {
+      this.flushAuditSpool();
+      this.store.audit.append(e);
+    } catch {
+      const fd = fs.openSync(this.auditSpool, 'a', 0o600);
+      try {
+        fs.writeSync(fd, JSON.stringify(e) + '\n');
+        fs.fsyncSync(fd);
+      } finally {
+        fs.closeSync(fd);
+      }
+    }
+  }
+
+  /** Appends the spooled audit rows (see appendAudit); throws when the database still cannot take them. */
+  flushAuditSpool(): void {
+    let text: string;
+    try {
+      text = fs.readFileSync(this.auditSpool, 'utf8');
+    } catch {
+      return;
+    }
+    const entries: AuditEntry[] = [];
+    for (const line of text.split('\n')) {
+      if (!line) continue;
+      try {
+        entries.push(JSON.parse(line) as AuditEntry);
+      } catch {
+        // a line cut off by a crash while it was written
+      }
+    }
+    this.store.audit.appendAll(entries);
+    fs.rmSync(this.auditSpool, { force: true });
+  }
+
   close(): void {
     if (this.closed) return;
+    try {
+      this.flushAuditSpool();
+    } catch {
+      // still locked: the next open appends them
+    }
     this.closed = true;
     this.store.close();
   }
+}
+
+function errText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 /** The FileWorkspace behind a tool context (internal_error when a caller passed a bare Workspace). */

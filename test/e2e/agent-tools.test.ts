@@ -66,6 +66,7 @@ forEachNvim((bin) => {
       );
       const n = e.fake.chatRequests.length;
       await e.t.cmd('Caboose ask me');
+      await e.t.cmd('CabooseChat'); // the question opens in the chat
       await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('thanks'), 'answer');
       assert.deepEqual(firstToolResult(e.fake.chatRequests[n + 1]).data, { answer: 'blue' });
       assert.equal(firstToolResult(e.fake.chatRequests[n + 2]).data!.answer, 'b.ts');
@@ -76,20 +77,23 @@ forEachNvim((bin) => {
       assert.deepEqual(calls[1].items, ['a.ts', 'b.ts', 'c.ts', 'Other answer…'], 'the choices, then a free answer');
     });
 
-    it('ask_user never takes the keys the user is typing: it waits for them to leave Insert mode', async () => {
+    it('ask_user never takes the keys the user is typing: it waits for the chat or :CabooseApproval', async () => {
       await start();
       await e.t.cmd('edit notes.txt');
       await e.t.nvim.input('i');
       await e.t.waitFor(async () => (await e.t.lua('return vim.fn.mode()')) === 'i', 'insert mode');
       e.fake.script({ toolCalls: [{ name: 'ask_user', arguments: { question: 'Favourite colour?' } }] }, { text: 'thanks' });
       await e.t.lua("require('caboose').send('ask me')");
-      await e.t.waitFor(async () => (await e.t.notifications()).some((n) => n.msg.startsWith('(caboose) the agent asks: Favour') && n.msg.endsWith('(when you leave Insert mode)')), 'told');
+      await e.t.waitFor(async () => (await e.t.notifications()).some((n) => n.msg.startsWith('(caboose) the agent asks: Favour') && n.msg.endsWith('(answer in the chat, or :CabooseApproval)')), 'told');
       await e.t.nvim.input('typing on');
       await new Promise((r) => setTimeout(r, 300));
       assert.deepEqual(await e.t.lua('return _G.ui_calls'), [], 'not asked while typing');
       assert.deepEqual(await e.t.lua('return vim.api.nvim_buf_get_lines(0, 0, -1, false)'), ['typing on'], 'the keys went to the buffer');
       await e.t.nvim.input('<Esc>');
-      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('thanks'), 'answered once out of Insert mode');
+      await new Promise((r) => setTimeout(r, 300));
+      assert.deepEqual(await e.t.lua('return _G.ui_calls'), [], 'not asked in the user\'s buffer after Insert mode either');
+      await e.t.cmd('CabooseApproval');
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('thanks'), 'answered on :CabooseApproval');
       const calls = await e.t.lua<{ kind: string; prompt: string }[]>('return _G.ui_calls');
       assert.equal(calls.length, 1);
       assert.match(calls[0].prompt, /Favourite colour\?/);
@@ -107,6 +111,7 @@ forEachNvim((bin) => {
       );
       const n = e.fake.chatRequests.length;
       await e.t.cmd('Caboose ask me');
+      await e.t.cmd('CabooseChat'); // the question opens in the chat
       await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('noted'), 'answer');
       assert.deepEqual(firstToolResult(e.fake.chatRequests[n + 1]).data, { answer: 'd.ts, actually' });
       const calls = await e.t.lua<{ kind: string; prompt: string; items?: string[] }[]>('return _G.ui_calls');
@@ -122,6 +127,7 @@ forEachNvim((bin) => {
       e.fake.script({ toolCalls: [{ name: 'ask_user', arguments: { question: 'Which?', choices: ['a', 'b'] } }] }, { text: 'assumed a' });
       const n = e.fake.chatRequests.length;
       await e.t.cmd('Caboose ask');
+      await e.t.cmd('CabooseChat');
       await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('assumed a'), 'answer');
       assert.deepEqual(firstToolResult(e.fake.chatRequests[n + 1]).data, { answer: null, cancelled: true });
       assert.deepEqual(await e.t.lua('return _G.ui_calls'), [{ kind: 'select' }], 'no free-text prompt after a dismissal');

@@ -108,7 +108,7 @@ forEachNvim((bin) => {
     });
 
     it('standing grants: in state(), the winbar and :CabooseMode; :CabooseRevoke withdraws them', async () => {
-      await start('create');
+      await e.start({ initLua: `vim.o.columns = 200 ${FAST('create', '')}` }); // room in the winbar for every grant
       const grants = () => e.t.lua<string[]>("return require('caboose').state().grants");
       const waitGrants = (want: string[]) => e.t.waitFor(async () => JSON.stringify(await grants()) === JSON.stringify(want), `grants ${want.join(',')}`);
       const answered = (text: string) => e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes(text), text);

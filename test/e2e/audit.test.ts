@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { filetypeLines as linesOf, forEachNvim } from '../support/nvim';
 import { useE2E } from '../support/e2e';
+import Database from 'better-sqlite3';
 import { verifyAuditLog } from '../../src/store';
 
 
@@ -75,6 +76,44 @@ forEachNvim((bin) => {
       } finally {
         fs.rmSync(other, { recursive: true, force: true });
       }
+    });
+  });
+});
+
+// Issue 17 defect 4: tampered rows were shown as genuine.
+forEachNvim((bin) => {
+  describe(`:CabooseAudit marks tampering (Neovim ${bin.version})`, () => {
+    const e = useE2E(bin);
+
+    it('verifies the chain as :checkhealth does and marks the first broken row and every row after it', async () => {
+      const t = await e.start();
+      for (const p of ['a.txt', 'b.txt', 'c.txt', 'd.txt']) {
+        await t.lua("return require('caboose').tool_call('create_file', { path = ..., content = 'x' })", [p]);
+      }
+      await t.cmd('CabooseAudit');
+      const clean = await t.waitFor(() => linesOf(t, 'caboose_audit'), 'the audit buffer');
+      assert.match(clean[1], /the hash chain verifies/);
+      assert.ok(!clean.some((l) => /TAMPERED|✗/.test(l)), clean.join('\n'));
+      await t.nvim.input('q');
+      await t.waitFor(async () => (await linesOf(t, 'caboose_audit')) === null, 'closed');
+
+      const db = new Database(`${t.dataDir}/caboose.sqlite`);
+      const ids = (db.prepare("SELECT id FROM audit_log WHERE tool = 'create_file' ORDER BY id").all() as { id: number }[]).map((r) => r.id);
+      db.exec('DROP TRIGGER audit_log_no_update');
+      db.prepare("UPDATE audit_log SET path = 'forged.txt' WHERE id = ?").run(ids[1]);
+      db.close();
+      await t.cmd('CabooseAudit');
+      const lines = await t.waitFor(async () => {
+        const l = await linesOf(t, 'caboose_audit');
+        return l && l.some((x) => /TAMPERED/.test(x)) ? l : null;
+      }, 'the tampered list');
+      const text = lines.join('\n');
+      assert.match(text, new RegExp(`TAMPERED: the hash chain breaks at row ${ids[1]}`));
+      const row = (p: string): string => lines.find((l) => new RegExp(`create\\s+${p}`).test(l)) ?? '';
+      assert.match(row('a\\.txt'), /^ {2}\d/, `a.txt (before the break) is not marked:\n${text}`);
+      for (const p of ['forged\\.txt', 'c\\.txt', 'd\\.txt']) assert.match(row(p), /^✗ /, `${p} is marked:\n${text}`);
+      const health = await t.lua<string>("vim.cmd('checkhealth caboose'); return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
+      assert.match(health, new RegExp(`broken at row ${ids[1]}`));
     });
   });
 });

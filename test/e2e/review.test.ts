@@ -56,13 +56,13 @@ forEachNvim((bin) => {
       assert.equal(await e.t.lua("return vim.fn.undotree(vim.fn.bufnr('a.txt')).seq_last"), 0);
       // Decorations: added lines, removed lines as virtual lines above them, changed words, hunk labels.
       const m = await marks(r.buf);
-      assert.deepEqual(m.filter((x) => x[3].line_hl_group === 'CabooseReviewAdd').map((x) => x[1]), [1, 4, 8]);
+      assert.deepEqual(m.filter((x) => x[3].hl_group === 'CabooseReviewAdd').map((x) => x[1]), [1, 4, 8]);
       const virt = m.filter((x) => x[3].virt_lines).map((x) => [x[1], x[3].virt_lines![0][0][0], x[3].virt_lines![0][0][1]]);
       assert.deepEqual(virt, [[1, 'two', 'CabooseReviewDelete'], [4, 'five', 'CabooseReviewDelete'], [8, 'nine', 'CabooseReviewDelete']]);
       assert.equal(m.filter((x) => x[3].hl_group === 'CabooseReviewText').length, 0, 'a whole-line change has no word marks');
       assert.equal(m.filter((x) => x[3].virt_text?.[0][0].includes('hunk')).length, 3);
       // The file's window is narrow (the chat is open): the keys come first, in their short form.
-      assert.match(await e.t.lua<string>('return vim.wo[...].winbar', [fileWin]), /^ %#CabooseNotice#ga accept · gr reject · \? keys%\* │ Rev/);
+      assert.match(await e.t.lua<string>('return vim.wo[...].winbar', [fileWin]), /^ %#CabooseNotice#ga accept · gr reject · g\? keys%\* │ Rev/);
 
       await e.t.lua('vim.api.nvim_set_current_win(...)', [fileWin]);
       const row = () => e.t.lua<number>("return vim.fn.line('.')");
@@ -242,7 +242,7 @@ forEachNvim((bin) => {
       assert.equal(await e.t.lua('return vim.api.nvim_get_current_win()'), transcript, 'the cursor is back in the transcript');
     });
 
-    it('the winbar shows the keys first when the window is narrow; ? lists the review keys', async () => {
+    it('the winbar shows the keys first when the window is narrow; g? lists the review keys', async () => {
       await e.start({ initLua: SETUP });
       fs.writeFileSync(path.join(e.t.cwd, 'README-with-a-long-name.md'), ORIG);
       const bar = () =>
@@ -256,16 +256,16 @@ forEachNvim((bin) => {
       await e.t.cmd('Caboose change');
       await waitReview();
       const narrow = await bar();
-      for (const key of ['ga accept', 'gr reject', '? keys']) assert.ok(narrow.includes(key), `${key} in ${JSON.stringify(narrow)}`);
+      for (const key of ['ga accept', 'gr reject', 'g? keys']) assert.ok(narrow.includes(key), `${key} in ${JSON.stringify(narrow)}`);
       await e.t.cmd('set columns=160 | doautocmd VimResized');
-      await e.t.waitFor(async () => /\]c\/\[c hunks · ga accept · gr reject · gA\/gR all · q later · \? keys/.test(await bar()), 'every key at 160 columns');
+      await e.t.waitFor(async () => /\]c\/\[c hunk · ga accept · gr reject · gA\/gR all · q later · g\? keys/.test(await bar()), `every key at 160 columns: ${await bar()}`);
       assert.match(await bar(), /│ Review edit_file …[-a-z]*name\.md$/, 'the path is what gets cut');
 
       await e.t.cmd('CabooseApproval');
-      await e.t.nvim.input('?');
+      await e.t.nvim.input('g?');
       const keys = await e.t.waitFor(() => filetypeLines(e.t, 'caboose_keys'), 'the keys float');
       const text = keys.join('\n');
-      for (const k of [']c', '[c', 'ga', 'gr', 'gA', 'gR', 'q', '?']) assert.match(text, new RegExp(`^ ${k.replace(/[[\]?]/g, '\\$&')} `, 'm'), `${k} listed`);
+      for (const k of [']c', '[c', 'ga', 'gr', 'gA', 'gR', 'q', 'g?']) assert.match(text, new RegExp(`^ ${k.replace(/[[\]?]/g, '\\$&')} `, 'm'), `${k} listed`);
       assert.match(text, /accept the hunk/);
       await e.t.nvim.input('q');
       await e.t.waitFor(async () => (await filetypeLines(e.t, 'caboose_keys')) === null || (await e.t.lua('return vim.bo.filetype')) !== 'caboose_keys', 'keys float closed');

@@ -149,7 +149,7 @@ forEachNvim((bin) => {
     });
 
     it(':CabooseNew keeps the old session; full-text search finds it, reopening restores it; titles, :CabooseRename, delete asks', async () => {
-      const t = await e2e.start({ env: { CABOOSE_MODEL: 'fake-model' }, initLua: UI_STUB });
+      const t = await e2e.start({ env: { CABOOSE_MODEL: 'fake-model' }, initLua: `vim.o.columns = 160 ${UI_STUB}` }); // room for whole titles in the winbar
       e2e.fake.setTitle('Pelican facts overview');
       e2e.fake.script({ text: 'Pelicans have a throat pouch.' }, { text: 'Widgets are quantized.' });
       await t.cmd('Caboose tell me about pelicans');

@@ -6,7 +6,7 @@ import * as http from 'node:http';
 import * as path from 'node:path';
 import { createBashTool, type BashResult } from '../../src/tools/bash';
 import { Sandbox, detectSandbox, findGitEntries } from '../../src/workspace/sandbox/sandbox';
-import { bwrapArgs, explainBlocked, hostAllowed, networkPolicy, seatbeltProfile, type SandboxPolicy } from '../../src/workspace/sandbox/policy';
+import { bwrapArgs, explainBlocked, hostAllowed, networkPolicy, seatbeltProfile, tmpFoldersNamed, type SandboxPolicy } from '../../src/workspace/sandbox/policy';
 import { PERMISSION_MODES, permissionFor } from '../../src/agent/permissions';
 import { testToolContext } from '../support/tool-context';
 import { processAlive } from '../support/processes';
@@ -77,6 +77,14 @@ test('bwrap arguments: private /tmp before the workspace, .git read-only after i
   const ro = bwrapArgs({ ...policy, mode: 'read-only' }, { cwd: '/w' });
   assert.ok(!ro.includes('--bind'));
   assert.ok(ro.join(' ').includes('--ro-bind /w /w'));
+});
+
+test('a program kept under /tmp (a checkout there) stays visible, read-only, over the private /tmp', () => {
+  assert.deepEqual(tmpFoldersNamed(['/usr/bin/node', '/tmp/clone/caboose/test/server.mjs', '--flag', '/tmp/x', '/tmp/../etc/passwd', '/tmp/clone/other']), ['/tmp/clone']);
+  const a = bwrapArgs(policy, { cwd: '/w', visibleInTmp: ['/tmp/clone'] });
+  const at = (...xs: string[]): number => a.findIndex((_, i) => xs.every((x, j) => a[i + j] === x));
+  assert.ok(at('--tmpfs', '/tmp') < at('--ro-bind', '/tmp/clone', '/tmp/clone'));
+  assert.ok(at('--ro-bind', '/tmp/clone', '/tmp/clone') < at('--bind', '/w', '/w'));
 });
 
 test('Seatbelt profile (macOS, generated only): deny by default, writes to the workspace and tmp, .git and secrets denied', () => {

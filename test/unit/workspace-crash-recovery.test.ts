@@ -49,7 +49,8 @@ test('a two-file patch killed between its renames is rolled back at the next ope
   crashAt('apply_patch', { patch }, 'commit', 1);
   assert.equal(fs.readFileSync(path.join(root, 'a.txt'), 'utf8'), 'ALPHA\n', 'the kill left the first file renamed');
   const ws = openWorkspace({ root, dataDir, sessionId: 'next' });
-  assert.deepEqual(ws.workspace.recovered, { discarded: 0, rolledBack: 1, finished: 0 });
+  assert.deepEqual({ ...ws.workspace.recovered, restored: [] }, { discarded: 0, rolledBack: 1, finished: 0, restored: [], kept: [] });
+  assert.deepEqual([...ws.workspace.recovered.restored].sort(), [path.join(root, 'a.txt')], 'only the renamed file had to be put back');
   ws.close();
   assert.deepEqual(tree(), ORIGINAL);
 });
@@ -81,7 +82,7 @@ test('a commit whose renames were all done keeps the new content; its backups go
   const backup = path.join(root, '.a.txt.caboose-0123456789ab.bak');
   fs.writeFileSync(backup, 'alpha\n');
   fs.writeFileSync(path.join(journal, `${dead}-x-00aa.done`), JSON.stringify({ steps: [{ kind: 'replace', target: path.join(root, 'a.txt'), tmp: path.join(root, '.a.txt.caboose-0123456789ab.tmp'), backup }] }));
-  assert.deepEqual(recoverCommits(journal), { discarded: 0, rolledBack: 0, finished: 1 });
+  assert.deepEqual(recoverCommits(journal), { discarded: 0, rolledBack: 0, finished: 1, restored: [], kept: [] });
   assert.deepEqual(tree(), { 'a.txt': 'ALPHA\n', 'd/b.txt': 'beta\n' });
   assert.deepEqual(fs.readdirSync(journal), []);
 });
@@ -91,7 +92,40 @@ test("a live process's journal is left alone", () => {
   fs.mkdirSync(journal, { recursive: true });
   const name = `${process.pid}-x-00bb.pending`;
   fs.writeFileSync(path.join(journal, name), JSON.stringify({ steps: [{ kind: 'create', target: path.join(root, 'a.txt'), tmp: path.join(root, 'nope') }] }));
-  assert.deepEqual(recoverCommits(journal), { discarded: 0, rolledBack: 0, finished: 0 });
+  assert.deepEqual(recoverCommits(journal), { discarded: 0, rolledBack: 0, finished: 0, restored: [], kept: [] });
   assert.ok(fs.existsSync(path.join(root, 'a.txt')));
   assert.deepEqual(fs.readdirSync(journal), [name]);
+});
+
+// Issue 18 item 3: recovery reverted the user's later edits, and ran for any project on the data folder.
+test('recovery keeps a file the user changed after the crash (its bytes are no longer what the commit wrote)', () => {
+  crashAt('apply_patch', { patch }, 'commit', 1);
+  assert.equal(fs.readFileSync(path.join(root, 'a.txt'), 'utf8'), 'ALPHA\n');
+  fs.appendFileSync(path.join(root, 'a.txt'), 'user line\n');
+  const ws = openWorkspace({ root, dataDir, sessionId: 'next' });
+  assert.deepEqual(ws.workspace.recovered.kept, [path.join(root, 'a.txt')]);
+  assert.deepEqual(ws.workspace.recovered.restored, []);
+  ws.close();
+  assert.deepEqual(tree(), { 'a.txt': 'ALPHA\nuser line\n', 'd/b.txt': 'beta\n' });
+});
+
+test("opening another project on the same data folder leaves this project's interrupted commit alone", () => {
+  crashAt('apply_patch', { patch }, 'commit', 1);
+  const other = path.join(tmp, 'other');
+  fs.mkdirSync(other);
+  const ows = openWorkspace({ root: other, dataDir, sessionId: 'other' });
+  assert.deepEqual(ows.workspace.recovered, { discarded: 0, rolledBack: 0, finished: 0, restored: [], kept: [] });
+  ows.close();
+  assert.equal(fs.readFileSync(path.join(root, 'a.txt'), 'utf8'), 'ALPHA\n', 'untouched by the other project');
+  const ws = openWorkspace({ root, dataDir, sessionId: 'next' });
+  assert.deepEqual(ws.workspace.recovered.restored, [path.join(root, 'a.txt')]);
+  ws.close();
+  assert.deepEqual(tree(), ORIGINAL);
+});
+
+test('the chat is told which files recovery put back and which it left alone', () => {
+  const { recoveryNotice } = require('../../src/workspace/commit-journal') as typeof import('../../src/workspace/commit-journal');
+  const text = recoveryNotice({ discarded: 0, rolledBack: 1, finished: 0, restored: [path.join(root, 'a.txt')], kept: [path.join(root, 'd', 'b.txt')] }, root);
+  assert.match(text ?? '', /put back .*: a\.txt; files left as they are \(changed since the crash\): d\/b\.txt/);
+  assert.equal(recoveryNotice({ discarded: 2, rolledBack: 0, finished: 1, restored: [], kept: [] }, root), null);
 });

@@ -39,6 +39,7 @@ end
 
 H.skipped = {} ---@type table<string, table<string, boolean>> per request: 'file:hunk' the user toggled off
 H.hunk_at_line = {} ---@type table<integer, { fi: integer, hi: integer }> float line → hunk (files with hunks)
+H.word_marks = {} ---@type integer[][] changed words in the hunks' added lines: { line (1-based), start col, end col } (0-based)
 
 --- The files whose hunks can be toggled in the float (edits of existing files).
 H.hunk_files = function(req)
@@ -57,6 +58,7 @@ end
 --- The preview as hunks: a header per hunk (with its state) then its removed and added lines.
 H.hunk_body = function(req, add)
   H.hunk_at_line = {}
+  H.word_marks = {}
   local skipped = H.skipped[req.id] or {}
   for fi, f in ipairs(H.hunk_files(req)) do
     add(string.format('── %s%s (%s) ──', f.path, f.toPath and (' → ' .. f.toPath) or '', f.operation))
@@ -69,9 +71,14 @@ H.hunk_body = function(req, add)
         add('-' .. l)
         H.hunk_at_line[H.line_count] = { fi = fi, hi = hi }
       end
+      local first_added = H.line_count + 1
       for _, l in ipairs(h.added) do
         add('+' .. l)
         H.hunk_at_line[H.line_count] = { fi = fi, hi = hi }
+      end
+      for _, w in ipairs(h.words or {}) do
+        -- [offset in `added`, byte start, byte end): the '+' shifts the columns by one.
+        table.insert(H.word_marks, { first_added + w[1], w[2] + 1, w[3] + 1 })
       end
     end
   end
@@ -365,11 +372,17 @@ vim.api.nvim_create_autocmd({ 'VimResized', 'WinResized' }, {
 
 H.ns = vim.api.nvim_create_namespace('caboose_approval')
 
---- Diff lines in the preview get the CabooseDiff* groups (linked to DiffAdd/DiffDelete).
+--- Diff lines in the preview get the CabooseDiff* groups (linked to DiffAdd/DiffDelete); the changed
+--- words of added lines CabooseReviewText (DiffText), drawn over their line's group.
 H.highlight = function(buf, lines, req)
   vim.api.nvim_buf_clear_namespace(buf, H.ns, 0, -1)
   if not (type(req.preview) == 'table' and req.preview.kind == 'diff') then
     return
+  end
+  if H.hunk_files(req) then
+    for _, w in ipairs(H.word_marks) do
+      pcall(vim.api.nvim_buf_set_extmark, buf, H.ns, w[1] - 1, w[2], { end_col = w[3], hl_group = 'CabooseReviewText', priority = 160 })
+    end
   end
   for i, l in ipairs(lines) do
     local group
@@ -381,7 +394,7 @@ H.highlight = function(buf, lines, req)
       group = 'CabooseDiffHunk'
     end
     if group then
-      vim.api.nvim_buf_set_extmark(buf, H.ns, i - 1, 0, { end_row = i - 1, end_col = #l, hl_group = group, hl_eol = true })
+      vim.api.nvim_buf_set_extmark(buf, H.ns, i - 1, 0, { end_row = i - 1, end_col = #l, hl_group = group, hl_eol = true, priority = 150 })
     end
   end
 end
@@ -540,6 +553,20 @@ function M.close_all()
   H.pending = {}
   H.close_win()
   H.refresh_status()
+end
+
+--- The mode changed (:CabooseMode): the requests that still wait say the mode now in force (the host
+--- answered those the new mode does not ask about).
+function M.mode_changed(mode)
+  local changed = false
+  for _, req in ipairs(H.pending) do
+    if req.mode ~= mode then
+      req.mode, changed = mode, true
+    end
+  end
+  if changed and H.current() and H.win and vim.api.nvim_win_is_valid(H.win) then
+    H.render()
+  end
 end
 
 --- How many requests wait for an answer.

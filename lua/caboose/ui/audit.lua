@@ -97,9 +97,25 @@ H.render = function(res)
   local lines = {
     string.format('Caboose audit log: %s', tostring(res.workspace)),
     string.format('%d entr%s, newest first.  <CR> diff   q close', #entries, #entries == 1 and 'y' or 'ies'),
-    '',
   }
   local map, marks = {}, {}
+  -- The chain check (as :checkhealth does it): a log that does not verify says so above its rows.
+  local v = type(res.verification) == 'table' and res.verification or nil
+  if v and v.ok == false then
+    local msg = v.first_bad_row_id
+        and string.format('TAMPERED: the hash chain breaks at row %s; rows marked ✗ (that row and every row after it) are not genuine.', tostring(v.first_bad_row_id))
+      or 'TAMPERED: the audit log does not verify.'
+    table.insert(lines, msg)
+    table.insert(marks, { #lines - 1, 0, #msg, 'ErrorMsg' })
+    if v.problem then
+      table.insert(lines, '  ' .. tostring(v.problem))
+      table.insert(marks, { #lines - 1, 0, #lines[#lines], 'ErrorMsg' })
+    end
+  elseif v then
+    lines[2] = lines[2]:gsub('newest first%.', 'newest first; the hash chain verifies.', 1)
+  end
+  table.insert(lines, '')
+  local first_row = #lines + 1
   if #entries == 0 then
     table.insert(lines, '(nothing recorded for this workspace yet)')
   end
@@ -114,18 +130,28 @@ H.render = function(res)
     wtool = math.max(wtool, #tostring(e.tool))
     wop = math.max(wop, #tostring(e.operation))
   end
+  local any_broken = false
+  for _, e in ipairs(entries) do
+    any_broken = any_broken or e.broken == true
+  end
   for _, e in ipairs(entries) do
     local status = status_of(e)
-    local head = H.pad(e.local_time or e.time, wt + 2) .. H.pad(status, ws + 2)
+    local mark = any_broken and (e.broken and '✗ ' or '  ') or ''
+    local head = mark .. H.pad(e.local_time or e.time, wt + 2) .. H.pad(status, ws + 2)
     table.insert(lines, head .. H.pad(e.tool, wtool) .. ' ' .. H.pad(e.operation, wop) .. ' ' .. H.what(e))
     map[#lines] = e
-    table.insert(marks, { #lines - 1, wt + 2, wt + 2 + #status, e.ok and 'CabooseToolOk' or 'CabooseToolError' })
+    if e.broken then
+      table.insert(marks, { #lines - 1, 0, #lines[#lines], 'ErrorMsg' })
+    else
+      table.insert(marks, { #lines - 1, #mark + wt + 2, #mark + wt + 2 + #status, e.ok and 'CabooseToolOk' or 'CabooseToolError' })
+    end
     for _, l in ipairs(e.details and H.file_lines(e.details) or {}) do
       table.insert(lines, l)
       map[#lines] = e
       table.insert(marks, { #lines - 1, 0, #l, 'CabooseNotice' })
     end
   end
+  H.first_row = first_row
   return lines, map, marks
 end
 
@@ -203,7 +229,7 @@ H.show = function(res)
     vim.api.nvim_buf_set_extmark(buf, H.ns, m[1], m[2], { end_col = m[3], hl_group = m[4] })
   end
   local win = H.window(buf, #lines)
-  vim.api.nvim_win_set_cursor(win, { math.min(4, #lines), 0 })
+  vim.api.nvim_win_set_cursor(win, { math.min(H.first_row or 4, #lines), 0 })
 end
 
 H.close = function()

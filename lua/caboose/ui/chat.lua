@@ -356,10 +356,10 @@ H.keys = {
   { 'n', '<C-c>', 'stop the running turn (:CabooseStop)' },
   { 'n', 'gy', 'yank the code block under the cursor' },
   { 'n', 'za zo zc', 'open/close a tool call\'s details (on its line)' },
-  { 'n', 'ga', 'go to the pending approval (:CabooseApproval)' },
+  { 'n', 'ga', 'go to the pending approval or question (:CabooseApproval)' },
   { 'n', 'gL', 'choose the model of the next request (:CabooseModel)' },
   { 'n', 'q', 'transcript: close the chat' },
-  { 'n', '?', 'this list' },
+  { 'n', 'g?', 'this list (? stays backward search)' },
   { 'i', '@', 'complete a file path to attach' },
   { 'i', '#buffer', 'attach the buffer you came from' },
 }
@@ -404,14 +404,14 @@ H.set_transcript_keymaps = function(buf)
     end, 'open/close a tool call\'s details', true)
   end
   H.map(buf, 'n', 'ga', function()
-    if not require('caboose.ui.approval').focus() then
+    if not require('caboose.ui.approval').focus() and not require('caboose.ui.ask').answer() then
       vim.notify('(caboose) no approval is pending', vim.log.levels.INFO)
     end
-  end, 'go to the pending approval')
+  end, 'go to the pending approval (or the agent\'s question)')
   H.map(buf, 'n', 'gL', function()
     require('caboose.model').pick()
   end, 'choose the model')
-  H.map(buf, 'n', '?', M.show_keys, 'list the chat keys')
+  H.map(buf, 'n', 'g?', M.show_keys, 'list the chat keys')
 end
 
 H.set_input_keymaps = function(buf)
@@ -420,10 +420,10 @@ H.set_input_keymaps = function(buf)
   H.map(buf, 'n', '<C-c>', function()
     require('caboose').stop()
   end, 'stop')
-  H.map(buf, 'n', '?', M.show_keys, 'list the chat keys')
+  H.map(buf, 'n', 'g?', M.show_keys, 'list the chat keys')
 end
 
---- A float listing the chat's keys (q, <Esc> or ? closes it). `opts` (the review's keys): { title, keys }.
+--- A float listing the chat's keys (q, <Esc> or g? closes it). `opts` (the review's keys): { title, keys }.
 function M.show_keys(opts)
   opts = type(opts) == 'table' and opts or {}
   local lines = {}
@@ -447,7 +447,7 @@ function M.show_keys(opts)
     title_pos = 'center',
   })
   require('caboose.ui.windows').fix_buffer(win)
-  for _, lhs in ipairs({ 'q', '<Esc>', '?' }) do
+  for _, lhs in ipairs({ 'q', '<Esc>', 'g?' }) do
     vim.keymap.set('n', lhs, function()
       pcall(vim.api.nvim_win_close, win, true)
     end, { buffer = buf, nowait = true })
@@ -668,7 +668,7 @@ function M.open(cfg)
     H.win_options(iwin, false)
     H.chat_options(iwin, 'input')
     vim.wo[iwin].winfixheight = true
-    vim.wo[iwin].winbar = '%#CabooseInputTitle#Message%* %#CabooseNotice#<CR>/<C-s> send · @file #buffer · ? keys%*'
+    H.input_bar(iwin)
   end
   H.restore_sizes(tab)
   if vim.api.nvim_win_is_valid(prev) then
@@ -811,8 +811,25 @@ H.on_win_resized = function()
       if H.hint then
         H.render_hint()
       end
+    elseif vim.api.nvim_win_is_valid(win) and H.role(win) == 'input' then
+      H.input_bar(win)
     end
   end
+end
+
+-- The message area's winbar: the longest form that fits (Neovim would cut a longer one at its start).
+H.INPUT_KEYS = { '<CR>/<C-s> send · @file #buffer · g? keys', '<CR> send · @file · g? keys', '<CR> send · g? keys', 'g? keys' }
+
+H.input_bar = function(win)
+  local width = vim.api.nvim_win_get_width(win)
+  local keys = H.INPUT_KEYS[#H.INPUT_KEYS]
+  for _, k in ipairs(H.INPUT_KEYS) do
+    if vim.api.nvim_strwidth('Message ' .. k) <= width then
+      keys = k
+      break
+    end
+  end
+  vim.wo[win].winbar = '%#CabooseInputTitle#Message%* %#CabooseNotice#' .. keys .. '%*'
 end
 
 H.layout_autocmds = function()
@@ -882,88 +899,144 @@ H.esc = function(s)
   return (tostring(s):gsub('%%', '%%%%'))
 end
 
---- The transcript window's winbar: mode, state, queued messages, standing grants, model, token usage,
---- title. Fields that do not fit in `width` columns are left out whole, the least useful first: grants,
---- then the model, the usage, the title, queued messages (never the mode or state).
+--- The transcript window's winbar: mode, state, queued messages, model, standing grants, token usage,
+--- title. When it does not fit in `width` columns it gives way in this order: the title is cut (down to a
+--- few words' width), the usage goes, the grants shrink to a count, the title goes; then the queue count
+--- and the state take their short forms, the model is cut, the grants go, the model goes. The mode and the
+--- state always show.
+H.STATE_SHORT = { pending_approval = 'approval', executing_tools = 'tools' }
+
+--- `s` cut to `w` display columns (its end replaced by …).
+H.cut_width = function(s, w)
+  if vim.api.nvim_strwidth(s) <= w then
+    return s
+  end
+  local n = vim.fn.strchars(s)
+  while n > 0 and vim.api.nvim_strwidth(vim.fn.strcharpart(s, 0, n)) > w - 1 do
+    n = n - 1
+  end
+  return vim.fn.strcharpart(s, 0, n) .. '…'
+end
+
 ---@param width integer|nil
 function M.status_line(width)
   local s = H.status
-  -- Fields are dropped whole, lowest `keep` first, until the bar fits; one with a `short` form is
-  -- shortened before it is dropped.
-  local fields = {} ---@type { text: string, plain: string, keep: integer, short: string|nil, hl: string|nil }[]
-  local function text_of(plain, hl)
-    local text = H.esc(plain)
-    return hl and ('%#' .. hl .. '#' .. text .. '%*') or text
-  end
-  local function add(keep, plain, hl, short)
-    table.insert(fields, { text = text_of(plain, hl), plain = plain, keep = keep, short = short, hl = hl })
-  end
-  add(9, ' ' .. (s.mode or '?') .. ' ', 'CabooseMode')
+  width = width or math.huge
+  local fields = {} ---@type table<string, { plain: string, hl: string|nil }>
+  local order = { 'mode', 'state', 'queued', 'model', 'grants', 'usage', 'title' }
+  fields.mode = { plain = ' ' .. (s.mode or '?') .. ' ', hl = 'CabooseMode' }
+  local state_short
   if s.retry and s.state ~= 'idle' then
-    add(9, 'retrying (attempt ' .. tostring(s.retry.attempt) .. ')', 'CabooseWarn')
+    fields.state = { plain = 'retrying (attempt ' .. tostring(s.retry.attempt) .. ')', hl = 'CabooseWarn' }
+    state_short = 'retry ' .. tostring(s.retry.attempt)
   elseif s.state and s.state ~= 'idle' then
-    add(9, (s.state:gsub('_', ' ')))
+    fields.state = { plain = (s.state:gsub('_', ' ')) }
+    state_short = H.STATE_SHORT[s.state]
   end
   local queued = H.queue and #H.queue or 0
   if queued > 0 then
-    add(5, string.format('%d queued', queued), 'CabooseQueued')
-  end
-  if s.grants and #s.grants > 0 then
-    -- What runs without asking matters more than the model or the token counts.
-    local short = #s.grants == 1 and 'always: 1 tool' or string.format('always: %d tools', #s.grants)
-    add(6, 'always: ' .. table.concat(s.grants, ', '), 'CabooseWarn', short)
+    fields.queued = { plain = string.format('%d queued', queued), hl = 'CabooseQueued' }
   end
   if s.model then
-    add(2, s.model)
+    fields.model = { plain = tostring(s.model) }
   end
+  if s.grants and #s.grants > 0 then
+    -- What runs without asking: shrinks to a count before the model is cut.
+    fields.grants = { plain = 'always: ' .. table.concat(s.grants, ', '), hl = 'CabooseWarn' }
+  end
+  local usage_short
   if s.usage then
     local u = s.usage
-    local total = H.tokens((u.session_prompt or 0) + (u.session_completion or 0))
-    local short = string.format('↑%s ↓%s Σ%s', H.tokens(u.prompt), H.tokens(u.completion), total)
-    -- Cached prompt tokens and reasoning tokens, only when the server reported real figures (issue 21).
-    local cached = tonumber(u.cached) or 0
-    local reasoning = tonumber(u.reasoning) or 0
-    local full = string.format(
-      '↑%s%s ↓%s%s Σ%s',
-      H.tokens(u.prompt),
-      cached > 0 and (' (' .. H.tokens(cached) .. ' cached)') or '',
-      H.tokens(u.completion),
-      reasoning > 0 and (' (' .. H.tokens(reasoning) .. ' thinking)') or '',
-      total
-    )
-    add(3, full, nil, full ~= short and short or nil)
+    local total = 'Σ' .. H.tokens((u.session_prompt or 0) + (u.session_completion or 0))
+    if u.prompt then
+      local short = string.format('↑%s ↓%s %s', H.tokens(u.prompt), H.tokens(u.completion), total)
+      -- Cached prompt tokens and reasoning tokens, only when the server reported real figures (issue 21).
+      local cached = tonumber(u.cached) or 0
+      local reasoning = tonumber(u.reasoning) or 0
+      local full = string.format(
+        '↑%s%s ↓%s%s %s',
+        H.tokens(u.prompt),
+        cached > 0 and (' (' .. H.tokens(cached) .. ' cached)') or '',
+        H.tokens(u.completion),
+        reasoning > 0 and (' (' .. H.tokens(reasoning) .. ' thinking)') or '',
+        total
+      )
+      fields.usage = { plain = full }
+      usage_short = short
+    else
+      fields.usage = { plain = total } -- a reopened session knows only its total until its first request
+    end
   end
   if s.title then
-    add(4, s.title, 'CabooseTitle')
+    fields.title = { plain = tostring(s.title), hl = 'CabooseTitle' }
   end
   local SEP = ' │ '
-  local function fits()
-    local w = 1
-    for i, f in ipairs(fields) do
-      w = w + vim.api.nvim_strwidth(f.plain) + (i > 1 and vim.api.nvim_strwidth(SEP) or 0)
-    end
-    return w <= (width or math.huge)
-  end
-  while not fits() do
-    local drop
-    for i, f in ipairs(fields) do
-      if f.keep < 9 and (not drop or f.keep < fields[drop].keep) then
-        drop = i
+  local function used()
+    local w, n = 1, 0
+    for _, k in ipairs(order) do
+      if fields[k] then
+        w = w + vim.api.nvim_strwidth(fields[k].plain) + (n > 0 and vim.api.nvim_strwidth(SEP) or 0)
+        n = n + 1
       end
     end
-    if not drop then
+    return w
+  end
+  local function cut(k, min)
+    local f = fields[k]
+    if f then
+      local room = vim.api.nvim_strwidth(f.plain) - (used() - width)
+      if room >= min then
+        f.plain = H.cut_width(f.plain, room)
+      end
+    end
+  end
+  local function short(k, text)
+    if fields[k] and text and vim.api.nvim_strwidth(text) < vim.api.nvim_strwidth(fields[k].plain) then
+      fields[k].plain = text
+    end
+  end
+  local function drop(k)
+    fields[k] = nil
+  end
+  -- Cutting steps stay in force: after each later step they are tried again (a dropped field leaves
+  -- room to the title or the model).
+  local steps = {
+    { cut = 'title', min = 12 },
+    function() short('usage', usage_short) end,
+    function() drop('usage') end,
+    function() short('grants', #(s.grants or {}) == 1 and 'always: 1 tool' or string.format('always: %d tools', #(s.grants or {}))) end,
+    function() drop('title') end,
+    function() short('queued', string.format('⧗%d', queued)) end,
+    function() short('state', state_short) end,
+    { cut = 'model', min = 6 },
+    function() drop('grants') end,
+    function() drop('model') end,
+    function() drop('queued') end,
+  }
+  local cuts = {}
+  for _, step in ipairs(steps) do
+    for _, c in ipairs(cuts) do
+      if used() > width then
+        cut(c.cut, c.min)
+      end
+    end
+    if used() <= width then
       break
     end
-    local f = fields[drop]
-    if f.short and f.short ~= f.plain then
-      f.plain, f.text = f.short, text_of(f.short, f.hl)
+    if type(step) == 'table' then
+      table.insert(cuts, step)
+      cut(step.cut, step.min)
     else
-      table.remove(fields, drop)
+      step()
     end
   end
   local parts = {}
-  for _, f in ipairs(fields) do
-    table.insert(parts, f.text)
+  for _, k in ipairs(order) do
+    local f = fields[k]
+    if f then
+      local text = H.esc(f.plain)
+      table.insert(parts, f.hl and ('%#' .. f.hl .. '#' .. text .. '%*') or text)
+    end
   end
   return ' ' .. table.concat(parts, SEP)
 end
@@ -977,6 +1050,9 @@ end
 --- Updates the status (state, mode and any of model, usage, retry, grants) and the chat winbars.
 function M.set_status(state, mode, fields)
   H.status.state = state or H.status.state
+  if H.status.state == 'idle' and H.streaming then
+    H.release_held() -- the turn ended without the reply's end (the host exited, say)
+  end
   H.status.mode = mode or H.status.mode
   for k, v in pairs(fields or {}) do
     H.status[k] = v or nil
@@ -1079,11 +1155,11 @@ end
 
 -- Longest first: the hint is the first that fits the narrowest transcript window.
 H.HINTS = {
-  'Write below and press <CR> (or <C-s> in Insert mode) to send · ? lists the keys',
-  'Write below, <CR> (<C-s> in Insert mode) sends · ? lists the keys',
-  'Write below, <CR> sends · ? lists the keys',
-  '<CR> sends · ? lists the keys',
-  '? lists the keys',
+  'Write below and press <CR> (or <C-s> in Insert mode) to send · g? lists the keys',
+  'Write below, <CR> (<C-s> in Insert mode) sends · g? lists the keys',
+  'Write below, <CR> sends · g? lists the keys',
+  '<CR> sends · g? lists the keys',
+  'g? lists the keys',
 }
 
 H.hint_text = function()
@@ -1163,13 +1239,14 @@ function M.rules_lines()
 end
 
 -- One "## Caboose" heading per reply, however many model steps (text, tool calls) it takes.
-H.reply = { open = false, last = nil } ---@type { open: boolean, last: 'text'|'tool'|nil }
+H.reply = { open = false, last = nil } ---@type { open: boolean, last: 'text'|'tool'|'notice'|nil }
 H.tools = {} ---@type table<string, { mark: integer, text: string, icon: integer|nil, done: boolean|nil }>
 H.queue = {} ---@type { id: integer, text: string }[]
 
 --- What the transcript's rendering keeps about its text: reset with a new buffer or a reopened session.
 H.clear_state = function()
   H.reply = { open = false, last = nil }
+  H.streaming, H.held = false, {}
   H.thinking = nil
   H.tools, H.queue = {}, {}
   H.rules = nil
@@ -1181,8 +1258,8 @@ H.reply_part = function(reply, kind, out)
   if not reply.open then
     out.block(H.REPLY_HEADING)
     reply.open = true
-  elseif kind == 'text' and reply.last == 'tool' then
-    out.block('')
+  elseif kind == 'text' and reply.last ~= nil and reply.last ~= 'text' then
+    out.block('') -- after a tool line or a notice, text starts a paragraph of its own
   end
   reply.last = kind
 end
@@ -1213,6 +1290,7 @@ function M.user_message(p)
     p = { text = p }
   end
   M.buf()
+  H.release_held()
   H.queue_remove({ p.id })
   H.close_thinking()
   H.reply = { open = false, last = nil }
@@ -1224,31 +1302,67 @@ H.REPLY_HEADING = '## Caboose\n\n'
 H.INTERRUPTED = '\n\n_[response interrupted]_'
 
 H.user_text = function(text, labels)
-  local out = '## You\n\n' .. (text or '')
+  local out = '## You\n\n' .. table.concat(H.clean_lines(text, math.huge), '\n')
   for _, label in ipairs(labels or {}) do
-    out = out .. '\n> 📎 ' .. label
+    out = out .. '\n> 📎 ' .. H.clean(label)
+  end
+  return out
+end
+
+-- Text from tools, the host and servers is shown, never trusted to be one short line: line breaks end a
+-- line (or become spaces where one line is wanted), other control characters show as ^X, and a very long
+-- line is cut, saying how much was left out.
+H.MAX_LINE = 1000 -- bytes of a detail, notice or error line
+H.MAX_TOOL_LINE = 300 -- bytes of a tool call's line
+H.UNSAFE = '[%z\1-\8\10-\31\127]' -- control characters but the tab
+
+H.cut = function(s, max)
+  if #s <= max then
+    return s
+  end
+  -- Cut on a character boundary (a trailing partial UTF-8 sequence goes with the rest).
+  local head = s:sub(1, max):gsub('[\192-\255][\128-\191]*$', '')
+  return string.format('%s … (%d more characters)', head, vim.fn.strchars(s:sub(#head + 1)))
+end
+
+--- One displayable line of at most `max` bytes.
+H.clean = function(s, max)
+  s = tostring(s == nil and '' or s)
+  if s:find(H.UNSAFE) then
+    s = s:gsub('\r?\n', ' '):gsub(H.UNSAFE, function(c)
+      return c == '\127' and '^?' or '^' .. string.char(c:byte() + 64)
+    end)
+  end
+  return H.cut(s, max or H.MAX_LINE)
+end
+
+--- Displayable lines of `s` (CRLF, LF end lines; each line cleaned).
+H.clean_lines = function(s, max)
+  s = tostring(s == nil and '' or s)
+  if not s:find(H.UNSAFE) and #s <= (max or H.MAX_LINE) then
+    return { s } -- most are one short line (a reopened session has thousands)
+  end
+  local out = {}
+  for _, l in ipairs(vim.split(s, '\r?\n')) do
+    out[#out + 1] = H.clean((l:gsub('\r+$', '')), max) -- a line's CR (CRLF split by the host) says nothing
   end
   return out
 end
 
 H.error_text = function(message)
-  return '> **Error:** ' .. tostring(message):gsub('\n', '\n> ')
+  return '> **Error:** ' .. table.concat(H.clean_lines(message), '\n> ')
 end
 
 -- A quoted line, no emphasis markup (the chat shows markdown unconcealed: `_…_` would show its underscores).
 H.notice_text = function(text)
-  return '> ' .. tostring(text):gsub('\n', ' ')
+  return '> ' .. H.clean(text)
 end
 
 H.detail_lines = function(details, out)
   out = out or {}
   for _, d in ipairs(details or {}) do
-    if not d:find('\n', 1, true) then
-      out[#out + 1] = H.DETAIL .. d -- most are one line: no split (a reopened session has thousands)
-    else
-      for _, l in ipairs(vim.split(d, '\n', { plain = true })) do
-        out[#out + 1] = H.DETAIL .. l
-      end
+    for _, l in ipairs(H.clean_lines(d)) do
+      out[#out + 1] = H.DETAIL .. l
     end
   end
   return out
@@ -1311,6 +1425,32 @@ H.render_queue = function()
   end
   local last = vim.api.nvim_buf_line_count(buf) - 1
   vim.api.nvim_buf_set_extmark(buf, H.ns_queue, last, 0, { virt_lines = virt })
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    H.show_below(win, #virt)
+  end
+end
+
+--- A window following the end (cursor on the last line) scrolls so the lines under the last one (the
+--- queued messages) show too: keeping the cursor line in view would leave them below the window.
+---@param below integer virtual lines under the last line (nvim_win_text_height leaves them out)
+H.show_below = function(win, below)
+  local buf = vim.api.nvim_win_get_buf(win)
+  local last = vim.api.nvim_buf_line_count(buf)
+  if vim.api.nvim_win_get_cursor(win)[1] < last or not vim.api.nvim_win_text_height then
+    return
+  end
+  local info = vim.fn.getwininfo(win)[1]
+  local height = info.height -- text rows (without the winbar; nvim_win_get_height counts it)
+  local top = info.topline
+  local start = top
+  while top < last and vim.api.nvim_win_text_height(win, { start_row = top - 1, end_row = last - 1 }).all + below > height do
+    top = top + 1
+  end
+  if top ~= start then
+    vim.api.nvim_win_call(win, function()
+      vim.fn.winrestview({ topline = top }) -- the cursor stays on the last line
+    end)
+  end
 end
 
 H.queue_remove = function(ids)
@@ -1373,6 +1513,7 @@ function M.assistant_delta(text)
   end
   H.close_thinking()
   H.ensure_reply('text')
+  H.streaming = true
   M.append(text)
 end
 
@@ -1396,6 +1537,7 @@ function M.reasoning_delta(text)
     H.thinking = { row = vim.api.nvim_buf_line_count(buf) - 1, parts = {}, lines = 1, last = '', shown = false, written = 0 }
   end
   local th = H.thinking
+  H.streaming = true -- notices wait (thinking rewrites the lines under its line)
   table.insert(th.parts, text)
   local _, newlines = text:gsub('\n', '')
   local before = th.lines
@@ -1480,10 +1622,37 @@ function M.assistant_end(info)
     H.ensure_reply('text')
     M.append(H.INTERRUPTED)
   end
+  H.release_held()
+end
+
+-- Notices and errors that come while a reply's text streams wait for its end: written at once they
+-- would land in the middle of a word, and the next words after them.
+H.streaming = false
+H.held = {} ---@type string[]
+
+H.release_held = function()
+  H.streaming = false
+  local held = H.held
+  H.held = {}
+  for _, text in ipairs(held) do
+    H.write_notice(text)
+  end
+end
+
+H.write_notice = function(text)
+  if H.streaming then
+    table.insert(H.held, text)
+    return
+  end
+  M.block(text)
+  if H.reply.open then
+    H.reply.last = 'notice' -- the reply's next text starts below it
+  end
 end
 
 H.tool_line = function(status, text, summary)
-  return (H.ICONS[status] or '•') .. ' ' .. text .. ((summary and summary ~= '') and (' ' .. summary) or '')
+  local line = tostring(text) .. ((summary and summary ~= '') and (' ' .. tostring(summary)) or '')
+  return (H.ICONS[status] or '•') .. ' ' .. H.clean(line, H.MAX_TOOL_LINE)
 end
 
 --- Highlights the icon of a tool line; `t.icon` keeps the extmark so an update moves it instead of adding one.
@@ -1497,6 +1666,7 @@ end
 
 --- One compact line per tool call; its status and summary are filled in when the result arrives.
 function M.tool_call(p)
+  H.release_held()
   H.close_thinking()
   local text = p.summary or p.name or '?'
   H.put_tool_line(H.reply, H.tool_line('running', text), H.buffer_out)
@@ -1566,11 +1736,11 @@ function M.tool_result(p)
 end
 
 function M.error(message)
-  M.block(H.error_text(message))
+  H.write_notice(H.error_text(message))
 end
 
 function M.notice(text)
-  M.block(H.notice_text(text))
+  H.write_notice(H.notice_text(text))
 end
 
 -- Reopened sessions ----------------------------------------------------------------------------------
@@ -1639,10 +1809,11 @@ function M.load(items)
       H.put_tool_line(reply, string.format('%s (%d line%s, za)', H.THINKING, #details, #details == 1 and '' or 's'), w)
       table.insert(folds, { w.row() + 1, w.row() + 1 + #details })
       w.append('\n' .. table.concat(details, '\n'))
-    elseif it.t == 'notice' then
-      w.block(H.notice_text(it.text))
-    elseif it.t == 'error' then
-      w.block(H.error_text(it.text))
+    elseif it.t == 'notice' or it.t == 'error' then
+      w.block(it.t == 'notice' and H.notice_text(it.text) or H.error_text(it.text))
+      if reply.open then
+        reply.last = 'notice'
+      end
     elseif it.t == 'rules' and it.lines and #it.lines > 0 then
       w.block(table.concat(it.lines, '\n'))
       rules = { row = w.row() - #it.lines + 1, count = #it.lines }

@@ -138,7 +138,9 @@ H.decorate = function()
     for l = 0, (h.newLines or 0) - 1 do
       local row = h.newStart - 1 + l
       if row < nlines then
-        vim.api.nvim_buf_set_extmark(buf, H.ns, row, 0, { line_hl_group = add_hl, priority = 150 })
+        -- A range to the next line's start (not line_hl_group, which is drawn over every other highlight
+        -- of the line and hid the changed words): the words' marks, of higher priority, show on top.
+        vim.api.nvim_buf_set_extmark(buf, H.ns, row, 0, { end_row = row + 1, end_col = 0, hl_group = add_hl, hl_eol = true, priority = 150, strict = false })
       end
     end
     if not (d and d.state == 'rejected') then
@@ -232,7 +234,7 @@ H.winbar = function()
   local title = 'Review ' .. (a.req.tool or '')
   local what = H.what(a.req, f) .. (#a.files > 1 and string.format(' (file %d/%d)', a.fi, #a.files) or '')
   local counts = string.format('%d hunk%s: ✓%d ✗%d', #units, #units == 1 and '' or 's', acc, rej)
-  local keys = string.format('%s/%s hunks · %s accept · %s reject · %s/%s all · %s later · ? keys', k.next_hunk, k.prev_hunk, k.accept, k.reject, k.accept_all, k.reject_all, k.quit)
+  local keys = string.format('%s/%s hunk · %s accept · %s reject · %s/%s all · %s later · g? keys', k.next_hunk, k.prev_hunk, k.accept, k.reject, k.accept_all, k.reject_all, k.quit)
   local width = vim.api.nvim_win_get_width(a.win)
   local w = vim.api.nvim_strwidth
   local asker = who and ('%#CabooseNotice#' .. H.esc(who) .. '%* │ ') or ''
@@ -242,11 +244,11 @@ H.winbar = function()
     bar = string.format(' %s%%#CabooseTitle#%s%%* %s │ %s │ %s', asker, H.esc(title), H.esc(what), counts, H.esc(keys))
   else
     -- Short of space: the keys first; the path is what gets cut (its end kept), then the counts, then the
-    -- long list of keys gives way to the short one (`?` lists them all). A subagent goes by its name.
+    -- long list of keys gives way to the short one (`g?` lists them all). A subagent goes by its name.
     who = who and who:match('^[^:]+') or nil
     asker = who and ('%#CabooseNotice#' .. H.esc(who) .. '%* │ ') or ''
     who_w = who and w(who .. ' │ ') or 0
-    local short = string.format('%s accept · %s reject · ? keys', k.accept, k.reject)
+    local short = string.format('%s accept · %s reject · g? keys', k.accept, k.reject)
     local MIN_PATH = 8
     local fixed_full = 1 + w(keys) + 3 + who_w + w(title) + 1
     local fixed_short = 1 + w(short) + 3 + who_w + w(title) + 1
@@ -262,7 +264,7 @@ H.winbar = function()
     else
       -- A very narrow window: which subagent asks and the keys, in the longest form that fits, then as
       -- much of the title as fits; the subagent's name goes before the keys do.
-      local forms = { short, string.format('%s accept · %s reject', k.accept, k.reject), string.format('%s ✓ %s ✗ ?', k.accept, k.reject) }
+      local forms = { short, string.format('%s accept · %s reject', k.accept, k.reject), string.format('%s ✓ %s ✗ g?', k.accept, k.reject) }
       for _, with_who in ipairs(who and { true, false } or { false }) do
         local lead, lead_w = with_who and asker or '', with_who and who_w or 0
         for _, form in ipairs(forms) do
@@ -285,7 +287,7 @@ H.winbar = function()
   vim.wo[a.win].winbar = bar
 end
 
---- The review keys (`?` in the review buffer).
+--- The review keys (`g?` in the review buffer; `?` stays backward search).
 H.show_keys = function()
   local k = H.cfg().review.keys
   local list = {}
@@ -297,7 +299,7 @@ H.show_keys = function()
     { k.accept_all, 'accept every remaining hunk' },
     { k.reject_all, 'reject every remaining hunk (asks a reason)' },
     { k.quit, 'later: it stays pending (:CabooseApproval)' },
-    { '?', 'this list' },
+    { 'g?', 'this list' },
   }) do
     if x[1] and x[1] ~= '' then
       table.insert(list, { 'n', x[1], x[2] })
@@ -516,7 +518,7 @@ H.keymaps = function(buf)
     H.restore()
     H.go_back(a)
   end, 'leave the review pending (:CabooseApproval comes back)')
-  map('?', H.show_keys, 'list the review keys')
+  map('g?', H.show_keys, 'list the review keys')
   -- :q, :close, :bwipe… on the review window: like `q`, the request stays pending and can be shown again.
   vim.api.nvim_create_autocmd('BufWipeout', {
     buffer = buf,

@@ -104,8 +104,9 @@ export const SANDBOX_PROXY_PORT = 3128;
  * private /tmp comes before the workspace (a workspace under /tmp stays visible), the read-only `.git`
  * binds after the workspace, and the hidden paths last.
  */
-export function bwrapArgs(policy: SandboxPolicy, o: { cwd: string; proxySocket?: string }): string[] {
+export function bwrapArgs(policy: SandboxPolicy, o: { cwd: string; proxySocket?: string; visibleInTmp?: string[] }): string[] {
   const a = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
+  for (const v of o.visibleInTmp ?? []) a.push('--ro-bind', v, v);
   const write = policy.mode === 'workspace-write';
   const bind = write ? '--bind' : '--ro-bind';
   for (const w of write ? policy.writable : []) a.push('--bind', w, w);
@@ -120,6 +121,20 @@ export function bwrapArgs(policy: SandboxPolicy, o: { cwd: string; proxySocket?:
   if (policy.network.kind === 'all') a.push('--share-net');
   a.push('--die-with-parent', '--new-session', '--cap-drop', 'ALL', '--chdir', o.cwd);
   return a;
+}
+
+/**
+ * The folders of /tmp that a command line names (a program, script or its modules kept under /tmp, e.g. a
+ * checkout there): shown read-only over the private /tmp, or the command could not even start. Only the
+ * top-level folder of each such path; the workspace binds over it afterwards as usual.
+ */
+export function tmpFoldersNamed(argv: string[]): string[] {
+  const out = new Set<string>();
+  for (const arg of argv) {
+    const m = /^\/tmp\/([^/]+)\//.exec(arg);
+    if (m && m[1] !== '.' && m[1] !== '..') out.add(`/tmp/${m[1]}`);
+  }
+  return [...out];
 }
 
 /** A Seatbelt string literal. */

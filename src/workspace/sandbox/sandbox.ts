@@ -11,6 +11,7 @@ import {
   SANDBOX_PROXY_PORT,
   SANDBOX_PROXY_SOCKET,
   bwrapArgs,
+  tmpFoldersNamed,
   expandHome,
   networkPolicy,
   proxyEnv,
@@ -212,8 +213,9 @@ export class Sandbox {
     const policy = await this.policy();
     const proxy = policy.network.kind === 'allow' ? await this.startProxy() : null;
     if (this.support.kind === 'bwrap') {
-      const pre = bwrapArgs(policy, { cwd, ...(proxy ? { proxySocket: proxy.address } : {}) });
       const inner = proxy ? [process.execPath, '-e', proxyModule().BRIDGE_SCRIPT, SANDBOX_PROXY_SOCKET, String(SANDBOX_PROXY_PORT), command, ...args] : [command, ...args];
+      const visibleInTmp = tmpFoldersNamed(inner).filter(isRealFolder);
+      const pre = bwrapArgs(policy, { cwd, visibleInTmp, ...(proxy ? { proxySocket: proxy.address } : {}) });
       return {
         command: this.support.path,
         args: [...pre, '--', ...inner],
@@ -304,4 +306,13 @@ export async function findGitEntries(root: string): Promise<string[]> {
     }
   }
   return out.sort();
+}
+
+/** A folder that is not a symlink (a link in /tmp could point anywhere, e.g. at a hidden secret). */
+function isRealFolder(p: string): boolean {
+  try {
+    return fs.lstatSync(p).isDirectory();
+  } catch {
+    return false;
+  }
 }
