@@ -82,6 +82,10 @@ vim.api.nvim_create_user_command('CabooseCheckpoints', function()
   caboose().checkpoints()
 end, { desc = 'Caboose: list the messages whose file changes can be rewound (diff preview)' })
 
+vim.api.nvim_create_user_command('CabooseExport', function(o)
+  caboose().export(o.args, o.bang)
+end, { nargs = '?', bang = true, complete = 'file', desc = 'Caboose: the chat as Markdown in a file ([path]; ! a new buffer)' })
+
 vim.api.nvim_create_user_command('CabooseAudit', function(o)
   caboose().command_audit(o)
 end, { nargs = '?', desc = 'Caboose: recent audit log entries of this workspace, newest first ([count], default 50)' })

@@ -298,9 +298,11 @@ end
 
 --- Send a message to the agent (opens the chat). Returns at once; the host answers asynchronously.
 ---@param text string
----@param opts { context: table[]|nil, on_done: fun(err: string|nil, result: table|nil)|nil }|nil
----  context: items attached to the message (see |caboose-context|); on_done: called with the host's answer
----  (`{ id, status = 'started'|'queued'|'rejected', position }`).
+---@param opts { context: table[]|nil, origin: integer|nil, on_done: fun(err: string|nil, result: table|nil)|nil }|nil
+---  context: items attached to the message (see |caboose-context|); origin: the buffer `#buffer` means;
+---  on_done: called with the host's answer (`{ id, status = 'started'|'queued'|'rejected', position }`, or
+---  `{ status = 'command' }` when the text was a slash command). Slash commands and variables are expanded
+---  as in the message area (|caboose-insertables|).
 ---@return boolean sent
 function M.send(text, opts)
   if type(text) ~= 'string' or vim.trim(text) == '' then
@@ -308,6 +310,9 @@ function M.send(text, opts)
     return false
   end
   opts = opts or {}
+  if not opts.expanded then
+    return require('caboose.insertables').send(text, opts)
+  end
   M.open_chat()
   local params = { text = text }
   if opts.context and #opts.context > 0 then
@@ -351,11 +356,7 @@ function M.command_caboose(o)
   local origin = vim.api.nvim_get_current_buf()
   local selection = (o.range and o.range > 0) and context.selection(origin, o.line1, o.line2) or nil
   local send = function(text)
-    local items = context.collect(text, origin)
-    if selection then
-      table.insert(items, 1, selection)
-    end
-    M.send(text, { context = items })
+    M.send(text, { context = selection and { selection } or nil, origin = origin })
   end
   local text = o.args or ''
   if vim.trim(text) == '' then
@@ -512,6 +513,25 @@ end
 --- Answer the pending approval: 'once' | 'always' | 'reject' (with an optional reason).
 function M.approval_respond(decision, reason)
   return require('caboose.ui.approval').respond(decision, reason)
+end
+
+--- Summarize the conversation now (the chat's /compact): the turns before the last one are replaced by a
+--- summary the model writes (the chat shows a notice). Between turns only. Returns at once.
+function M.compact()
+  M.open_chat()
+  return H.call(require('caboose.rpc').methods.session_compact, vim.empty_dict(), function(err, res)
+    if not err and res and not res.compacted then
+      H.notify('nothing to compact yet (the last turn is kept as it is)')
+    end
+  end)
+end
+
+--- Export the chat as Markdown to {path} (default: a file name from its title; an existing file is never
+--- overwritten), or with {to_buffer} into a new buffer. Returns at once.
+---@param path string|nil
+---@param to_buffer boolean|nil
+function M.export(path, to_buffer)
+  return require('caboose.insertables.export').export(path, to_buffer)
 end
 
 --- Pick a trashed file and restore it (vim.ui.select).

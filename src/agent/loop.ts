@@ -263,6 +263,56 @@ export class Agent {
   }
 
   /**
+   * A tool the user runs from a message (the chat's /fetch): the mode, the approval and the tool's own
+   * rules apply as to a call of the model's. Between turns it has the agent to itself (stop() cancels it).
+   */
+  async callAsUser(name: string, args: Record<string, unknown>): Promise<ToolResult> {
+    const controller = new AbortController();
+    const busy = this.running;
+    if (!busy) {
+      this.running = true;
+      this.abort = controller;
+    }
+    const call: AssembledToolCall = { id: `user-${randomUUID()}`, name, arguments: JSON.stringify(args) };
+    try {
+      return await this.gateAndRun({ call, args, def: this.registry.get(name) }, controller.signal);
+    } finally {
+      if (!busy) {
+        this.abort = null;
+        this.setState('idle');
+        const next = this.queue.shift();
+        if (next) void this.runLoop(next);
+        else {
+          this.running = false;
+          for (const w of this.idleWaiters.splice(0)) w();
+        }
+      }
+    }
+  }
+
+  /**
+   * Summarizes the turns before the last one now (the chat's /compact), between turns: messages sent
+   * meanwhile wait in the queue and start after it. False when there is nothing to summarize.
+   */
+  async compactNow(): Promise<boolean> {
+    if (this.running) throw new Error('the agent is busy: /compact works between turns');
+    this.running = true;
+    const controller = new AbortController();
+    this.abort = controller;
+    try {
+      return await this.maybeCompact(controller.signal, true, undefined, true);
+    } finally {
+      this.abort = null;
+      const next = this.queue.shift();
+      if (next) void this.runLoop(next);
+      else {
+        this.running = false;
+        for (const w of this.idleWaiters.splice(0)) w();
+      }
+    }
+  }
+
+  /**
    * Aborts the stream and running tools, withdraws a pending approval (as a rejection) and clears the
    * queue. Text already received stays in the history, marked interrupted. The state returns to idle as
    * soon as the turn unwinds (await `idle()`).
@@ -336,7 +386,7 @@ export class Agent {
    * the current one are summarized by the model and replaced by the summary; the removed messages go to
    * cold storage. A failed summary leaves the history as it was (pruning still applies). True when compacted.
    */
-  private async maybeCompact(signal: AbortSignal, force = false, prompt?: ChatMessage[]): Promise<boolean> {
+  private async maybeCompact(signal: AbortSignal, force = false, prompt?: ChatMessage[], byUser = false): Promise<boolean> {
     if (!force) {
       const reported = this.lastUsage ? this.lastUsage.promptTokens + this.lastUsage.completionTokens : 0;
       const used = Math.max(reported, estimateTokens(prompt ?? this.promptHistory()));
@@ -352,7 +402,7 @@ export class Agent {
     if (!this.warnedSmallWindow) this.warnIfWindowTooSmall();
     const split = splitForCompaction(this.history);
     if (!split) return false;
-    this.emit('notice', force ? 'the model’s context is full: compacting the conversation…' : 'compacting the conversation (near the context limit)…');
+    this.emit('notice', byUser ? 'compacting the conversation (/compact)…' : force ? 'the model’s context is full: compacting the conversation…' : 'compacting the conversation (near the context limit)…');
     let summary = '';
     try {
       const system: ChatMessage = { role: 'system', content: this.systemPrompt() };

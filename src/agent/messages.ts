@@ -32,11 +32,14 @@ export function userMessage(text: string): ChatMessage {
 export function assistantMessage(text: string, calls: AssembledToolCall[] = [], extra: { model?: string; reasoning?: string; reasoningOpaque?: string } = {}): ChatMessage {
   const providerIds: Record<string, string> = {};
   for (const c of calls) if (c.providerId !== undefined && c.providerId !== c.id) providerIds[c.id] = c.providerId;
+  const callExtras: Record<string, Record<string, unknown>> = {};
+  for (const c of calls) if (c.extraContent !== undefined) callExtras[c.id] = c.extraContent;
   const meta: AssistantMeta = {
     ...(extra.model ? { model: extra.model } : {}),
     ...(Object.keys(providerIds).length > 0 ? { providerIds } : {}),
     ...(extra.reasoning ? { reasoning: extra.reasoning } : {}),
     ...(extra.reasoningOpaque ? { reasoningOpaque: extra.reasoningOpaque } : {}),
+    ...(Object.keys(callExtras).length > 0 ? { callExtras } : {}),
   };
   const withMeta = (m: ChatMessage): ChatMessage => (Object.keys(meta).length > 0 ? ({ ...m, [META_KEY]: meta } as unknown as ChatMessage) : m);
   if (calls.length === 0) return withMeta({ role: 'assistant', content: text });

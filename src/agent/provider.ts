@@ -243,7 +243,7 @@ export class OpenAIProvider implements ModelClient {
       const maxTokens = req.maxTokens ?? this.config.maxTokens;
       const body = {
         model: this.config.model,
-        messages: toWireMessages(req.messages),
+        messages: toWireMessages(req.messages, this.config.model),
         stream: true as const,
         stream_options: { include_usage: true },
         ...(tools ? { tools } : {}),

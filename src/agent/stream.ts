@@ -8,7 +8,7 @@
  * - `StreamAssembler`: chunk objects → text, reasoning, tool calls, usage, finish, tolerant of content as an
  *   array of typed parts (Mistral), missing `finish_reason`, repeated `index` (Ollama), repeated names,
  *   continuation chunks without `index` (Gemini), empty or repeated ids (Gemini, Qwen), and the reasoning
- *   fields `reasoning_content` / `reasoning` / `reasoning_text` / `thinking` parts.
+ *   fields `reasoning_content` / `reasoning` / `reasoning_text` / `reasoning_details` / `thinking` parts.
  */
 import { randomBytes } from 'node:crypto';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
@@ -66,6 +66,11 @@ function itemsFromEvent(event: string | undefined, data: string): SseItem[] {
     // is kept by sending the chunk first.
     return [{ kind: 'data', data: json }, { kind: 'error', error: errorInfo(json.error) }];
   }
+  // An error object alone, without an `error` key: `{"object":"error", message, type, code}` (older vLLM
+  // releases, FastChat-style servers).
+  if (isRecord(json) && json.object === 'error' && typeof json.message === 'string' && !Array.isArray(json.choices)) {
+    return [{ kind: 'error', error: errorInfo(json) }];
+  }
   return [{ kind: 'data', data: json }];
 }
 
@@ -116,6 +121,11 @@ export interface AssembledCall {
   providerId?: string;
   name: string;
   arguments: string;
+  /**
+   * The call's `extra_content` as the provider sent it (Gemini 3 on its OpenAI-compatible endpoint puts the
+   * call's `google.thought_signature` there and refuses the next request unless it comes back with the call).
+   */
+  extraContent?: Record<string, unknown>;
 }
 
 export type AssemblerEvent =
@@ -130,6 +140,7 @@ interface Slot {
   index?: number;
   name: string;
   arguments: string;
+  extraContent?: Record<string, unknown>;
 }
 
 /** A tool call id of our own: 9 letters/digits (the strictest format a provider accepts back: Mistral's). */
@@ -159,6 +170,9 @@ export class StreamAssembler {
     this.sawChunk = true;
     const out: AssemblerEvent[] = [];
     const usage = parseUsage(chunk.usage);
+    // llama.cpp says how many prompt tokens it reused from its cache in `timings.cache_n`, not in usage.
+    const cacheN = isRecord(chunk.timings) && typeof chunk.timings.cache_n === 'number' ? chunk.timings.cache_n : 0;
+    if (usage && usage.cachedTokens === undefined && cacheN > 0 && Number.isFinite(cacheN)) usage.cachedTokens = cacheN;
     if (usage) {
       this.usage = usage;
       out.push({ type: 'usage', usage });
@@ -173,10 +187,12 @@ export class StreamAssembler {
       const whole = isRecord(choice.message) && this.text === '' && this.reasoning === '' && this.slots.length === 0 ? choice.message : undefined;
       const delta = isRecord(choice.delta) ? choice.delta : whole;
       if (delta) {
-        for (const key of ['reasoning_content', 'reasoning', 'reasoning_text', 'thinking'] as const) {
-          const r = delta[key];
-          if (typeof r === 'string' && r.length > 0) this.addReasoning(r, out);
-        }
+        // One reasoning field per delta: a server sending the same text under two names (`reasoning` beside
+        // `reasoning_details` on OpenRouter, or beside `reasoning_content` on servers moving from one name to
+        // the other) gives it once. `reasoning_details` alone carries it on Snowflake Cortex (encrypted
+        // entries are not text).
+        const r = reasoningOf(delta);
+        if (r.length > 0) this.addReasoning(r, out);
         if (typeof delta.reasoning_opaque === 'string') this.reasoningOpaque += delta.reasoning_opaque;
         this.addContent(delta.content, out);
         // OpenAI's refusal is what the model says instead of a reply: shown as the reply.
@@ -256,6 +272,7 @@ export class StreamAssembler {
     if (index !== undefined) slot.index = index;
     if (name !== undefined && slot.name !== name) slot.name += name; // a repeated name is never appended
     slot.arguments += args;
+    if (isRecord(tc.extra_content)) slot.extraContent = mergeExtra(slot.extraContent, tc.extra_content);
     const pos = this.slots.indexOf(slot);
     out.push({ type: 'tool_call_delta', index: pos, id: slot.ownId, ...(name !== undefined ? { name } : {}), argumentsDelta: args });
   }
@@ -276,8 +293,16 @@ export class StreamAssembler {
         ...(s.providerId !== undefined && counts.get(s.providerId) === 1 ? { providerId: s.providerId } : {}),
         name: s.name,
         arguments: s.arguments,
+        ...(s.extraContent !== undefined ? { extraContent: s.extraContent } : {}),
       }));
   }
+}
+
+/** Provider extras of one call spread over chunks: objects merged key by key, anything else replaced. */
+function mergeExtra(into: Record<string, unknown> | undefined, add: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...(into ?? {}) };
+  for (const [k, v] of Object.entries(add)) out[k] = isRecord(v) && isRecord(out[k]) ? mergeExtra(out[k] as Record<string, unknown>, v) : v;
+  return out;
 }
 
 function isCompleteJson(s: string): boolean {
@@ -295,6 +320,22 @@ function partText(v: unknown): string {
   if (Array.isArray(v)) return v.map(partText).join('');
   if (isRecord(v) && typeof v.text === 'string') return v.text;
   return '';
+}
+
+/** The reasoning text of one delta (see `push`): the first named field that has some, else `reasoning_details`. */
+function reasoningOf(delta: Record<string, unknown>): string {
+  for (const key of ['reasoning_content', 'reasoning', 'reasoning_text', 'thinking'] as const) {
+    const r = delta[key];
+    if (typeof r === 'string' && r.length > 0) return r;
+  }
+  if (!Array.isArray(delta.reasoning_details)) return '';
+  let text = '';
+  for (const d of delta.reasoning_details) {
+    if (!isRecord(d)) continue;
+    if (d.type === 'reasoning.text' && typeof d.text === 'string') text += d.text;
+    else if (d.type === 'reasoning.summary' && typeof d.summary === 'string') text += d.summary;
+  }
+  return text;
 }
 
 /** Usage with details; zero placeholders (cached 0, reasoning 0, an all-zero usage) are left out. */
@@ -341,6 +382,8 @@ export interface AssistantMeta {
   providerIds?: Record<string, string>;
   reasoning?: string;
   reasoningOpaque?: string;
+  /** Our call id → the `extra_content` the provider attached to that call (Gemini's thought signatures). */
+  callExtras?: Record<string, Record<string, unknown>>;
 }
 
 export const META_KEY = 'caboose';
@@ -348,25 +391,37 @@ export const META_KEY = 'caboose';
 /**
  * The conversation as the server must see it: our metadata removed, each tool call under the id the
  * provider gave it (its tool result too), reasoning left out — except Copilot's opaque token, which the
- * provider requires back with the reasoning text it signed (DeepSeek, on the contrary, rejects
- * `reasoning_content` in the input; every other provider ignores or does not need it).
+ * provider requires back with the reasoning text it signed, and each call's `extra_content` (Gemini 3's
+ * thought signature, likewise required back with its call). DeepSeek, on the contrary, rejects
+ * `reasoning_content` in the input; every other provider ignores or does not need it.
+ * `model`: the model the request goes to. What a provider gave (its call ids, signatures, opaque reasoning)
+ * goes back only to the model that wrote the message; after a switch the other model gets our own ids
+ * (valid everywhere) and none of those fields, which it would not know and might refuse.
  */
-export function toWireMessages<M extends object>(messages: readonly M[]): M[] {
+export function toWireMessages<M extends object>(messages: readonly M[], model?: string): M[] {
+  const own = (meta: AssistantMeta | undefined): AssistantMeta | undefined =>
+    meta === undefined || model === undefined || meta.model === undefined || meta.model === model ? meta : undefined;
   const ids = new Map<string, string>();
   for (const m of messages) {
-    const meta = (m as Record<string, unknown>)[META_KEY] as AssistantMeta | undefined;
-    for (const [own, theirs] of Object.entries(meta?.providerIds ?? {})) ids.set(own, theirs);
+    const meta = own((m as Record<string, unknown>)[META_KEY] as AssistantMeta | undefined);
+    for (const [ours, theirs] of Object.entries(meta?.providerIds ?? {})) ids.set(ours, theirs);
   }
   return messages.map((m) => {
     const r = m as Record<string, unknown>;
-    const meta = r[META_KEY] as AssistantMeta | undefined;
+    const stored = r[META_KEY] as AssistantMeta | undefined;
+    const meta = own(stored);
     const needsIds = ids.size > 0 && (Array.isArray(r.tool_calls) || typeof r.tool_call_id === 'string');
-    if (meta === undefined && !needsIds && !('reasoning_content' in r)) return m;
+    if (stored === undefined && !needsIds && !('reasoning_content' in r)) return m;
     const out: Record<string, unknown> = { ...r };
     delete out[META_KEY];
     delete out.reasoning_content;
     if (Array.isArray(r.tool_calls)) {
-      out.tool_calls = (r.tool_calls as Record<string, unknown>[]).map((c) => (typeof c.id === 'string' && ids.has(c.id) ? { ...c, id: ids.get(c.id) } : c));
+      out.tool_calls = (r.tool_calls as Record<string, unknown>[]).map((c) => {
+        const ours = typeof c.id === 'string' ? c.id : undefined;
+        const extra = ours !== undefined ? meta?.callExtras?.[ours] : undefined;
+        const withExtra = extra !== undefined ? { ...c, extra_content: extra } : c;
+        return ours !== undefined && ids.has(ours) ? { ...withExtra, id: ids.get(ours) } : withExtra;
+      });
     }
     if (typeof r.tool_call_id === 'string' && ids.has(r.tool_call_id)) out.tool_call_id = ids.get(r.tool_call_id);
     if (meta?.reasoningOpaque) {

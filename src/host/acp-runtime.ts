@@ -210,6 +210,7 @@ export async function createAcpRuntime(o: AcpRuntimeOptions): Promise<SessionRun
     callTool: (name, args) => ws.call(name, args),
     selectionEdit: () => Promise.reject(new Error(`:CabooseEdit uses the built-in agent; this chat runs ${o.agentName} (:CabooseAgent caboose switches back)`)),
     cancelSelectionEdit: () => false,
+    compact: () => Promise.reject(new Error(`/compact summarizes the built-in agent's conversation; this chat runs ${o.agentName}`)),
     rename(title) {
       const t = title.replace(/\s+/g, ' ').trim().slice(0, 120);
       if (t === '') throw new Error('a session title cannot be empty');

@@ -2,14 +2,20 @@
  * Context the user attaches to a message from the editor (`#buffer`, `@path`, a visual range): the text
  * the model receives with it, and the one-line labels the chat shows under the message.
  */
+import type { FetchResult } from '../tools/fetch';
 import type { ToolResult } from '../tools/tool';
 import { plural } from './summaries';
 
 export interface ContextItem {
-  kind: 'buffer' | 'selection' | 'file';
+  /** `attachment`: text the editor gathered (diagnostics, a git diff, the quickfix list, …). */
+  kind: 'buffer' | 'selection' | 'file' | 'attachment' | 'fetch';
+  /** What the label names (`#buffers`, `#diagnostics`, `/file`); the kind's own tag without it. */
+  name?: string;
   /** Path as the user sees it (relative to the workspace when inside it); '' for an unnamed buffer. */
   path: string;
   filetype?: string;
+  /** `fetch`: the URL (the fetch tool reads it, with its approval and rules). */
+  url?: string;
   /** The text Lua read from the buffer (buffer, selection); files are read by the host. */
   text?: string;
   startLine?: number;
@@ -20,6 +26,8 @@ export interface ContextItem {
 
 /** read_file through the workspace (buffer-aware, path-checked). */
 export type ReadFile = (path: string) => Promise<ToolResult>;
+/** The fetch tool run for the user (mode, approval, fetch rules); absent where no agent of ours runs. */
+export type FetchUrl = (url: string) => Promise<ToolResult>;
 
 export interface ComposedMessage {
   /** What the model receives. */
@@ -46,18 +54,55 @@ function block(header: string, filetype: string | undefined, text: string): stri
 const lines = (n: number) => plural(n, 'line');
 const lineCount = (text: string) => (text === '' ? 0 : text.replace(/\n$/, '').split('\n').length);
 
+/** Longest text from the editor (an attachment, a selection, a buffer outside the workspace) sent as is. */
+export const MAX_ATTACHMENT_CHARS = 100_000;
+
+/** `text` cut at MAX_ATTACHMENT_CHARS, with a notice the model reads (never cut silently). */
+function capped(text: string): { text: string; cut: boolean } {
+  if (text.length <= MAX_ATTACHMENT_CHARS) return { text, cut: false };
+  const kept = text.slice(0, MAX_ATTACHMENT_CHARS);
+  return { text: `${kept}\n[cut: the first ${MAX_ATTACHMENT_CHARS} of ${text.length} characters are shown; the rest was not sent]`, cut: true };
+}
+const cutNote = (cut: boolean) => (cut ? `, cut at ${MAX_ATTACHMENT_CHARS} characters` : '');
+
 /** One attached item; `file` is the workspace path it was read from (the same file is attached once). */
-async function one(item: ContextItem, read: ReadFile): Promise<{ text: string; label: string; file?: string }> {
+async function one(item: ContextItem, read: ReadFile, fetchUrl?: FetchUrl): Promise<{ text: string; label: string; file?: string }> {
   const name = item.path || '[No Name]';
-  if (item.kind === 'selection') {
-    const text = item.text ?? '';
-    const range = `lines ${item.startLine ?? '?'}-${item.endLine ?? '?'}`;
+  if (item.kind === 'fetch') {
+    const url = item.url ?? '';
+    const what = item.name ?? '/fetch';
+    if (!fetchUrl) return { text: `(The user asked to attach ${url}, but this chat's agent cannot fetch it.)`, label: `${what} ${url} — not attached: this agent cannot fetch` };
+    const r = await fetchUrl(url);
+    if (!r.ok) return { text: `(The user asked to attach ${url}; the fetch failed: ${r.error.kind}: ${r.error.message})`, label: `${what} ${url} — not attached: ${r.error.kind}` };
+    const d = r.data as FetchResult;
+    const full = d.content;
+    const { text, cut } = capped(full);
+    const notes = [`HTTP ${d.status}`, d.contentType, d.truncated ? 'cut by the fetch tool' : undefined].filter(Boolean);
     return {
-      text: block(`Selection from ${name} (${range}${item.filetype ? `, ${item.filetype}` : ''}):`, item.filetype, text),
-      label: `selection ${name}:${item.startLine ?? '?'}-${item.endLine ?? '?'}`,
+      text: block(`Fetched ${d.url} (${notes.join(', ')}${cutNote(cut)}):`, undefined, text),
+      label: `${what} ${url} (${lines(lineCount(full))}${cutNote(cut)})`,
     };
   }
-  const tag = item.kind === 'buffer' ? '#buffer' : `@${item.path}`;
+  if (item.kind === 'attachment') {
+    const full = item.text ?? '';
+    const { text, cut } = capped(full);
+    const n = lineCount(full);
+    const what = item.name ?? 'attachment';
+    const where = item.path ? ` ${item.path}` : '';
+    return {
+      text: block(`${what}${where} (${lines(n)}${item.filetype ? `, ${item.filetype}` : ''}${cutNote(cut)}):`, item.filetype, text),
+      label: `${what}${where} (${lines(n)}${cutNote(cut)})`,
+    };
+  }
+  if (item.kind === 'selection') {
+    const { text, cut } = capped(item.text ?? '');
+    const range = `lines ${item.startLine ?? '?'}-${item.endLine ?? '?'}`;
+    return {
+      text: block(`Selection from ${name} (${range}${item.filetype ? `, ${item.filetype}` : ''}${cutNote(cut)}):`, item.filetype, text),
+      label: `${item.name ? `${item.name} ` : 'selection '}${name}:${item.startLine ?? '?'}-${item.endLine ?? '?'}${cutNote(cut)}`,
+    };
+  }
+  const tag = item.name ?? (item.kind === 'buffer' ? '#buffer' : `@${item.path}`);
   // A file in the workspace is read like the agent reads it: the live buffer when it has unsaved changes, with
   // the sha256 the edit tools ask for, so the model can edit without reading it again.
   if (item.path !== '') {
@@ -80,19 +125,20 @@ async function one(item: ContextItem, read: ReadFile): Promise<{ text: string; l
     }
   }
   // Unnamed buffers, and buffers outside the workspace: the text Lua sent.
-  const text = item.text ?? '';
-  const n = lineCount(text);
+  const full = item.text ?? '';
+  const { text, cut } = capped(full);
+  const n = lineCount(full);
   return {
-    text: block(`Buffer ${name} (${lines(n)}${item.filetype ? `, ${item.filetype}` : ''}${item.modified ? ', unsaved' : ''}; not a workspace file):`, item.filetype, text),
-    label: `${tag} ${name} (${lines(n)}${item.modified ? ', unsaved' : ''})`,
+    text: block(`Buffer ${name} (${lines(n)}${item.filetype ? `, ${item.filetype}` : ''}${item.modified ? ', unsaved' : ''}; not a workspace file${cutNote(cut)}):`, item.filetype, text),
+    label: `${tag} ${name} (${lines(n)}${item.modified ? ', unsaved' : ''}${cutNote(cut)})`,
   };
 }
 
 /** The message text followed by each attached item, in order; a file named twice (`#buffer` and `@path`) once. */
-export async function composeMessage(text: string, items: ContextItem[], read: ReadFile): Promise<ComposedMessage> {
+export async function composeMessage(text: string, items: ContextItem[], read: ReadFile, fetchUrl?: FetchUrl): Promise<ComposedMessage> {
   if (items.length === 0) return { text, labels: [] };
   const seen = new Set<string>();
-  const parts = (await Promise.all(items.map((i) => one(i, read)))).filter((p) => {
+  const parts = (await Promise.all(items.map((i) => one(i, read, fetchUrl)))).filter((p) => {
     if (p.file === undefined) return true;
     if (seen.has(p.file)) return false;
     seen.add(p.file);

@@ -10,6 +10,8 @@ export const METHODS = {
   sessionList: 'session.list',
   sessionOpen: 'session.open',
   sessionRename: 'session.rename',
+  sessionCompact: 'session.compact',
+  sessionExport: 'session.export',
   sessionDelete: 'session.delete',
   sessionInfo: 'session.info',
   setMode: 'mode.set',

@@ -115,8 +115,11 @@ export const SessionDeleteParams = z.object({ id: z.string().min(1).max(200) });
 export const ResetParams = z.object({ cwd: z.string().min(1).optional() });
 const n = z.number().int().positive().optional().nullable();
 export const ContextItemParams = z.object({
-  kind: z.enum(['buffer', 'selection', 'file']),
+  kind: z.enum(['buffer', 'selection', 'file', 'attachment', 'fetch']),
+  url: z.string().max(8192).optional().nullable(),
   path: z.string().default(''),
+  /** What the chat label names (`#buffers`, `#diagnostics`, `/file`, …); the kind's own tag without it. */
+  name: z.string().max(200).optional().nullable(),
   filetype: z.string().optional().nullable(),
   text: z.string().max(4_000_000).optional().nullable(),
   start_line: n,

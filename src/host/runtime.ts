@@ -66,6 +66,8 @@ export interface SessionRuntime {
   setModel(p: ResolvedProvider, label: string): void;
   /** Renames this session (the user's title wins over the model's). */
   rename(title: string): { title: string };
+  /** Summarizes the conversation now (the chat's /compact), between turns. */
+  compact(): Promise<{ compacted: boolean }>;
   /** Which session the chat shows, its title and whether it holds messages. */
   info(): { session: string; title: string | null; cwd: string; messages: number; agent?: string };
   /** :CabooseUndo / :CabooseCheckpoints: the file changes of each user message, rewindable. */
@@ -394,7 +396,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     const id = ++messageCount;
     // `/server:prompt …` and `#mcp:server:uri` (MCP prompts and resources) are expanded first.
     const expanded = o.mcp && /(^\s*\/[\w-]+:\S)|#mcp:/.test(text) ? await mcpMessage().expandMcpMessage(text, o.mcp, session.askOutsideTurn, titleAbort.signal) : null;
-    const composed = await composeMessage(expanded?.text ?? text, context, (p) => ws.call('read_file', { path: p }));
+    const composed = await composeMessage(expanded?.text ?? text, context, (p) => ws.call('read_file', { path: p }), (url) => agent.callAsUser('fetch', { url }));
     if (expanded) composed.labels.unshift(...expanded.labels);
     // After a rewind the model learns which of its edits are gone.
     const note = ws.workspace.checkpoints.takeNotes();
@@ -456,6 +458,10 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       model.set(createModelClient(p));
       agent.setContextWindow(p.contextWindow ?? knownContextWindow(p.model) ?? DEFAULT_CONTEXT_WINDOW);
       ui.emit(EVENTS.sessionInfo, { session: session.id, model: label, cwd: o.cwd, title: sessions.get(session.id)?.title ?? null });
+    },
+    async compact() {
+      ensureRestored();
+      return { compacted: await agent.compactNow() };
     },
     rename(title) {
       const t = title.replace(/\s+/g, ' ').trim().slice(0, 120);

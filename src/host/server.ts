@@ -74,6 +74,8 @@ export class HostServer {
           (context ?? []).map((c) => ({
             kind: c.kind,
             path: c.path,
+            name: c.name ?? undefined,
+            url: c.url ?? undefined,
             filetype: c.filetype ?? undefined,
             text: c.text ?? undefined,
             startLine: c.start_line ?? undefined,
@@ -169,6 +171,22 @@ export class HostServer {
         const done = this.selectAgent(p);
         this.switching = done.catch(() => undefined);
         return done;
+      }
+      case METHODS.sessionExport: {
+        // The chat as Markdown (:CabooseExport): what the session store holds, after the messages sent before.
+        const rt = await this.ensureRuntime();
+        await rt.sent();
+        const { transcriptItems } = require('./session-history') as typeof import('./session-history');
+        const { exportMarkdown } = require('./export') as typeof import('./export');
+        const info = rt.info();
+        return { title: info.title, messages: info.messages, markdown: exportMarkdown(info.title, transcriptItems(rt.sessions.displayRows(rt.session.id))) };
+      }
+      case METHODS.sessionCompact: {
+        await this.switching;
+        const rt = await this.ensureRuntime();
+        // After the messages sent before it (they are in the history it summarizes).
+        await rt.sent();
+        return rt.compact();
       }
       case METHODS.sessionRename: {
         const { title } = parse(protocol().SessionRenameParams, params, method);

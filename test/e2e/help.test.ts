@@ -18,7 +18,7 @@ forEachNvim((bin) => {
         fs.copyFileSync(path.join(REPO_ROOT, 'doc', 'caboose.txt'), path.join(dir, 'doc', 'caboose.txt'));
         await t.cmd(`helptags ${dir}/doc`);
         await t.lua('vim.opt.runtimepath:prepend(...)', [dir]);
-        for (const tag of ['caboose', 'caboose-config', 'caboose-commands', ':Caboose', ':CabooseRestore', ':CabooseUndo', ':CabooseCheckpoints', 'caboose-checkpoints', 'caboose.undo()', ':CabooseRevoke', ':CabooseAudit', 'caboose.audit()', '<Plug>(CabooseApproval)', 'caboose-approval', 'caboose.revoke()', 'caboose.state()', 'caboose-events', 'caboose-highlights', 'caboose-health', 'caboose-rules', 'caboose-diagnostics', 'caboose-safety', ':CabooseMcp', 'caboose-mcp', 'caboose.mcp()', 'caboose.mcp_restart()', 'caboose-sandbox']) {
+        for (const tag of ['caboose', 'caboose-config', 'caboose-commands', ':Caboose', ':CabooseRestore', ':CabooseUndo', ':CabooseCheckpoints', 'caboose-checkpoints', 'caboose.undo()', ':CabooseRevoke', ':CabooseAudit', 'caboose.audit()', '<Plug>(CabooseApproval)', 'caboose-approval', 'caboose.revoke()', 'caboose.state()', 'caboose-events', 'caboose-highlights', 'caboose-health', 'caboose-rules', 'caboose-diagnostics', 'caboose-safety', ':CabooseMcp', 'caboose-mcp', 'caboose.mcp()', 'caboose.mcp_restart()', 'caboose-sandbox', 'caboose-insertables', 'caboose-slash-commands', 'caboose-variables', 'caboose-completion', 'caboose.compact()', ':CabooseExport', 'caboose.export()']) {
           await t.cmd(`help ${tag}`);
           assert.equal(await t.lua('return vim.bo.buftype'), 'help', tag);
           assert.match(await t.lua<string>("return vim.fn.expand('%:t')"), /caboose\.txt/, tag);

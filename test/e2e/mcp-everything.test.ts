@@ -119,6 +119,9 @@ for (const transport of ['stdio', 'http'] as const) {
       e.fake.script({ toolCalls: [{ name: 'everything__trigger-elicitation-request', arguments: {} }] }, (r) => ({ text: `ELICITED ${/Ada Lovelace/.test(lastTool(r)) ? 'accepted' : lastTool(r).slice(0, 300)}` }));
       await e.t.cmd('Caboose ask me');
       await approve();
+      // A server's question waits until the user is in the chat (it never takes keys meant for another buffer).
+      await e.t.cmd('CabooseChat');
+      await e.t.cmd('stopinsert');
       await chatHas('ELICITED accepted');
       await idle();
       assert.ok((await e.t.lua<string[]>('return _G.asked')).some((q) => q.includes("MCP server 'everything' asks")));
@@ -128,6 +131,8 @@ for (const transport of ['stdio', 'http'] as const) {
       e.fake.script({ toolCalls: [{ name: 'everything__trigger-url-elicitation', arguments: { url: 'https://example.com/consent' } }] }, (r) => ({ text: `URL ${/accept/i.test(lastTool(r)) ? 'accepted' : lastTool(r).slice(0, 300)}` }));
       await e.t.cmd('Caboose open it');
       await approve();
+      await e.t.cmd('CabooseChat');
+      await e.t.cmd('stopinsert');
       await chatHas('URL accepted');
       await idle();
       assert.ok((await e.t.lua<string[]>('return _G.asked')).some((q) => q.includes('https://example.com/consent')));

@@ -102,18 +102,18 @@ forEachNvim((bin) => {
 
     it('a reasoning stream shows a folded thinking block (za opens it) and a clean reply', async () => {
       await e.start({ initLua: "require('caboose').setup({ mode = 'chug', provider = { max_retries = 0 } })" });
-      e.fake.script({ raw: fixture('openrouter/reasoning.sse') });
+      e.fake.script({ raw: fixture('openrouter/claude-reasoning.sse') });
       await e.t.cmd('Caboose hi');
-      await waitChat(/Hello!/);
+      await waitChat(/2 \+ 2 = 4/);
       await waitState('idle');
       const lines = await e.t.chatLines();
       const row = lines.findIndex((l) => l.startsWith('💭 thinking'));
       assert.ok(row >= 0, lines.join('\n'));
       assert.match(lines[row], /thinking \(1 line, za\)/);
-      assert.match(lines[row + 1], /The user wants a greeting\./);
+      assert.match(lines[row + 1], /This is a simple arithmetic question\. 2\+2 equals 4\./);
       const reply = lines.slice(row + 2).join('\n');
-      assert.match(reply, /Hello!/);
-      assert.doesNotMatch(reply, /greeting/, 'the reasoning is not in the reply');
+      assert.match(reply, /2 \+ 2 = 4/);
+      assert.doesNotMatch(reply, /arithmetic/, 'the reasoning is not in the reply');
       const win = await e.t.lua<number>("return vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1]");
       const closed = () => e.t.lua<number>('local w, r = ... return vim.api.nvim_win_call(w, function() return vim.fn.foldclosed(r) end)', [win, row + 2]);
       assert.notEqual(await closed(), -1, 'collapsed by default');
@@ -126,13 +126,13 @@ forEachNvim((bin) => {
       e.fake.script({ text: 'ok' });
       await e.t.cmd('Caboose again');
       await waitChat(/again[\s\S]*ok/);
-      assert.doesNotMatch(JSON.stringify(e.fake.chatRequests[1].body?.messages), /greeting/);
+      assert.doesNotMatch(JSON.stringify(e.fake.chatRequests[1].body?.messages), /arithmetic/);
       // Reopened, the session shows the thinking block folded again.
       await e.t.cmd('CabooseNew');
-      await e.t.waitFor(async () => !/Hello!/.test(await chat()), 'a new chat');
+      await e.t.waitFor(async () => !/2 \+ 2 = 4/.test(await chat()), 'a new chat');
       await e.t.lua('vim.ui.select = function(items, opts, cb) cb(items[1], 1) end');
       await e.t.cmd('CabooseSessions');
-      await waitChat(/💭 thinking \(1 line, za\)\n {2}┆ The user wants a greeting\.\n\nHello!/).catch(async (err: unknown) => {
+      await waitChat(/💭 thinking \(1 line, za\)\n {2}┆ This is a simple arithmetic question\. 2\+2 equals 4\.\n\n2 \+ 2 = 4/).catch(async (err: unknown) => {
         throw new Error(`${String(err)}\n${await chat()}`);
       });
       const lines2 = await e.t.chatLines();
@@ -247,14 +247,14 @@ forEachNvim((bin) => {
 
     it('an error inside a 200 stream is shown once and not retried', async () => {
       await e.start({ initLua: "require('caboose').setup({ mode = 'chug' })" });
-      e.fake.script({ raw: fixture('openrouter/error-in-stream.sse') });
+      e.fake.script({ raw: fixture('openrouter/recorded-error-in-stream.sse') });
       e.fake.setDefaultReply({ text: 'A RETRY HAPPENED' });
       await e.t.cmd('Caboose hi');
-      await waitChat(/not a valid JSON schema/);
+      await waitChat(/Token limit reached/);
       await waitState('idle');
       await new Promise((r) => setTimeout(r, 300));
       const text = await chat();
-      assert.equal(text.match(/not a valid JSON schema/g)?.length, 1, text);
+      assert.equal(text.match(/Token limit reached/g)?.length, 1, text);
       assert.doesNotMatch(text, /retrying|partial reply is kept|A RETRY HAPPENED/);
       assert.equal(e.fake.chatRequests.length, 1, 'not retried');
       assert.doesNotMatch(await winbar(), /retrying/);

@@ -49,10 +49,11 @@ test('1. content as typed parts (Mistral): text parts are the reply, thinking pa
 });
 
 test('2. no finish_reason: a stream that ends cleanly is complete; tool calls infer tool_calls', async (t) => {
-  const text = await replay(t, 'vllm/no-finish-reason.sse');
+  // Snowflake Cortex, recorded: usage and [DONE], never a finish_reason.
+  const text = await replay(t, 'snowflake/text-no-finish-reason.sse');
   assert.equal(text.error, undefined);
   assert.equal(text.done?.finishReason, 'stop');
-  assert.equal(text.done?.text, 'All done.');
+  assert.equal(text.done?.text, '4');
   const calls = await replay(t, 'vllm/no-finish-reason-tool-call.sse');
   assert.equal(calls.error, undefined);
   assert.equal(calls.done?.finishReason, 'tool_calls');
@@ -71,18 +72,18 @@ test('2. no finish_reason: a stream that ends cleanly is complete; tool calls in
 });
 
 test('3. errors inside a 200 stream: classified by their own code, not retried when a retry cannot help, no false "partial reply is kept"', async (t) => {
-  // OpenRouter, code 400 in the stream: one request, a bad_response with the server's message.
-  const a = await replay(t, 'openrouter/error-in-stream.sse');
+  // OpenRouter (recorded), code 400 in the stream: one request, a bad_response with the server's message.
+  const a = await replay(t, 'openrouter/recorded-error-in-stream.sse');
   assert.equal(a.fake.chatRequests.length, 1, 'not retried');
   assert.equal(a.error?.kind, 'bad_response');
-  assert.match(a.error?.message ?? '', /not a valid JSON schema/);
+  assert.match(a.error?.message ?? '', /Token limit reached/);
   assert.doesNotMatch(a.error?.message ?? '', /partial reply is kept/);
   assert.ok(!a.events.some((e) => e.type === 'retry'));
-  // `event: error` with an OpenAI-style 400-class code.
-  const b = await replay(t, 'openai/event-error.sse');
+  // `event: error` (Groq, recorded): a string code, the status in `status_code: 400`.
+  const b = await replay(t, 'groq/tool-use-failed-event-error.sse');
   assert.equal(b.fake.chatRequests.length, 1);
   assert.equal(b.error?.kind, 'bad_response');
-  assert.match(b.error?.message ?? '', /does not support 0\.2/);
+  assert.match(b.error?.message ?? '', /Tool call validation failed/);
   // llama.cpp's bare `error:` line: a prompt too large for the context is context_length (compaction), not a retry.
   const c = await replay(t, 'llamacpp/error-line.sse');
   assert.equal(c.fake.chatRequests.length, 1);
@@ -146,8 +147,11 @@ test('6. reasoning (DeepSeek reasoning_content, xAI, OpenRouter reasoning, Copil
   const cases: [string, RegExp, RegExp][] = [
     ['deepseek/reasoning.sse', /^We need to/, /./],
     ['xai/tool-call.sse', /^First, the user is asking/, /^$/],
-    ['openrouter/reasoning.sse', /^The user wants a greeting\.$/, /^Hello!$/],
-    ['copilot/reasoning-text.sse', /^Checking the question\.$/, /^Yes\.$/],
+    ['openrouter/claude-reasoning.sse', /^This is a simple arithmetic question\. 2\+2 equals 4\.$/, /^2 \+ 2 = 4$/],
+    ['copilot/gemini-3-pro-opaque-at-end.sse', /^\*\*Analyzing the Inquiry's Nature\*\*/, /^I am Tidewave/],
+    ['snowflake/thinking.sse', /^15 \* 27 = 405$/, /^15 × 27 = \*\*405\*\*/],
+    ['zai/thinking.sse', /Analyze the User's Request/, /^4$/],
+    ['groq/reasoning.sse', /^Okay, let me try to figure out/, /^The word/],
     ['llamacpp/reasoning.sse', /^Thinking about the answer\.$/, /^It is 4\.$/],
     ['qwen/reasoning.sse', /./, /./],
   ];
@@ -160,8 +164,8 @@ test('6. reasoning (DeepSeek reasoning_content, xAI, OpenRouter reasoning, Copil
     assert.equal(reasoningDeltas, r.done?.reasoning, name);
     assert.ok(!(r.done?.text ?? '').includes((r.done?.reasoning ?? '').slice(0, 30)), `${name}: reasoning not in the reply`);
   }
-  const copilot = await replay(t, 'copilot/reasoning-text.sse');
-  assert.equal(copilot.done?.reasoningOpaque, 'EqQBCkgIBxABGAIqQPaque');
+  const copilot = await replay(t, 'copilot/gemini-3-pro-opaque-at-end.sse');
+  assert.equal(copilot.done?.reasoningOpaque, '/PMlTqxqSJZnUBDHgnnJKLVI4eZQ');
 });
 
 test('7. usage details: cached tokens (incl. DeepSeek prompt_cache_hit_tokens), reasoning tokens; zero placeholders left out', async (t) => {

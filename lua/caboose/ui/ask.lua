@@ -64,9 +64,14 @@ H.next = function()
   return true
 end
 
---- Opens the question when the user is in the chat and not typing.
+--- Opens the question when the user is in the chat and not typing. A question that answers the user's own
+--- command (a slash prompt's arguments, asked outside a turn) opens wherever they are, once not typing.
 H.try = function()
-  if H.showing or #H.waiting == 0 or not H.in_chat() or H.typing() then
+  H.prune()
+  if H.showing or #H.waiting == 0 or H.typing() then
+    return
+  end
+  if not H.in_chat() and H.waiting[1].p.outside_turn ~= true then
     return
   end
   H.next()
@@ -118,7 +123,7 @@ function M.ask(p)
   H.autocmds()
   table.insert(H.waiting, { p = p, reply = reply })
   vim.schedule(function()
-    if H.in_chat() and not H.typing() and not H.showing then
+    if (H.in_chat() or p.outside_turn == true) and not H.typing() and not H.showing then
       return H.try()
     end
     caboose._notify_line('the agent asks: ' .. p.question .. ' (answer in the chat, or :CabooseApproval)', nil, p.question)

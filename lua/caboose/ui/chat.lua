@@ -82,8 +82,14 @@ function M.input_buf()
   H.set_input_keymaps(buf)
   vim.api.nvim_create_autocmd('TextChangedI', {
     buffer = buf,
-    callback = H.complete_path,
+    callback = function()
+      -- `/command` and `#variable` (caboose.insertables), else `@path`.
+      if not require('caboose.insertables.complete').popup() then
+        H.complete_path()
+      end
+    end,
   })
+  require('caboose.insertables.sources').attach(buf)
   vim.api.nvim_create_autocmd('InsertEnter', {
     buffer = buf,
     callback = function()
@@ -126,7 +132,7 @@ end
 --- load once, one piece per event-loop tick (together they would freeze the editor for ~25 ms); the
 --- buffer gets its filetype when they are ready.
 --- The message area completes @paths (the markdown ftplugin would set an HTML one).
-H.OMNIFUNC = "v:lua.require'caboose.context'.omnifunc"
+H.OMNIFUNC = "v:lua.require'caboose.insertables.complete'.omnifunc"
 
 H.md_ready = false
 H.md_waiting = {} ---@type integer[]
@@ -362,6 +368,7 @@ H.keys = {
   { 'n', 'g?', 'this list (? stays backward search)' },
   { 'i', '@', 'complete a file path to attach' },
   { 'i', '#buffer', 'attach the buffer you came from' },
+  { 'i', '/ #', 'slash commands, variables (/help lists them)' },
 }
 
 H.map = function(buf, modes, lhs, fn, desc, expr)
@@ -1881,9 +1888,8 @@ function M.submit()
   if vim.fn.mode() == 'i' then
     vim.cmd('stopinsert')
   end
-  local context = require('caboose.context').collect(text, nil)
+  -- Slash commands and variables are expanded by send() (caboose.insertables).
   return require('caboose').send(text, {
-    context = context,
     on_done = function(err, res)
       if err or (type(res) == 'table' and res.status == 'rejected') then
         return

@@ -1,0 +1,155 @@
+--- Variables a message can name anywhere (`#buffer`, `#buffers`, `#selection`, `#diagnostics`, `#gitdiff`,
+--- `#quickfix`, `#file:path`, and `#{name}` braces): each gathers what the editor knows into context items
+--- (path, range, filetype, text) that the host turns into the model's text and the chat's labels.
+local M = {}
+local H = {}
+
+local context = function()
+  return require('caboose.context')
+end
+
+H.display = function(path)
+  return path ~= '' and vim.fn.fnamemodify(path, ':.') or ''
+end
+
+--- The buffer the user came from (a code buffer), or nil with a warning naming the variable.
+H.origin = function(origin, what)
+  local buf = context().origin_buffer(origin)
+  if not buf then
+    vim.notify('(caboose) ' .. what .. ': no file buffer to attach', vim.log.levels.WARN)
+  end
+  return buf
+end
+
+--- Every listed code buffer (unsaved text included).
+function M.buffers()
+  local items = {}
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    -- (The empty [No Name] buffer Neovim starts with is nothing to attach.)
+    local empty = vim.api.nvim_buf_get_name(b) == '' and vim.api.nvim_buf_line_count(b) == 1 and vim.api.nvim_buf_get_lines(b, 0, 1, false)[1] == ''
+    if vim.bo[b].buflisted and vim.api.nvim_buf_is_loaded(b) and context().is_code_buffer(b) and not empty then
+      local item = context().buffer(b)
+      item.name = '#buffers'
+      table.insert(items, item)
+    end
+  end
+  return items
+end
+
+--- The last visual selection ('< and '> marks) of the buffer the user came from.
+function M.selection(origin)
+  local buf = H.origin(origin, '#selection')
+  if not buf then
+    return {}
+  end
+  local s = vim.api.nvim_buf_get_mark(buf, '<')
+  local e = vim.api.nvim_buf_get_mark(buf, '>')
+  if s[1] == 0 or e[1] == 0 then
+    vim.notify('(caboose) #selection: no visual selection in ' .. H.display(vim.api.nvim_buf_get_name(buf)), vim.log.levels.WARN)
+    return {}
+  end
+  local item = context().selection(buf, math.min(s[1], e[1]), math.max(s[1], e[1]))
+  item.name = '#selection'
+  return { item }
+end
+
+H.SEVERITY = { 'ERROR', 'WARN', 'INFO', 'HINT' }
+
+--- Diagnostics of the buffer the user came from, or of every buffer (`workspace`).
+---@param scope 'buffer'|'workspace'|nil
+function M.diagnostics(origin, scope, name)
+  local buf = scope ~= 'workspace' and H.origin(origin, name or '#diagnostics') or nil
+  if scope ~= 'workspace' and not buf then
+    return {}
+  end
+  local diags = vim.diagnostic.get(buf)
+  table.sort(diags, function(a, b)
+    if a.bufnr ~= b.bufnr then
+      return a.bufnr < b.bufnr
+    end
+    return a.lnum < b.lnum
+  end)
+  local lines = {}
+  for _, d in ipairs(diags) do
+    local path = H.display(vim.api.nvim_buf_get_name(d.bufnr))
+    table.insert(lines, string.format('%s:%d:%d: %s: %s%s', path ~= '' and path or '[No Name]', d.lnum + 1, d.col + 1, H.SEVERITY[d.severity] or '?', (d.message or ''):gsub('\n', ' '), d.source and (' [' .. d.source .. ']') or ''))
+  end
+  if #lines == 0 then
+    lines = { 'no diagnostics' }
+  end
+  return {
+    {
+      kind = 'attachment',
+      name = name or '#diagnostics',
+      path = buf and H.display(vim.api.nvim_buf_get_name(buf)) or '',
+      text = table.concat(lines, '\n'),
+    },
+  }
+end
+
+--- `git diff` of the working directory (unstaged, or `staged`); `done(items)` runs when git has answered
+--- (the editor does not wait for it).
+function M.gitdiff(_, scope, name, done)
+  local args = { 'git', 'diff', '--no-color', '--no-ext-diff' }
+  if scope == 'staged' then
+    table.insert(args, '--staged')
+  end
+  local finish = function(res)
+    if res.code ~= 0 then
+      vim.notify('(caboose) ' .. (name or '#gitdiff') .. ': git diff failed: ' .. vim.trim(res.stderr or ''), vim.log.levels.WARN)
+      return done({})
+    end
+    local text = res.stdout or ''
+    if vim.trim(text) == '' then
+      text = scope == 'staged' and 'no staged changes' or 'no unstaged changes'
+    end
+    done({ { kind = 'attachment', name = (name or '#gitdiff') .. (scope == 'staged' and ' (staged)' or ''), path = '', filetype = 'diff', text = text } })
+  end
+  local ok, err = pcall(vim.system, args, { text = true, cwd = vim.fn.getcwd(), timeout = 10000 }, function(res)
+    vim.schedule(function()
+      finish(res)
+    end)
+  end)
+  if not ok then
+    finish({ code = -1, stderr = tostring(err) })
+  end
+end
+
+--- The quickfix list, one `path:line:col: text` a line.
+function M.quickfix(_, _, name)
+  local lines = {}
+  for _, e in ipairs(vim.fn.getqflist()) do
+    local path = e.bufnr > 0 and H.display(vim.api.nvim_buf_get_name(e.bufnr)) or ''
+    table.insert(lines, string.format('%s:%d:%d: %s%s', path, e.lnum, e.col, e.type ~= '' and (e.type .. ': ') or '', vim.trim(e.text or '')))
+  end
+  local title = vim.fn.getqflist({ title = 0 }).title
+  if title == ':setqflist()' then
+    title = ''
+  end
+  if #lines == 0 then
+    lines = { 'the quickfix list is empty' }
+  end
+  return { { kind = 'attachment', name = name or '#quickfix', path = '', text = (title ~= '' and ('title: ' .. title .. '\n') or '') .. table.concat(lines, '\n') } }
+end
+
+--- A file (read by the host, buffer-aware); a loaded buffer with unsaved text sends that text.
+function M.file(path, name)
+  path = vim.fn.expand(path)
+  if vim.fn.filereadable(path) ~= 1 then
+    vim.notify('(caboose) ' .. (name or '#file') .. ': cannot read ' .. path, vim.log.levels.WARN)
+    return {}
+  end
+  return { { kind = 'file', name = name or ('#file:' .. H.display(path)), path = H.display(path) } }
+end
+
+function M.buffer(origin, name)
+  local buf = H.origin(origin, name or '#buffer')
+  if not buf then
+    return {}
+  end
+  local item = context().buffer(buf)
+  item.name = name
+  return { item }
+end
+
+return M

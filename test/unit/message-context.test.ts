@@ -1,0 +1,42 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { composeMessage, MAX_ATTACHMENT_CHARS } from '../../src/host/message-context';
+import type { ToolResult } from '../../src/tools/tool';
+
+const noRead = async (): Promise<ToolResult> => ({ ok: false, error: { kind: 'not_found', message: 'no file' } });
+
+describe('composeMessage: attachments from the insertables registry', () => {
+  it('an attachment goes with its name, path, line count and filetype; the label says what and how big', async () => {
+    const r = await composeMessage('fix #diagnostics', [{ kind: 'attachment', name: '#diagnostics', path: 'a.lua', text: 'a.lua:1:1: ERROR: x\na.lua:2:1: WARN: y' }], noRead);
+    assert.equal(r.text, 'fix #diagnostics\n\n#diagnostics a.lua (2 lines):\n```\na.lua:1:1: ERROR: x\na.lua:2:1: WARN: y\n```');
+    assert.deepEqual(r.labels, ['#diagnostics a.lua (2 lines)']);
+  });
+
+  it('text over the limit is cut with a notice in the text and the label (attachment, selection, outside buffer)', async () => {
+    const big = 'y'.repeat(MAX_ATTACHMENT_CHARS + 10);
+    for (const item of [
+      { kind: 'attachment' as const, name: '#gitdiff', path: '', filetype: 'diff', text: big },
+      { kind: 'selection' as const, path: '', text: big, startLine: 1, endLine: 1 },
+      { kind: 'buffer' as const, path: '', text: big },
+    ]) {
+      const r = await composeMessage('m', [item], noRead);
+      assert.match(r.text, new RegExp(`\\[cut: the first ${MAX_ATTACHMENT_CHARS} of ${MAX_ATTACHMENT_CHARS + 10} characters are shown; the rest was not sent\\]`), item.kind);
+      assert.ok(!r.text.includes('y'.repeat(MAX_ATTACHMENT_CHARS + 1)), item.kind);
+      assert.match(r.labels[0], new RegExp(`cut at ${MAX_ATTACHMENT_CHARS} characters`), item.kind);
+    }
+  });
+
+  it('a fetch item runs the fetch callback; a failure is labelled; without one (ACP) it is not attached', async () => {
+    const page = { url: 'https://x.test/p', status: 200, contentType: 'text/plain', content: 'hello\nworld', truncated: false };
+    const ok = await composeMessage('read', [{ kind: 'fetch', name: '/fetch', path: '', url: 'https://x.test/p' }], noRead, async (url) => {
+      assert.equal(url, 'https://x.test/p');
+      return { ok: true, data: page };
+    });
+    assert.equal(ok.text, 'read\n\nFetched https://x.test/p (HTTP 200, text/plain):\n```\nhello\nworld\n```');
+    assert.deepEqual(ok.labels, ['/fetch https://x.test/p (2 lines)']);
+    const refused = await composeMessage('read', [{ kind: 'fetch', path: '', url: 'http://10.0.0.1/' }], noRead, async () => ({ ok: false, error: { kind: 'rejected_by_user', message: 'no' } }));
+    assert.deepEqual(refused.labels, ['/fetch http://10.0.0.1/ — not attached: rejected_by_user']);
+    const none = await composeMessage('read', [{ kind: 'fetch', path: '', url: 'https://x.test/p' }], noRead);
+    assert.match(none.labels[0], /not attached: this agent cannot fetch/);
+  });
+});
