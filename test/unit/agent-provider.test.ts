@@ -190,7 +190,7 @@ test('parseRetryAfter: seconds, ms and HTTP dates', () => {
 test('a fast stream: the deltas of one read come as one text event, the text unchanged', async (t) => {
   const { fake, provider } = await setup(t);
   const chunks = Array.from({ length: 300 }, (_, i) => `w${i} `);
-  fake.script({ chunks, delayMs: 0 });
+  fake.script({ text: chunks.join(''), chunks, delayMs: 0 });
   const { events, error } = await collect(provider, { messages });
   assert.equal(error, undefined);
   const texts = events.filter((e): e is Extract<ModelEvent, { type: 'text' }> => e.type === 'text');
