@@ -231,7 +231,8 @@ end
 --- off and FileChangedShell ignored, `:checktime` that finds the same size and content records the time
 --- as read. Neovim compares against the size it stored, so when the agent changed the size: first let
 --- `:checktime` store the new size (a handled FileChangedShell keeps it silent), then move the file's
---- time on by a millisecond so the second `:checktime` runs the content comparison.
+--- time on by a millisecond so the second `:checktime` runs the content comparison. Used when the user
+--- has FileChangedShell autocommands (the quicker way below would run them with "conflict").
 H.sync_file_time = function(b, size_changed)
   vim.api.nvim_buf_call(b, function()
     local ei = vim.o.eventignore
@@ -264,6 +265,66 @@ H.sync_file_time = function(b, size_changed)
     if not ok then
       error(err, 0)
     end
+  end)
+end
+
+--- Stores the file's new time and size in the buffer while it is still marked modified (after the
+--- agent's lines landed, before 'nomodified'): `:checktime` then sees a "conflict", stores the file's
+--- time and size without comparing any content, and a handled FileChangedShell keeps it silent. From
+--- then on no `:checktime` (W11/W12) asks anything and nothing reloads.
+H.store_file_info = function(b)
+  vim.api.nvim_buf_call(b, function()
+    vim.cmd('setlocal noautoread')
+    local id = vim.api.nvim_create_autocmd('FileChangedShell', {
+      buffer = b,
+      callback = function()
+        vim.v.fcs_choice = ''
+      end,
+    })
+    local ok, err = pcall(vim.cmd, 'silent checktime ' .. b)
+    pcall(vim.api.nvim_del_autocmd, id)
+    vim.cmd('setlocal autoread<')
+    if not ok then
+      error(err, 0)
+    end
+  end)
+end
+
+--- Records the file's time as read (what keeps a later `:w` from asking "changed since reading it").
+--- Neovim records it only when `:checktime` finds the same size and the same content in a clean buffer,
+--- which means comparing the whole file: so this runs on the next main-loop turn, after the agent's
+--- write has returned (the tool does not wait for the comparison). The file's time is moved on by a
+--- millisecond so `:checktime` runs the comparison (H.store_file_info stored the current time). Skipped
+--- when the buffer was changed meanwhile or the file is no longer the one just stored (`st`): a
+--- `:checktime` then reports what really happened, as it would have anyway.
+H.record_read_time_later = function(b, st)
+  vim.schedule(function()
+    if not vim.api.nvim_buf_is_loaded(b) or vim.bo[b].modified then
+      return
+    end
+    local name = vim.api.nvim_buf_get_name(b)
+    local now = vim.uv.fs_stat(name)
+    if
+      not now
+      or now.ino ~= st.ino
+      or now.size ~= st.size
+      or now.mtime.sec ~= st.mtime.sec
+      or now.mtime.nsec ~= st.mtime.nsec
+    then
+      return
+    end
+    local t = now.mtime.sec + now.mtime.nsec / 1e9 + 0.001
+    if not vim.uv.fs_utime(name, now.atime.sec + now.atime.nsec / 1e9, t) then
+      return
+    end
+    vim.api.nvim_buf_call(b, function()
+      local ei = vim.o.eventignore
+      vim.cmd('setlocal noautoread')
+      vim.o.eventignore = ei == '' and 'FileChangedShell' or (ei .. ',FileChangedShell')
+      pcall(vim.cmd, 'silent checktime ' .. b)
+      vim.o.eventignore = ei
+      vim.cmd('setlocal autoread<')
+    end)
   end)
 end
 
@@ -317,6 +378,13 @@ H.op_set = function(op)
     vim.cmd('let &l:undolevels = &l:undolevels')
   end)
   if op.clean then
+    -- The user's own FileChangedShell autocommands never see the agent's write: with any, the file time
+    -- is recorded as before (one content compare, on this turn).
+    local quick = #vim.api.nvim_get_autocmds({ event = 'FileChangedShell' }) == 0
+    if quick then
+      -- Still marked modified here: the file's new time and size are stored without a content compare.
+      H.store_file_info(b)
+    end
     if op.final_eol ~= nil then
       vim.bo[b].eol = op.final_eol
     end
@@ -324,7 +392,14 @@ H.op_set = function(op)
       vim.bo[b].bomb = op.bom
     end
     vim.bo[b].modified = false
-    H.sync_file_time(b, op.size_changed)
+    if not quick then
+      H.sync_file_time(b, op.size_changed)
+    else
+      local st = vim.uv.fs_stat(vim.api.nvim_buf_get_name(b))
+      if st then
+        H.record_read_time_later(b, st)
+      end
+    end
   end
   local res = { ok = true, changedtick = vim.api.nvim_buf_get_changedtick(b) }
   if op.return_bytes then

@@ -10,7 +10,7 @@
  */
 import type OpenAI from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
-import { readSse, StreamAssembler, toWireMessages, type AssembledCall, type StreamErrorInfo, type StreamUsage } from './stream';
+import { readSseBatches, StreamAssembler, toWireMessages, type AssembledCall, type StreamErrorInfo, type StreamUsage } from './stream';
 
 /* ------------------------------------------------------------------------------------------------
  * Public types
@@ -255,17 +255,31 @@ export class OpenAIProvider implements ModelClient {
       // errors inside the 200 stream (`event: error`, llama.cpp's bare `error:` line) are seen too.
       const response = await client.chat.completions.create(body, { signal: controller.signal }).asResponse();
       if (!response.body) throw new ProviderError('bad_response', `empty response from ${this.config.baseURL}`);
-      for await (const item of readSse(response.body as unknown as AsyncIterable<Uint8Array>)) {
-        if (item.kind === 'done') {
-          clean = true;
-          break;
+      // The events of one read are yielded together, consecutive text (or reasoning) deltas joined into
+      // one: the same text, far fewer steps through the generators and the agent loop in a fast stream.
+      reading: for await (const items of readSseBatches(response.body as unknown as AsyncIterable<Uint8Array>)) {
+        const out: ModelEvent[] = [];
+        let stop = false;
+        for (const item of items) {
+          if (item.kind === 'done') {
+            clean = true;
+            stop = true;
+            break;
+          }
+          if (item.kind === 'error') {
+            streamError = item.error;
+            stop = true;
+            break;
+          }
+          if (item.kind === 'invalid') continue; // keep-alive noise some proxies send
+          for (const ev of asm.push(item.data)) {
+            const last = out[out.length - 1];
+            if (last && (ev.type === 'text' || ev.type === 'reasoning') && last.type === ev.type) out[out.length - 1] = { type: ev.type, delta: last.delta + ev.delta };
+            else out.push(ev);
+          }
         }
-        if (item.kind === 'error') {
-          streamError = item.error;
-          break;
-        }
-        if (item.kind === 'invalid') continue; // keep-alive noise some proxies send
-        for (const ev of asm.push(item.data)) yield ev;
+        for (const ev of out) yield ev;
+        if (stop) break reading;
       }
     } catch (err) {
       if (req.signal?.aborted) throw new ProviderError('aborted', 'request cancelled', { partialText: asm.text });

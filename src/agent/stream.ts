@@ -26,10 +26,15 @@ export interface StreamErrorInfo {
 
 /** Reads SSE items from a byte stream. */
 export async function* readSse(body: AsyncIterable<Uint8Array>): AsyncGenerator<SseItem> {
+  for await (const items of readSseBatches(body)) yield* items;
+}
+
+/** readSse's items, as one array per read of the byte stream (one async step per read, not per event). */
+export async function* readSseBatches(body: AsyncIterable<Uint8Array>): AsyncGenerator<SseItem[]> {
   const pending: SseItem[] = [];
   const parser = createParser({
     onEvent(ev: EventSourceMessage) {
-      pending.push(...itemsFromEvent(ev.event, ev.data));
+      for (const it of itemsFromEvent(ev.event, ev.data)) pending.push(it);
     },
     onError(err) {
       // An unknown field: llama.cpp writes `error: {json}` as its own line.
@@ -42,11 +47,11 @@ export async function* readSse(body: AsyncIterable<Uint8Array>): AsyncGenerator<
   const decoder = new TextDecoder();
   for await (const bytes of body) {
     parser.feed(decoder.decode(bytes, { stream: true }));
-    while (pending.length > 0) yield pending.shift() as SseItem;
+    if (pending.length > 0) yield pending.splice(0);
   }
   parser.feed(decoder.decode());
   parser.feed('\n\n'); // a last event without its blank line still counts
-  while (pending.length > 0) yield pending.shift() as SseItem;
+  if (pending.length > 0) yield pending.splice(0);
 }
 
 function itemsFromEvent(event: string | undefined, data: string): SseItem[] {

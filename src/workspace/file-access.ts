@@ -256,6 +256,9 @@ export class FileAccess {
    */
   async view(abs: string, opts: { remember?: boolean } = {}): Promise<FileView> {
     let loaded: BufferSnapshot | undefined;
+    // The disk is read (and hashed) while Neovim answers: both views are needed for a loaded buffer.
+    const diskP = diskView(abs, this.rel(abs), this.root);
+    diskP.catch(() => undefined);
     if (this.bridge) {
       const k = this.known.get(abs);
       loaded = (await this.bridge.status([abs], 'modified', k?.bytes ? new Map([[abs, k.tick]]) : undefined)).get(abs);
@@ -272,7 +275,7 @@ export class FileAccess {
         const sha = cachedSha ?? sha256Hex(loaded.bytes);
         const bytes = loaded.utf8 ?? loaded.bytes;
         this.known.set(abs, { tick: loaded.changedtick, fmt: fmtKey(loaded.format), bytes, sha });
-        const disk = await diskView(abs, this.rel(abs), this.root);
+        const disk = await diskP;
         const v: FileView = {
           abs,
           kind: 'file',
@@ -288,7 +291,7 @@ export class FileAccess {
         return v;
       }
     }
-    const v = await diskView(abs, this.rel(abs), this.root);
+    const v = await diskP;
     if (loaded) v.changedtick = loaded.changedtick;
     if (opts.remember) this.noteGiven(abs, v.sha256);
     return v;

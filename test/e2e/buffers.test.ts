@@ -162,6 +162,43 @@ forEachNvim((bin) => {
       });
     }
 
+    it('a clean-buffer write returns before Neovim compares the file; the compare runs on the next turn and a later :w is silent', async () => {
+      await reset('a\nb\n');
+      await t.cmd('edit f.txt');
+      const expected = await read();
+      // One Lua chunk: nothing else runs in Neovim between the call's return and the stat.
+      const r = await t.lua<{ ok: boolean; mtime: number }>(
+        "local r = require('caboose').tool_call('write_file', { path = 'f.txt', content = 'A\\nb\\n', expectedSha256 = ... }); local st = vim.uv.fs_stat(vim.api.nvim_buf_get_name(0)); return { ok = r.ok, mtime = st.mtime.sec * 1e3 + st.mtime.nsec / 1e6 }",
+        [expected],
+      );
+      assert.ok(r.ok);
+      const later = await t.lua<number>('local st = vim.uv.fs_stat(vim.api.nvim_buf_get_name(0)); return st.mtime.sec * 1e3 + st.mtime.nsec / 1e6');
+      assert.ok(later > r.mtime, `the compare that records the time as read ran after the call (file time ${r.mtime} → ${later})`);
+      await t.cmd('checktime');
+      await t.lua("vim.api.nvim_buf_set_lines(0, -1, -1, false, {'user line'})");
+      await writeWithoutPrompt(t);
+      assert.equal(fs.readFileSync(F(), 'utf8'), 'A\nb\nuser line\n');
+      await noProblems(t);
+    });
+
+    it('a user edit right after a clean-buffer write: the later compare is skipped and :checktime stays silent', async () => {
+      await reset('a\nb\n');
+      await t.cmd('edit f.txt');
+      const expected = await read();
+      const r = await t.lua<{ ok: boolean; mtime: number }>(
+        "local r = require('caboose').tool_call('write_file', { path = 'f.txt', content = 'a\\nB\\n', expectedSha256 = ... }); vim.api.nvim_buf_set_lines(0, 0, 1, false, {'typed'}); local st = vim.uv.fs_stat(vim.api.nvim_buf_get_name(0)); return { ok = r.ok, mtime = st.mtime.sec * 1e3 + st.mtime.nsec / 1e6 }",
+        [expected],
+      );
+      assert.ok(r.ok);
+      const later = await t.lua<number>('local st = vim.uv.fs_stat(vim.api.nvim_buf_get_name(0)); return st.mtime.sec * 1e3 + st.mtime.nsec / 1e6');
+      assert.equal(later, r.mtime, 'the file was left alone');
+      await t.cmd('checktime');
+      assert.deepEqual(await bufferOf(t, F()), { lines: ['typed', 'B'], modified: true });
+      assert.equal(fs.readFileSync(F(), 'utf8'), 'a\nB\n');
+      await noProblems(t);
+      await t.cmd('set nomodified');
+    });
+
     it("an unsaved buffer with 'fileencoding=latin1': read, sha256 of the latin1 bytes, edit into the buffer", async () => {
       await reset('');
       fs.writeFileSync(F(), Buffer.from('café\n', 'latin1'));

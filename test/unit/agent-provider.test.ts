@@ -186,3 +186,16 @@ test('parseRetryAfter: seconds, ms and HTTP dates', () => {
   assert.equal(parseRetryAfter(new Headers({ 'retry-after': 'Wed, 01 Jan 2025 00:00:05 GMT' }), now), 5000);
   assert.equal(parseRetryAfter(new Headers({})), undefined);
 });
+
+test('a fast stream: the deltas of one read come as one text event, the text unchanged', async (t) => {
+  const { fake, provider } = await setup(t);
+  const chunks = Array.from({ length: 300 }, (_, i) => `w${i} `);
+  fake.script({ text: chunks.join(''), chunks, delayMs: 0 });
+  const { events, error } = await collect(provider, { messages });
+  assert.equal(error, undefined);
+  const texts = events.filter((e): e is Extract<ModelEvent, { type: 'text' }> => e.type === 'text');
+  assert.equal(texts.map((e) => e.delta).join(''), chunks.join(''));
+  assert.equal(done(events).text, chunks.join(''));
+  // 300 chunks written back to back reach the client in far fewer reads.
+  assert.ok(texts.length < chunks.length, `${texts.length} text events for ${chunks.length} chunks`);
+});
