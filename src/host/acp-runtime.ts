@@ -9,6 +9,7 @@ import type { AcpAgentConfig } from '../acp/config';
 import { createExecTools } from '../tools/exec-tools';
 import { TodoList } from '../tools/todo-list';
 import { openWorkspace } from '../tools/open';
+import { Sandbox } from '../workspace/sandbox/sandbox';
 import type { HostConfig } from './protocol';
 import { EVENTS } from './protocol';
 import type { ChatSession } from './session';
@@ -55,10 +56,12 @@ export async function createAcpRuntime(o: AcpRuntimeOptions): Promise<SessionRun
     dataDir: path.resolve(o.dataDir),
     sessionId: session.id,
     denyGlobs: config.deny_globs,
+    secretGlobs: config.secret_globs,
     trashRetentionDays: config.trash_retention_days,
     bridge: new NvimBufferBridge(ui),
     unsavedBuffers: config.unsaved_buffers,
     allowReadonlyWrites: config.allow_readonly_writes,
+    hardLinks: config.hard_links,
     diagnostics: new NvimDiagnostics(ui),
     postEditDiagnostics: null,
   });
@@ -66,8 +69,9 @@ export async function createAcpRuntime(o: AcpRuntimeOptions): Promise<SessionRun
     log.warn('checkpoint not recorded: %s', err instanceof Error ? err.stack : String(err));
     ui.emit(EVENTS.notice, { text: `checkpoint not recorded (:CabooseUndo cannot undo this change): ${err instanceof Error ? err.message : String(err)}` });
   };
-  // Terminals run through our bash tool (output capped, audited, killed on stop).
-  for (const def of createExecTools({ todos: new TodoList(), webSearch: null, bashTimeoutMs: config.bash_timeout_ms, hideEnvValues: [] })) {
+  // Terminals run through our bash tool (output capped, audited, killed on stop), in the sandbox as ours do.
+  const sandbox = new Sandbox({ root: o.cwd, dataDir: o.dataDir, config: config.sandbox ?? null });
+  for (const def of createExecTools({ todos: new TodoList(), webSearch: null, bashTimeoutMs: config.bash_timeout_ms, hideEnvValues: [], sandbox })) {
     if (def.name === 'bash') ws.registry.add(def);
   }
   const sessions = ws.workspace.store.sessions;

@@ -8,7 +8,8 @@ import { useE2E } from '../support/e2e';
 import { approvalFloat, waitApprovalFloat } from '../support/approval';
 import { lastToolResults } from '../support/chat-requests';
 
-const SETUP = (mode: string) => `require('caboose').setup({ mode = '${mode}', provider = { max_retries = 0 }, approval = { style = 'float' } })`;
+// sandbox off: bash asks in auto-edit whether or not bwrap works here (with a sandbox, auto-edit runs it).
+const SETUP = (mode: string) => `require('caboose').setup({ mode = '${mode}', provider = { max_retries = 0 }, approval = { style = 'float' }, sandbox = { mode = 'off' } })`;
 
 forEachNvim((bin) => {
   describe(`pending approvals follow the mode (Neovim ${bin.version})`, () => {
