@@ -1,7 +1,8 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { sha256OfFileSync } from './file-sha';
 
 /**
  * The intent log of disk commits, so that a process killed in the middle of one (SIGKILL, OOM, a
@@ -164,30 +165,9 @@ function belongsTo(j: { root?: string | null; steps?: JournalStep[] }, root: str
   return (j.steps ?? []).every((s) => under(s.target));
 }
 
-/** sha256 of a file's bytes (null when it cannot be read). */
-function shaOf(p: string): string | null {
-  try {
-    const h = createHash('sha256');
-    const fd = fs.openSync(p, 'r');
-    try {
-      const buf = Buffer.allocUnsafe(1 << 20);
-      for (;;) {
-        const n = fs.readSync(fd, buf, 0, buf.length, null);
-        if (n === 0) break;
-        h.update(buf.subarray(0, n));
-      }
-    } finally {
-      fs.closeSync(fd);
-    }
-    return h.digest('hex');
-  } catch {
-    return null;
-  }
-}
-
 /** The target holds exactly what the commit wrote (journals without the hash: assumed, as before). */
 function holdsNew(s: JournalStep): boolean {
-  return s.newSha256 === undefined || shaOf(s.target) === s.newSha256;
+  return s.newSha256 === undefined || sha256OfFileSync(s.target) === s.newSha256;
 }
 
 function exists(p: string | undefined): fs.Stats | null {
@@ -228,7 +208,7 @@ function rollBack(s: JournalStep, report: RecoveryReport): void {
   } else if (s.kind === 'replace' && s.inPlace) {
     // The backup is a copy; the new bytes went into the file itself.
     if (backup && target) {
-      const now = shaOf(s.target);
+      const now = sha256OfFileSync(s.target);
       if (now === s.newSha256) {
         try {
           fs.writeFileSync(s.target, fs.readFileSync(s.backup!), { flag: 'r+' });

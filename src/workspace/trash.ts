@@ -6,6 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import { Transform } from 'node:stream';
 import type { TrashEntry, TrashRepository } from '../store/trash';
 import { STALE_FILE_ACTION, ToolError } from './errors';
+import { sha256OfFileSync } from './file-sha';
 
 export const DEFAULT_TRASH_RETENTION_DAYS = 30;
 
@@ -197,7 +198,7 @@ export class WorkspaceTrash {
         blob = null;
       }
       const original = path.join(this.root, ...side.originalPath.split('/'));
-      if (!blob || blob.size !== side.size || shaOfFileSync(original) === side.sha256) {
+      if (!blob || blob.size !== side.size || sha256OfFileSync(original) === side.sha256) {
         // Never deleted (the file is still there as it was), or cut off before its content was complete.
         fs.rmSync(this.contentPath(side.id), { force: true });
         fs.rmSync(this.sidecarPath(side.id), { force: true });
@@ -237,26 +238,6 @@ async function copyHashed(from: string, to: string, mode = 0o600): Promise<{ siz
   const fh = await fsp.open(to, 'r');
   await fh.sync().finally(() => fh.close());
   return { size, sha256: h.digest('hex') };
-}
-
-function shaOfFileSync(p: string): string | null {
-  try {
-    const h = createHash('sha256');
-    const fd = fs.openSync(p, 'r');
-    try {
-      const buf = Buffer.allocUnsafe(1 << 20);
-      for (;;) {
-        const n = fs.readSync(fd, buf, 0, buf.length, null);
-        if (n === 0) break;
-        h.update(buf.subarray(0, n));
-      }
-    } finally {
-      fs.closeSync(fd);
-    }
-    return h.digest('hex');
-  } catch {
-    return null;
-  }
 }
 
 async function fsyncDir(dir: string): Promise<void> {
