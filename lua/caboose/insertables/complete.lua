@@ -140,7 +140,10 @@ function M.popup()
   return true
 end
 
-H.show = function(c)
+--- Offers `items` from column `startcol` (1-based) in the built-in popup: never inserts on its own (the menu
+--- shows even for one match, nothing selected until the user picks); the user's 'completeopt' comes back
+--- when the completion ends. The chat's `@` completion uses it too.
+function M.offer(startcol, items)
   local saved = vim.o.completeopt
   vim.o.completeopt = 'menuone,noinsert,noselect'
   vim.api.nvim_create_autocmd({ 'CompleteDone', 'InsertLeave' }, {
@@ -150,7 +153,11 @@ H.show = function(c)
       vim.o.completeopt = saved
     end,
   })
-  vim.fn.complete(c.col + 1, c.items)
+  vim.fn.complete(startcol, items)
+end
+
+H.show = function(c)
+  M.offer(c.col + 1, c.items)
 end
 
 --- The candidates as LSP completion items replacing the typed token (for blink.cmp and nvim-cmp).

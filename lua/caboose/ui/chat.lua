@@ -114,18 +114,7 @@ H.complete_path = function()
   if #items == 0 then
     return
   end
-  -- Offer, never insert on its own: the menu shows even for one match and nothing is selected until the
-  -- user picks (the user's 'completeopt' comes back when the completion ends).
-  local saved = vim.o.completeopt
-  vim.o.completeopt = 'menuone,noinsert,noselect'
-  vim.api.nvim_create_autocmd({ 'CompleteDone', 'InsertLeave' }, {
-    once = true,
-    buffer = vim.api.nvim_get_current_buf(),
-    callback = function()
-      vim.o.completeopt = saved
-    end,
-  })
-  vim.fn.complete(at + 1, items)
+  require('caboose.insertables.complete').offer(at + 1, items)
 end
 
 --- Markdown with treesitter highlighting (fenced code through its injections). The parser and queries
