@@ -4,37 +4,15 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import * as path from 'node:path';
 import { startFakeOpenAI } from '../support/fake-openai';
-import { OpenAIProvider, ProviderError, type ModelEvent, type ModelRequest } from '../../src/agent/provider';
+import { fixture, messages, replay } from '../support/stream-replay';
+import { OpenAIProvider, ProviderError, type ModelEvent } from '../../src/agent/provider';
 import { Agent } from '../../src/agent/loop';
 import { ToolRegistry } from '../../src/tools/registry';
 import type { ToolDefinition } from '../../src/tools/tool';
 import { z } from 'zod';
 
-const FIXTURES = path.join(__dirname, '..', 'fixtures', 'streams');
-const fixture = (name: string): string => readFileSync(path.join(FIXTURES, name), 'utf8');
-const messages: ModelRequest['messages'] = [{ role: 'user', content: 'hi' }];
 
-async function replay(t: { after(fn: () => unknown): void }, name: string) {
-  const fake = await startFakeOpenAI();
-  t.after(() => fake.close());
-  fake.script({ raw: fixture(name) });
-  const provider = new OpenAIProvider({ baseURL: fake.url, apiKey: 'sk-test', model: 'm', retryBaseDelayMs: 1, retryMaxDelayMs: 5 });
-  const events: ModelEvent[] = [];
-  let error: ProviderError | undefined;
-  try {
-    for await (const ev of provider.stream({ messages })) events.push(ev);
-  } catch (e) {
-    assert.ok(e instanceof ProviderError, String(e));
-    error = e;
-  }
-  const done = events.find((e) => e.type === 'done') as Extract<ModelEvent, { type: 'done' }> | undefined;
-  const streamed = (type: 'text' | 'reasoning'): string =>
-    events.filter((e) => e.type === type).map((e) => (e as { delta: string }).delta).join('');
-  return { fake, events, error, done, streamed };
-}
 
 test('Anthropic compatible endpoint (claude-haiku-4-5): text, then one call at index 1 with no call at index 0', async (t) => {
   const r = await replay(t, 'anthropic/tool-call-index1.sse');

@@ -4,10 +4,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import * as path from 'node:path';
 import { startFakeOpenAI } from '../support/fake-openai';
-import { OpenAIProvider, ProviderError, type ModelEvent, type ModelRequest } from '../../src/agent/provider';
+import { FIXTURES, fixture, messages, replay } from '../support/stream-replay';
+import { OpenAIProvider, ProviderError, type ModelEvent } from '../../src/agent/provider';
 import { parseUsage, readSse, StreamAssembler } from '../../src/agent/stream';
 import { Agent } from '../../src/agent/loop';
 import { pruneToolOutputs } from '../../src/agent/context';
@@ -15,26 +14,7 @@ import { ToolRegistry } from '../../src/tools/registry';
 import { z } from 'zod';
 import type { ToolDefinition } from '../../src/tools/tool';
 
-const FIXTURES = path.join(__dirname, '..', 'fixtures', 'streams');
-const fixture = (name: string): string => readFileSync(path.join(FIXTURES, name), 'utf8');
-const messages: ModelRequest['messages'] = [{ role: 'user', content: 'hi' }];
 
-async function replay(t: { after(fn: () => unknown): void }, ...names: string[]) {
-  const fake = await startFakeOpenAI();
-  t.after(() => fake.close());
-  fake.script(...names.map((n) => ({ raw: fixture(n) })));
-  const provider = new OpenAIProvider({ baseURL: fake.url, apiKey: 'sk-test', model: 'm', retryBaseDelayMs: 1, retryMaxDelayMs: 5 });
-  const events: ModelEvent[] = [];
-  let error: ProviderError | undefined;
-  try {
-    for await (const ev of provider.stream({ messages })) events.push(ev);
-  } catch (e) {
-    assert.ok(e instanceof ProviderError, String(e));
-    error = e;
-  }
-  const done = events.find((e) => e.type === 'done') as Extract<ModelEvent, { type: 'done' }> | undefined;
-  return { fake, events, error, done };
-}
 
 test('1. content as typed parts (Mistral): text parts are the reply, thinking parts reasoning, no [object Object]', async (t) => {
   const { done, events } = await replay(t, 'mistral/reasoning.sse');
