@@ -233,23 +233,29 @@ end
 --- `:checktime` store the new size (a handled FileChangedShell keeps it silent), then move the file's
 --- time on by a millisecond so the second `:checktime` runs the content comparison. Used when the user
 --- has FileChangedShell autocommands (the quicker way below would run them with "conflict").
+--- `:checktime` of buffer `b` with a FileChangedShell that answers nothing: Neovim stores the file's time
+--- and size and neither asks nor reloads. Raises what `:checktime` raised.
+H.checktime_quietly = function(b)
+  local id = vim.api.nvim_create_autocmd('FileChangedShell', {
+    buffer = b,
+    callback = function()
+      vim.v.fcs_choice = ''
+    end,
+  })
+  local ok, err = pcall(vim.cmd, 'silent checktime ' .. b)
+  pcall(vim.api.nvim_del_autocmd, id)
+  if not ok then
+    error(err, 0)
+  end
+end
+
 H.sync_file_time = function(b, size_changed)
   vim.api.nvim_buf_call(b, function()
     local ei = vim.o.eventignore
     vim.cmd('setlocal noautoread')
     local ok, err = pcall(function()
       if size_changed then
-        local id = vim.api.nvim_create_autocmd('FileChangedShell', {
-          buffer = b,
-          callback = function()
-            vim.v.fcs_choice = ''
-          end,
-        })
-        local ok1, err1 = pcall(vim.cmd, 'silent checktime ' .. b)
-        pcall(vim.api.nvim_del_autocmd, id)
-        if not ok1 then
-          error(err1, 0)
-        end
+        H.checktime_quietly(b)
         local name = vim.api.nvim_buf_get_name(b)
         local st = vim.uv.fs_stat(name)
         if st then
@@ -275,14 +281,7 @@ end
 H.store_file_info = function(b)
   vim.api.nvim_buf_call(b, function()
     vim.cmd('setlocal noautoread')
-    local id = vim.api.nvim_create_autocmd('FileChangedShell', {
-      buffer = b,
-      callback = function()
-        vim.v.fcs_choice = ''
-      end,
-    })
-    local ok, err = pcall(vim.cmd, 'silent checktime ' .. b)
-    pcall(vim.api.nvim_del_autocmd, id)
+    local ok, err = pcall(H.checktime_quietly, b)
     vim.cmd('setlocal autoread<')
     if not ok then
       error(err, 0)
