@@ -3,12 +3,11 @@
  * audit), session store, approvals and chat events as the built-in agent's runtime, with the turns run by
  * the agent's process.
  */
-import * as path from 'node:path';
 import { AcpAgent } from '../acp/agent';
 import type { AcpAgentConfig } from '../acp/config';
 import { createExecTools } from '../tools/exec-tools';
 import { TodoList } from '../tools/todo-list';
-import { openWorkspace } from '../tools/open';
+import { openSessionWorkspace } from './session-parts/session-workspace';
 import { Sandbox } from '../workspace/sandbox/sandbox';
 import type { HostConfig } from './protocol';
 import { EVENTS } from './protocol';
@@ -16,8 +15,6 @@ import type { ChatSession } from './session';
 import type { LuaUi } from './lua-ui';
 import type { Logger } from './logger';
 import { composeMessage, type ContextItem } from './message-context';
-import { NvimBufferBridge } from './nvim-buffers';
-import { NvimDiagnostics } from './nvim-diagnostics';
 import { SessionRecorder } from './session-recorder';
 import { checkpointApi } from './checkpoints';
 import type { SessionRuntime } from './runtime';
@@ -51,24 +48,7 @@ export interface AcpRuntimeOptions {
 
 export async function createAcpRuntime(o: AcpRuntimeOptions): Promise<SessionRuntime> {
   const { config, session, ui, log } = o;
-  const ws = openWorkspace({
-    root: o.cwd,
-    dataDir: path.resolve(o.dataDir),
-    sessionId: session.id,
-    denyGlobs: config.deny_globs,
-    secretGlobs: config.secret_globs,
-    trashRetentionDays: config.trash_retention_days,
-    bridge: new NvimBufferBridge(ui),
-    unsavedBuffers: config.unsaved_buffers,
-    allowReadonlyWrites: config.allow_readonly_writes,
-    hardLinks: config.hard_links,
-    diagnostics: new NvimDiagnostics(ui),
-    postEditDiagnostics: null,
-  });
-  ws.workspace.checkpoints.onRecordError = (err) => {
-    log.warn('checkpoint not recorded: %s', err instanceof Error ? err.stack : String(err));
-    ui.emit(EVENTS.notice, { text: `checkpoint not recorded (:CabooseUndo cannot undo this change): ${err instanceof Error ? err.message : String(err)}` });
-  };
+  const ws = openSessionWorkspace({ config, cwd: o.cwd, dataDir: o.dataDir, sessionId: session.id, model: o.agentName, ui, log, externalAgent: true });
   // Terminals run through our bash tool (output capped, audited, killed on stop), in the sandbox as ours do.
   const sandbox = new Sandbox({ root: o.cwd, dataDir: o.dataDir, config: config.sandbox ?? null });
   for (const def of createExecTools({ todos: new TodoList(), webSearch: null, bashTimeoutMs: config.bash_timeout_ms, hideEnvValues: [], sandbox })) {

@@ -20,6 +20,11 @@ export interface SessionWorkspaceOptions {
   model: string;
   ui: LuaUi;
   log: Logger;
+  /**
+   * An external (ACP) agent runs the chat: no post-edit diagnostics report and no rewind notes (it has
+   * its own context, which ours does not reach).
+   */
+  externalAgent?: boolean;
 }
 
 export function openSessionWorkspace(o: SessionWorkspaceOptions): OpenedWorkspace {
@@ -39,7 +44,7 @@ export function openSessionWorkspace(o: SessionWorkspaceOptions): OpenedWorkspac
     // The diagnostics tool, and what the agent's edits report of the language servers (issue 12).
     diagnostics: new NvimDiagnostics(ui),
     postEditDiagnostics:
-      config.diagnostics?.enabled === false
+      o.externalAgent || config.diagnostics?.enabled === false
         ? null
         : {
             waitMs: config.diagnostics?.wait_ms ?? 2000,
@@ -53,6 +58,7 @@ export function openSessionWorkspace(o: SessionWorkspaceOptions): OpenedWorkspac
     log.warn('checkpoint not recorded: %s', err instanceof Error ? err.stack : String(err));
     ui.emit(EVENTS.notice, { text: `checkpoint not recorded (:CabooseUndo cannot undo this change): ${err instanceof Error ? err.message : String(err)}` });
   };
+  if (o.externalAgent) return ws;
   // What a rewind tells the model waits with the session: a host restart or a reopen does not lose it.
   checkpoints.noteStore = {
     add: (text) => {
