@@ -60,7 +60,8 @@ forEachNvim((bin) => {
         return f && /\(auto-edit mode\)/.test(f.title) ? f : null;
       }, 'the title says auto-edit');
       assert.match(after.title, /approve bash\?/);
-      assert.equal(await state(), 'pending_approval', 'still waiting');
+      // The request goes out just before the agent's state event (see approval.ts), so wait for it.
+      await e.t.waitFor(async () => (await state()) === 'pending_approval', 'still waiting');
       await e.t.lua("require('caboose').approval_respond('once')");
       await e.t.waitFor(async () => /done now/.test(await chat()), 'the turn ends');
     });
