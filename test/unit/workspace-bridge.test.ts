@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openWorkspace } from '../../src/index';
-import { bufferTextToBytes, bytesToBufferText, type BufferFormat } from '../../src/workspace/file-access';
+import { bufferTextToBytes, bytesToBufferText, type BufferFormat } from '../../src/workspace/buffer-bridge';
 import { FakeBridge, UNIX } from '../support/fake-bridge';
 
 /** Tool results with their data opened up for assertions. */
