@@ -7,8 +7,8 @@
  * permission mode and the user's approvals) and stream again with the results; stop when the model answers
  * without a tool call, after `stepLimit` model calls, on a provider error, or on `stop()`.
  *
- * The tool step (permission, approval, running one reply's calls) is tool-calls.ts; the context
- * window (pruning, compaction) is context.ts's logic applied here.
+ * The tool step (permission, approval, running one reply's calls) is tool-calls.ts; the prompt within
+ * the context window and compaction are context-window.ts.
  *
  * Never imports the Neovim client: the host passes `requestApproval`, `makeContext` and `events`.
  * Never throws at its callers: failures become `error` events and tool results the model can act on.
@@ -22,7 +22,8 @@ import { assistantMessage, interruptedAssistantMessage, userMessage } from './me
 import type { ChatCompletionContentPart } from 'openai/resources/chat/completions';
 import { ToolCalls, type ApprovalDecision, type ApprovalRequest } from './tool-calls';
 import { defaultSystemPrompt } from './prompt';
-import { compactedHistory, DEFAULT_COMPACT_AT, DEFAULT_CONTEXT_WINDOW, estimateTokens, fitForSummary, fitToolOutputs, needsCompaction, pruneToolOutputs, splitForCompaction, SUMMARIZE_INSTRUCTION, SUMMARY_INPUT_SHARE, type StoredRef } from './context';
+import type { StoredRef } from './context';
+import { ContextWindow } from './context-window';
 
 export type { PermissionMode } from '../tools/permissions';
 
@@ -136,22 +137,25 @@ export class Agent {
   private currentState: AgentState = 'idle';
   private running = false;
   private abort: AbortController | null = null;
-  private lastUsage: Usage | undefined;
-  private contextWindow: number | undefined;
-  private windowLookedUp = false;
-  private warnedSmallWindow = false;
-  /**
-   * Tool messages moved out of the prompt (stub) or cut (cap) because the turn's outputs did not fit the
-   * context window; the same replacement is sent at every later step (a stable prompt).
-   */
-  private readonly fitted = new WeakMap<ChatMessage, ChatMessage>();
+  /** The prompt within the model's context window, and compaction (context-window.ts). */
+  private readonly window: ContextWindow;
 
   constructor(opts: AgentOptions) {
     this.opts = opts;
     this.model = isModelClient(opts.provider) ? opts.provider : new OpenAIProvider(opts.provider);
     this.registry = opts.registry;
     this.currentMode = opts.mode ?? DEFAULT_MODE;
-    this.contextWindow = opts.contextWindow;
+    this.window = new ContextWindow(
+      {
+        model: this.model,
+        registry: this.registry,
+        history: this.history,
+        systemPrompt: () => this.systemPrompt(),
+        opts,
+        events: { notice: (text) => this.emit('notice', text), compacted: (c) => this.emit('compacted', c) },
+      },
+      opts.contextWindow,
+    );
     this.alwaysAllowed = opts.grants ?? new Set<string>();
     this.tools = new ToolCalls({
       registry: this.registry,
@@ -196,7 +200,7 @@ export class Agent {
 
   /** Token usage reported with the last model reply. */
   get usage(): Usage | undefined {
-    return this.lastUsage;
+    return this.window.lastUsage;
   }
 
   /** Tool names approved with "always" in this session. */
@@ -225,11 +229,11 @@ export class Agent {
 
   /** Tokens the model accepts (learned after start-up, e.g. from the server's model list). */
   setContextWindow(tokens: number | undefined): void {
-    this.contextWindow = tokens;
+    this.window.tokens = tokens;
   }
 
   get contextWindowTokens(): number | undefined {
-    return this.contextWindow;
+    return this.window.tokens;
   }
 
   /** Replace the conversation (e.g. a resumed session). Only while idle. */
@@ -291,7 +295,7 @@ export class Agent {
     const controller = new AbortController();
     this.abort = controller;
     try {
-      return await this.maybeCompact(controller.signal, true, undefined, true);
+      return await this.window.maybeCompact(controller.signal, true, undefined, true);
     } finally {
       this.abort = null;
       const next = this.queue.shift();
@@ -372,104 +376,6 @@ export class Agent {
     }
   }
 
-  /**
-   * Near the context limit (or when the server said the prompt does not fit: `force`), the turns before
-   * the current one are summarized by the model and replaced by the summary; the removed messages go to
-   * cold storage. A failed summary leaves the history as it was (pruning still applies). True when compacted.
-   */
-  private async maybeCompact(signal: AbortSignal, force = false, prompt?: ChatMessage[], byUser = false): Promise<boolean> {
-    if (!force) {
-      const reported = this.lastUsage ? this.lastUsage.promptTokens + this.lastUsage.completionTokens : 0;
-      const used = Math.max(reported, estimateTokens(prompt ?? this.promptHistory()));
-      if (!needsCompaction(used, this.contextWindow, this.opts.compactAt)) return false;
-      const lookup = this.opts.contextWindowLookup;
-      if (lookup && !this.windowLookedUp) {
-        this.windowLookedUp = true;
-        const tokens = await lookup().catch(() => undefined);
-        if (tokens) this.contextWindow = tokens;
-        if (!needsCompaction(used, this.contextWindow, this.opts.compactAt)) return false;
-      }
-    }
-    if (!this.warnedSmallWindow) this.warnIfWindowTooSmall();
-    const split = splitForCompaction(this.history);
-    if (!split) return false;
-    this.emit('notice', byUser ? 'compacting the conversation (/compact)…' : force ? 'the model’s context is full: compacting the conversation…' : 'compacting the conversation (near the context limit)…');
-    let summary = '';
-    try {
-      const system: ChatMessage = { role: 'system', content: this.systemPrompt() };
-      const instruction: ChatMessage = { role: 'user', content: SUMMARIZE_INSTRUCTION };
-      const budget = Math.max(1_000, Math.floor((this.contextWindow ?? DEFAULT_CONTEXT_WINDOW) * SUMMARY_INPUT_SHARE) - estimateTokens([system, instruction]));
-      const messages: ChatMessage[] = [system, ...fitForSummary(pruneToolOutputs(split.head, 1, this.opts.storedRef), budget), instruction];
-      for await (const ev of this.model.stream({ messages, signal })) {
-        if (ev.type === 'done') summary = ev.text;
-      }
-    } catch (err) {
-      if (!signal.aborted) this.emit('notice', `compaction failed: ${err instanceof Error ? err.message : String(err)}`);
-      return false;
-    }
-    if (summary.trim() === '') return false;
-    let archivedAs: number | undefined;
-    try {
-      archivedAs = this.opts.archive?.(split.head, summary);
-    } catch (e) {
-      this.opts.log?.error('archiving the compacted messages failed: %s', e instanceof Error ? e.message : String(e));
-    }
-    const compacted = compactedHistory(summary, split.tail, archivedAs);
-    this.history.splice(0, this.history.length, ...compacted);
-    this.lastUsage = undefined;
-    this.emit('compacted', { removed: split.head, summary, added: compacted.slice(0, compacted.length - split.tail.length), ...(archivedAs === undefined ? {} : { archivedAs }) });
-    this.emit('notice', `compacted ${split.head.length} earlier messages into a summary${archivedAs === undefined ? '' : ` (the full text stays reachable as #${archivedAs})`}`);
-    return true;
-  }
-
-  /**
-   * The system prompt and the tool definitions go with every request and cannot be summarized: when
-   * they alone fill the window, say so once (the configured window is likely wrong).
-   */
-  private warnIfWindowTooSmall(): void {
-    const tools = this.registry.specs(this.opts.toolFilter).map(({ name, description, parameters }) => ({ name, description, parameters }));
-    const fixed = estimateTokens([{ role: 'system', content: this.systemPrompt() }]) + Math.ceil(JSON.stringify(tools).length / 4);
-    if (!needsCompaction(fixed, this.contextWindow, this.opts.compactAt)) return;
-    this.warnedSmallWindow = true;
-    this.emit(
-      'notice',
-      `the context window (${this.contextWindow} tokens) is too small for what every request carries (system prompt and tool definitions, about ${fixed} tokens): ` +
-        'only the conversation can be compacted; set provider.context_window to the model’s real window',
-    );
-  }
-
-  /** The conversation as the next request sends it (old tool outputs stubbed, those that did not fit too). */
-  private promptHistory(): ChatMessage[] {
-    const pruned = pruneToolOutputs(this.history, undefined, this.opts.storedRef);
-    return pruned.map((m, i) => (m === this.history[i] ? (this.fitted.get(m) ?? m) : m));
-  }
-
-  /**
-   * The request must fit the context window even when the current turn's tool outputs alone do not (they
-   * cannot be summarized: compaction keeps the current turn). The largest outputs leave the prompt for a
-   * stub naming their stored id (recall reads them back; a recall output, or one not stored, is cut
-   * instead) until the conversation fits the window's compaction share next to the system prompt and the
-   * tool definitions. Said in the chat.
-   */
-  private fitToWindow(prompt: ChatMessage[], tools: readonly { name: string; description: string; parameters: unknown }[]): ChatMessage[] {
-    if (!this.contextWindow) return prompt;
-    const fixed = estimateTokens([{ role: 'system', content: this.systemPrompt() }]) + Math.ceil(JSON.stringify(tools).length / 4);
-    const budget = Math.floor(this.contextWindow * (this.opts.compactAt ?? DEFAULT_COMPACT_AT)) - fixed;
-    // A window too small for the fixed part is said elsewhere (warnIfWindowTooSmall): nothing to fit into.
-    if (budget <= 0 || estimateTokens(prompt) <= budget) return prompt;
-    const fit = fitToolOutputs(prompt, budget, (i) => this.opts.storedRef?.(this.history[i]));
-    if (fit.replaced.length === 0) return prompt;
-    for (const r of fit.replaced) this.fitted.set(this.history[r.index], fit.prompt[r.index]);
-    const stubs = fit.replaced.filter((r) => r.storedAs !== undefined).map((r) => `#${r.storedAs}`);
-    const cut = fit.replaced.length - stubs.length;
-    const what = [
-      stubs.length > 0 ? `${stubs.length} moved out of the prompt (stored as ${stubs.join(', ')}; recall reads them)` : '',
-      cut > 0 ? `${cut} cut` : '',
-    ].filter(Boolean);
-    this.emit('notice', `this turn's tool outputs did not fit the context window (${this.contextWindow} tokens): ${what.join(', ')}`);
-    return fit.prompt;
-  }
-
   private push(m: ChatMessage): void {
     this.history.push(m);
     this.emit('messageAdded', m);
@@ -479,8 +385,8 @@ export class Agent {
   private async streamStep(signal: AbortSignal, compactedForLength = false): Promise<AssembledToolCall[] | null> {
     this.setState('streaming');
     // The prompt is built once per step; again only when compaction changed the history.
-    let prompt = this.promptHistory();
-    if (!compactedForLength && (await this.maybeCompact(signal, false, prompt))) prompt = this.promptHistory();
+    let prompt = this.window.promptHistory();
+    if (!compactedForLength && (await this.window.maybeCompact(signal, false, prompt))) prompt = this.window.promptHistory();
     if (signal.aborted) return null;
     if (this.opts.prepareTools) {
       await this.opts.prepareTools(signal).catch((e: unknown) => this.opts.log?.warn('preparing tools failed: %s', e instanceof Error ? e.message : String(e)));
@@ -491,7 +397,7 @@ export class Agent {
     let lastRetryMessage: string | undefined;
     try {
       const tools = this.registry.specs(this.opts.toolFilter).map(({ name, description, parameters }) => ({ name, description, parameters }));
-      const messages: ChatMessage[] = [{ role: 'system', content: this.systemPrompt() }, ...this.fitToWindow(prompt, tools)];
+      const messages: ChatMessage[] = [{ role: 'system', content: this.systemPrompt() }, ...this.window.fitToWindow(prompt, tools)];
       for await (const ev of this.model.stream({ messages, tools, signal })) {
         switch (ev.type) {
           case 'text':
@@ -499,7 +405,7 @@ export class Agent {
             this.emit('text', ev.delta);
             break;
           case 'usage':
-            this.lastUsage = ev.usage;
+            this.window.lastUsage = ev.usage;
             this.emit('usage', ev.usage);
             break;
           case 'retry':
@@ -533,7 +439,7 @@ export class Agent {
       this.emit('assistantEnd', { interrupted: partial.length > 0 });
       // The prompt did not fit: compact and try once more instead of ending the turn.
       if (e.kind === 'context_length' && !aborted && !compactedForLength && partial.length === 0) {
-        if (await this.maybeCompact(signal, true)) return this.streamStep(signal, true);
+        if (await this.window.maybeCompact(signal, true)) return this.streamStep(signal, true);
         this.emit('error', { kind: e.kind, message: `${e.message}; nothing older is left to summarize — start a new conversation (:CabooseNew) or shorten the request` });
         return null;
       }
