@@ -144,6 +144,7 @@ export class FileAccess {
       throw readonlyError(rel, code === 'EROFS' ? 'read-only file system' : 'not writable by you');
     }
   }
+
   /** Records that the agent was given `sha` for `abs` (a read, or a write's result). */
   noteGiven(abs: string, sha: string | null | undefined): void {
     this.gate.noteGiven(abs, sha);
@@ -304,7 +305,6 @@ export class FileAccess {
     if (syncDirs) await this.disk.syncDirs(changes);
   }
 
-
   /**
    * Creates `abs` (never overwriting) from what `fill` writes into a temp file beside it, journaled
    * like a commit: for content too large to hold in memory (restore_file of a large file). A loaded
@@ -316,7 +316,6 @@ export class FileAccess {
     if (this.bridge && (await this.bridge.status([abs], 'never')).has(abs)) await this.bridge.update([{ type: 'reload', abs }]);
   }
 }
-
 
 /**
  * Result fields of a write to `abs` once committed: with a bridge, `savedToDisk` (false when the
