@@ -66,6 +66,10 @@ vim.api.nvim_create_user_command('CabooseSessions', function(o)
   caboose().command_sessions(o)
 end, { nargs = '*', bang = true, desc = 'Caboose: reopen a stored conversation ([search words]; ! deletes one)' })
 
+vim.api.nvim_create_user_command('CaboosePrompts', function(o)
+  require('caboose.prompts').command(o)
+end, { nargs = 0, range = true, desc = 'Caboose: pick a prompt of the library and run it (with a range: on the selection)' })
+
 vim.api.nvim_create_user_command('CabooseRename', function(o)
   caboose().rename(o.args)
 end, { nargs = '*', desc = 'Caboose: rename the current conversation' })

@@ -27,6 +27,7 @@ local H = {}
 ---@field log caboose.LogOptions Host log file.
 ---@field mcp caboose.McpOptions MCP servers whose tools the agent may call.
 ---@field acp caboose.AcpOptions External agents (Claude Code, Codex, Gemini CLI, opencode) :CabooseAgent can run.
+---@field prompts table<string, { description: string|nil, text: string, mode: string|nil, model: string|nil }> The prompt library's setup() prompts, run as `/name` (:help caboose-prompts).
 
 ---@class caboose.AcpOptions
 ---@field agents table<string, { command: string|string[], env: table<string,string>|nil, start_timeout_ms: integer|nil }>
@@ -141,6 +142,7 @@ local defaults = {
   mcp = { servers = {}, start_timeout_ms = 10000 },
   acp = { agents = {} },
   sandbox = { mode = nil, network = { allow = {} }, deny_read = {}, writable = {} },
+  prompts = {},
 }
 
 M.defaults = vim.deepcopy(defaults)
@@ -383,6 +385,7 @@ function M.build(opts)
   H.check_mcp_servers(cfg.mcp.servers)
   H.check_providers(cfg)
   H.check_acp_agents(cfg.acp.agents)
+  require('caboose.prompts').check_setup(cfg.prompts, H.fail)
   return cfg
 end
 

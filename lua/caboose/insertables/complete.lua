@@ -61,6 +61,14 @@ function M.candidates(before)
         table.insert(items, { word = word, abbr = word .. registry().args_text(c), kind = 'command', menu = '[caboose]', info = c.description .. '\nExample: ' .. c.example })
       end
     end
+    local prompts = require('caboose.prompts')
+    for _, e in ipairs(prompts.list()) do
+      local word = '/' .. e.name
+      if not e.command and vim.startswith(word, slash) then
+        local info = (e.description ~= '' and e.description or 'prompt') .. '\nPrompt from ' .. prompts.source_text(e)
+        table.insert(items, { word = word, abbr = word, kind = 'prompt', menu = '[prompt]', info = e.error and ('error: ' .. e.error) or info })
+      end
+    end
     vim.list_extend(items, H.mcp_items('prompt', slash))
     return #items > 0 and { col = col, items = items } or nil
   end
@@ -176,7 +184,7 @@ function M.lsp_items(row, before)
       label = i.abbr,
       filterText = i.word,
       insertText = i.word,
-      kind = (i.kind == 'command' or i.kind == 'mcp' and i.word:sub(1, 1) == '/') and kinds.Function or kinds.Variable,
+      kind = (i.kind == 'command' or i.kind == 'prompt' or i.kind == 'mcp' and i.word:sub(1, 1) == '/') and kinds.Function or kinds.Variable,
       documentation = { kind = 'markdown', value = i.info },
       textEdit = { newText = i.word, range = { start = { line = row, character = c.col }, ['end'] = { line = row, character = #before } } },
     })

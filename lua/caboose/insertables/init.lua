@@ -294,15 +294,23 @@ function M.help_text()
   for _, v in ipairs(M.variables) do
     table.insert(out, string.format('- `#%s%s` — %s (e.g. `%s`)', v.name, v.takes_path and ':path' or (v.args and #v.args > 0 and '[:' .. table.concat(v.args, '|') .. ']' or ''), v.description, v.example))
   end
+  vim.list_extend(out, { '', '### Prompts (`:CaboosePrompts` shows their source; `:help caboose-prompts`)', '' })
+  for _, e in ipairs(require('caboose.prompts').list()) do
+    if not e.command then
+      table.insert(out, string.format('- `/%s` — %s (%s)', e.name, e.error and ('error: ' .. e.error) or (e.description ~= '' and e.description or 'no description'), require('caboose.prompts').source_text(e)))
+    end
+  end
   vim.list_extend(out, { '', '`@path` attaches a file; `/server:prompt` runs an MCP prompt; `#mcp:server:uri` attaches an MCP resource.' })
   return table.concat(out, '\n')
 end
 
 --- What a message asks for.
----@return { action: table|nil, arg: string|nil, attach: { cmd: table, arg: string }[], vars: { var: table, arg: string|nil }[], unknown: string|nil }
-function M.parse(text)
+--- `prompt`: the library prompt `/name` runs (with `arg`, the rest of the message). With `opts.text_only`
+--- (a prompt's expanded text), a leading `/word` is neither a command nor a prompt.
+---@return { action: table|nil, prompt: table|nil, arg: string|nil, attach: { cmd: table, arg: string }[], vars: { var: table, arg: string|nil }[], unknown: string|nil }
+function M.parse(text, opts)
   local r = { attach = {}, vars = {} }
-  local first = text:match('^%s*(/[^\n]*)')
+  local first = not (opts and opts.text_only) and text:match('^%s*(/[^\n]*)') or nil
   if first then
     local name, rest = first:match('^/([%w_-]+)(.*)$')
     -- `/usr/bin` (a path) and `/server:prompt` (MCP) are no commands.
@@ -314,6 +322,13 @@ function M.parse(text)
         r.arg = vim.trim((text:gsub('^%s*/[%w_-]+', '', 1)))
         return r
       elseif not cmd then
+        -- A prompt of the library (caboose.prompts): the rest of the message goes with it.
+        local prompt = require('caboose.prompts').get(name)
+        if prompt then
+          r.prompt = prompt
+          r.arg = vim.trim((text:gsub('^%s*/[%w_-]+', '', 1)))
+          return r
+        end
         r.unknown = name
       end
     end
@@ -365,7 +380,10 @@ M.MAX_ITEMS = 50
 --- opts: those of require('caboose').send(), plus `origin` (the buffer the message was written from).
 function M.send(text, opts)
   opts = opts or {}
-  local p = M.parse(text)
+  local p = M.parse(text, { text_only = opts.from_prompt ~= nil })
+  if p.prompt then
+    return require('caboose.prompts').run(p.prompt, p.arg, opts)
+  end
   if p.action then
     p.action.run(p.arg or '')
     if opts.on_done then
