@@ -335,8 +335,10 @@ forEachNvim((bin) => {
       assert.deepEqual(r.triggers, ['/', '#']);
       assert.equal(r.cancel, 'function');
       assert.equal(r.res.is_incomplete_forward, false);
-      assert.deepEqual(r.res.items.map((i) => i.insertText), ['/compact']);
+      // The command, then the built-in prompt /commit (caboose.prompts).
+      assert.deepEqual(r.res.items.map((i) => i.insertText), ['/compact', '/commit']);
       assert.equal(r.res.items[0].kind, 3, 'CompletionItemKind.Function');
+      assert.equal(r.res.items[1].kind, 3, 'a prompt is a Function too');
       assert.deepEqual(r.res.items[0].textEdit.range, { start: { line: 0, character: 0 }, end: { line: 0, character: 4 } });
     });
 

@@ -87,7 +87,7 @@ M.variables = {
 M.commands = {
   {
     name = 'help',
-    description = 'list the slash commands and variables',
+    description = 'list the slash commands, variables and prompts',
     example = '/help',
     run = function()
       caboose().open_chat()

@@ -500,6 +500,7 @@ function M.format(e)
   if e.error then
     table.insert(notes, 'error: ' .. e.error)
   end
+  vim.list_extend(notes, type(e.warnings) == 'table' and e.warnings or {})
   if e.shadowed_by then
     table.insert(notes, 'overridden by ' .. M.SOURCE_LABEL[e.shadowed_by])
   elseif #(e.overrides or {}) > 0 then
