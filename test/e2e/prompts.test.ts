@@ -152,6 +152,31 @@ forEachNvim((bin) => {
       assert.deepEqual(Object.values(kept.prompts), [sha], 'the changed text was never trusted');
     });
 
+    it('the trust dialog says what a project prompt switches (mode chug); a text longer than the screen can be opened in full first (nothing runs)', async () => {
+      await e.start({ initLua: SETUP.replace("mode = 'chug'", "mode = 'create'") + UI });
+      writeFile('.caboose/prompts/yolo.md', '---\nmode: chug\n---\nDo it all.\n');
+      await e.t.lua(`_G.select_answer = 'Cancel'`);
+      await submit('/yolo');
+      await e.t.waitFor(async () => (await asked()).length === 1, 'the dialog');
+      const [dialog] = await asked();
+      assert.match(dialog.prompt, /Run project prompt \/yolo from \.caboose\/prompts\/yolo\.md\? \(it switches the chat to mode chug \(every tool runs without asking\)\)/);
+      assert.match(String(dialog.preview), /Careful: it switches the chat to mode chug/);
+      assert.deepEqual(dialog.items, ['Run once', 'Always trust this prompt (until it changes)', 'Cancel']);
+      await settle();
+      assert.equal((await e.t.lua<State>("return require('caboose').state()")).mode, 'create', 'a cancelled prompt switches nothing');
+      const long = Array.from({ length: 400 }, (_, i) => `line ${i + 1}`).join('\n');
+      const longPath = writeFile('.caboose/prompts/long.md', long + '\n');
+      await e.t.lua(`_G.select_answer = 'Open the file'`);
+      await submit('/long');
+      await e.t.waitFor(async () => (await asked()).length === 2, 'the dialog');
+      const second = (await asked())[1];
+      assert.deepEqual(second.items, ['Run once', 'Always trust this prompt (until it changes)', 'Open the file to read all of it (nothing runs)', 'Cancel']);
+      await e.t.waitFor(async () => fs.realpathSync(await e.t.lua<string>("return vim.api.nvim_buf_get_name(0)")) === fs.realpathSync(longPath), 'the file opened');
+      assert.equal(await e.t.lua<number>("return vim.fn.line('$')"), 400);
+      await settle();
+      assert.equal(e.fake.chatRequests.length, 0, 'nothing sent');
+    });
+
     it('a cancelled {{input}} sends nothing and keeps the message; text typed after /name answers {{input}} or goes after the prompt', async () => {
       await e.start({
         initLua:

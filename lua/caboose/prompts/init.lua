@@ -173,6 +173,9 @@ function M.dirs()
   }
 end
 
+--- A prompt file larger than this is refused (a prompt is a message, not a data set).
+M.MAX_BYTES = 256 * 1024
+
 H.read = function(path)
   local fd = io.open(path, 'rb')
   if not fd then
@@ -198,8 +201,10 @@ H.file_entry = function(path, source)
   end
   local name = vim.fn.fnamemodify(path, ':t:r')
   local entry = { name = name, source = source, path = path, description = '' }
-  local content = H.read(path)
-  if not content then
+  local content = stat.size <= M.MAX_BYTES and H.read(path) or nil
+  if stat.size > M.MAX_BYTES then
+    entry.error = string.format('larger than %d bytes', M.MAX_BYTES)
+  elseif not content then
     entry.error = 'cannot read ' .. path
   elseif not name:match(M.NAME_PATTERN) then
     entry.error = 'a prompt file is named with letters, digits, - and _ (it is run as /name)'
@@ -410,6 +415,9 @@ H.fresh = function(e)
   local content = H.read(e.path)
   if not content then
     return nil, 'cannot read ' .. e.path
+  end
+  if #content > M.MAX_BYTES then
+    return nil, string.format('larger than %d bytes', M.MAX_BYTES)
   end
   local p, err = M.parse(content)
   if not p then

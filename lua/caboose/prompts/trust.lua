@@ -62,15 +62,33 @@ function M.remember(path, content)
   end
 end
 
---- A float showing the prompt's path and full text while the choice is open (closed after it).
+--- What the prompt's front matter switches (said in the dialog: `mode: chug` runs every tool unasked).
+H.switches = function(e)
+  local out = {}
+  if e.mode then
+    table.insert(out, 'mode ' .. e.mode .. (e.mode == 'chug' and ' (every tool runs without asking)' or e.mode == 'auto-edit' and ' (edits without asking)' or ''))
+  end
+  if e.model then
+    table.insert(out, 'model ' .. e.model)
+  end
+  return #out > 0 and ('it switches the chat to ' .. table.concat(out, ' and ')) or nil
+end
+
+--- A float showing the prompt's path and full text while the choice is open (closed after it). Returns
+--- the closer, and whether all of the text fits in it.
 H.preview = function(e, content)
   local rel = vim.fn.fnamemodify(e.path, ':~:.')
   local lines = {
     'Project prompt /' .. e.name .. ' — ' .. rel,
     'This file comes with the project, not from you: read it before it goes to the agent.',
-    string.rep('─', 40),
   }
-  vim.list_extend(lines, vim.split(content:gsub('\r\n', '\n'), '\n', { plain = true }))
+  local switches = H.switches(e)
+  if switches then
+    table.insert(lines, 'Careful: ' .. switches .. '.')
+  end
+  table.insert(lines, string.rep('─', 40))
+  local header = #lines
+  vim.list_extend(lines, vim.split((content:gsub('\r\n', '\n')), '\n', { plain = true }))
   local buf = vim.api.nvim_create_buf(false, true)
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modifiable = false
@@ -80,6 +98,7 @@ H.preview = function(e, content)
   local width = math.min(math.max(60, vim.o.columns - 10), 100)
   width = math.min(width, vim.o.columns - 4)
   local height = math.max(3, math.min(#lines, vim.o.lines - 8))
+  local fits = height >= #lines
   local ok, win = pcall(vim.api.nvim_open_win, buf, false, {
     relative = 'editor',
     row = 1,
@@ -88,7 +107,7 @@ H.preview = function(e, content)
     height = height,
     style = 'minimal',
     border = 'rounded',
-    title = ' untrusted project prompt ',
+    title = fits and ' untrusted project prompt ' or string.format(' untrusted project prompt: lines 1-%d of %d shown ', height - header, #lines - header),
     title_pos = 'center',
     focusable = false,
     zindex = 60,
@@ -97,20 +116,32 @@ H.preview = function(e, content)
     if ok and vim.api.nvim_win_is_valid(win) then
       vim.api.nvim_win_close(win, true)
     end
-  end
+  end, fits
 end
 
 M.CHOICES = { 'Run once', 'Always trust this prompt (until it changes)', 'Cancel' }
+--- Offered too when the text is longer than the screen: read it all first (nothing runs).
+M.READ = 'Open the file to read all of it (nothing runs)'
 
 --- Shows the prompt and asks; `done(true)` to run it (remembered for "always"), `done(false)` otherwise.
 function M.ask(e, content, done)
-  local close = H.preview(e, content)
+  local close, fits = H.preview(e, content)
   vim.cmd('redraw')
-  vim.ui.select(M.CHOICES, {
-    prompt = string.format('Run project prompt /%s from %s?', e.name, vim.fn.fnamemodify(e.path, ':~:.')),
+  local choices = vim.list_extend({}, M.CHOICES)
+  if not fits then
+    table.insert(choices, 3, M.READ)
+  end
+  local switches = H.switches(e)
+  vim.ui.select(choices, {
+    prompt = string.format('Run project prompt /%s from %s?%s', e.name, vim.fn.fnamemodify(e.path, ':~:.'), switches and (' (' .. switches .. ')') or ''),
     kind = 'caboose_prompt_trust',
   }, function(choice)
     close()
+    if choice == M.READ then
+      vim.cmd('split ' .. vim.fn.fnameescape(e.path))
+      vim.bo.readonly = true
+      return done(false)
+    end
     if choice == M.CHOICES[2] then
       M.remember(e.path, content)
       return done(true)
