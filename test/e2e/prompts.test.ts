@@ -30,6 +30,16 @@ vim.ui.select = function(items, opts, cb)
   for _, it in ipairs(items) do table.insert(labels, opts.format_item and opts.format_item(it) or it) end
   table.insert(_G.asked, { prompt = opts.prompt, preview = preview, items = labels })
   local pick = _G.select_answer
+  if pick == 'WAIT' then
+    -- Left open until the test answers with _G.answer(label).
+    _G.answer = function(want)
+      for i, label in ipairs(labels) do
+        if label:find(want, 1, true) then return cb(items[i], i) end
+      end
+      cb(nil)
+    end
+    return
+  end
   vim.schedule(function()
     if pick then
       for i, label in ipairs(labels) do
@@ -91,10 +101,22 @@ forEachNvim((bin) => {
         '',
       ].join('\n');
       const promptPath = writeFile('.caboose/prompts/explainit.md', file);
-      await e.t.lua(`_G.select_answer = 'Always' _G.input_answers = { 'beginners', 'short' }`);
+      await e.t.lua(`_G.select_answer = 'WAIT' _G.input_answers = { 'beginners', 'short' }`);
       e.fake.script({ text: 'explained' });
       await submit('/explainit');
+      // Asked first: while the question is open nothing else happens (no input asked, nothing sent).
+      await e.t.waitFor(async () => (await asked()).length === 1, 'the trust question');
+      await settle();
+      assert.equal(e.fake.chatRequests.length, 0, 'nothing sent before the answer');
+      assert.deepEqual(await e.t.lua('return _G.inputs'), [], 'no input asked before the answer');
+      assert.equal(await inputArea(), '/explainit');
+      await e.t.lua(`_G.answer('Always')`);
       await e.fake.waitForRequest(1);
+      assert.equal(
+        await e.t.lua<number>("return #vim.tbl_filter(function(w) return vim.b[vim.api.nvim_win_get_buf(w)].caboose_prompt_preview ~= nil end, vim.api.nvim_list_wins())"),
+        0,
+        'the preview float is closed after the answer',
+      );
       const [first] = await asked();
       assert.match(first.prompt, /Run project prompt \/explainit from \.caboose\/prompts\/explainit\.md\?/);
       assert.deepEqual(first.items, ['Run once', 'Always trust this prompt (until it changes)', 'Cancel']);
