@@ -22,7 +22,14 @@ end
 
 vim.api.nvim_create_user_command('Caboose', function(o)
   caboose().command_caboose(o)
-end, { nargs = '*', range = true, desc = 'Caboose: send a prompt to the agent (with a range: about the selection)' })
+end, {
+  nargs = '*',
+  range = true,
+  complete = function(lead, line)
+    return require('caboose.prompts').complete_cmdline(lead, line)
+  end,
+  desc = 'Caboose: send a prompt to the agent (with a range: about the selection)',
+})
 
 vim.api.nvim_create_user_command('CabooseEdit', function(o)
   caboose().command_edit(o)

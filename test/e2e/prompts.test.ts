@@ -369,6 +369,15 @@ forEachNvim((bin) => {
       assert.deepEqual(lsp.map((i) => i.label), ['/review']);
       assert.equal(lsp[0].kind, 3, 'Function');
       assert.match(lsp[0].documentation.value, /project review\nPrompt from project \.caboose\/prompts\/review\.md/);
+      // :Caboose /… completes the commands and the prompts (the first word only).
+      assert.deepEqual(await e.t.lua("return vim.fn.getcompletion('Caboose /re', 'cmdline')"), ['/review']);
+      assert.deepEqual(await e.t.lua("return vim.fn.getcompletion('Caboose /co', 'cmdline')"), ['/commit', '/compact']);
+      assert.deepEqual(await e.t.lua("return vim.fn.getcompletion(\"'<,'>Caboose /ex\", 'cmdline')"), ['/explain', '/export']);
+      assert.deepEqual(await e.t.lua("return vim.fn.getcompletion('Caboose why /re', 'cmdline')"), []);
+      // The empty buffer Neovim starts with (the only one here) is nothing to write tests for.
+      await submit('/tests');
+      await e.t.waitFor(async () => /\/tests needs a file buffer \(open one, then run it again\): nothing sent/.test(await notes()), 'the warning');
+      assert.equal(await inputArea(), '/tests');
       // A broken prompt file says why and sends nothing.
       await submit('/bad');
       await e.t.waitFor(async () => /prompt \/bad \(project \.caboose\/prompts\/bad\.md\): `mode` should be one of/.test(await notes()), 'the error');

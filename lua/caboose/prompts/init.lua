@@ -337,6 +337,9 @@ H.gather = function(e, names, opts, done)
   end
   local needs_buf = names.buffer or names.file or names.filetype or (names.code and not range)
   local buf = ctx.origin_buffer(opts.origin or vim.api.nvim_get_current_buf())
+  if buf and vim.api.nvim_buf_get_name(buf) == '' and vim.api.nvim_buf_line_count(buf) == 1 and vim.api.nvim_buf_get_lines(buf, 0, 1, false)[1] == '' then
+    buf = nil -- the empty [No Name] buffer Neovim starts with is nothing to send
+  end
   if needs_buf and not buf then
     H.notify(string.format('/%s needs a file buffer (open one, then run it again): nothing sent', e.name), vim.log.levels.WARN)
     return done(nil)
@@ -498,6 +501,27 @@ function M.run(e, arg, opts)
   end
   expand()
   return true
+end
+
+--- Completion of `:Caboose /…` (the first word): the slash commands and the prompts.
+function M.complete_cmdline(lead, line)
+  local before = line:gsub('^%s*%S+%s*', '', 1) -- what follows the command name
+  if not lead:match('^/') or before ~= lead then
+    return {}
+  end
+  local out = {}
+  for _, c in ipairs(require('caboose.insertables').commands) do
+    table.insert(out, '/' .. c.name)
+  end
+  for _, e in ipairs(M.list()) do
+    if not e.command then
+      table.insert(out, '/' .. e.name)
+    end
+  end
+  table.sort(out)
+  return vim.tbl_filter(function(w)
+    return vim.startswith(w, lead)
+  end, out)
 end
 
 -- :CaboosePrompts -------------------------------------------------------------------------------------
