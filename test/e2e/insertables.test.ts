@@ -290,7 +290,7 @@ forEachNvim((bin) => {
       await e.t.nvim.input('a/');
       await e.t.waitFor(async () => (await e.t.lua<number>('return vim.fn.pumvisible()')) === 1, 'menu after /');
       const words = await e.t.lua<string[]>("return vim.tbl_map(function(i) return i.word end, vim.fn.complete_info({ 'items' }).items)");
-      for (const w of ['/help', '/clear', '/mode', '/model', '/undo', '/compact', '/file', '/buffer', '/diagnostics', '/gitdiff', '/fetch', '/quickfix']) assert.ok(words.includes(w), w);
+      for (const w of ['/help', '/clear', '/mode', '/model', '/undo', '/compact', '/file', '/buffer', '/diagnostics', '/gitdiff', '/fetch', '/quickfix', '/explain', '/review']) assert.ok(words.includes(w), w);
       await e.t.nvim.input('he<C-n><Esc>');
       await e.t.waitFor(async () => (await e.t.lua<string>('return vim.api.nvim_get_current_line()')) === '/help', '/help completed');
       await e.t.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, { '' })");
