@@ -102,6 +102,25 @@ forEachNvim((bin) => {
       assert.equal(r, 'Explain the selection from a.lua (lines 1-2, attached below) in Lua %1 for me {{selection}}; {{buffer}} {{unknown}} 100%');
     });
 
+    it('trust is keyed by absolute path and content hash, stored under stdpath("state")', () => {
+      const r = lua<Record<string, unknown>>(
+        bin.path,
+        `local trust = require('caboose.prompts.trust')
+         local p = vim.fn.getcwd() .. '/.caboose/prompts/x.md'
+         local before = trust.is_trusted(p, 'A')
+         trust.remember(p, 'A')
+         local raw = table.concat(vim.fn.readfile(trust.file()), '\\n')
+         return {
+           before = before, same = trust.is_trusted(p, 'A'), changed = trust.is_trusted(p, 'B'),
+           other_path = trust.is_trusted(vim.fn.getcwd() .. '/.caboose/prompts/y.md', 'A'),
+           relative = trust.is_trusted('.caboose/prompts/x.md', 'A'),
+           in_state = vim.startswith(trust.file(), vim.fn.stdpath('state')),
+           stored = vim.json.decode(raw).prompts[p] == vim.fn.sha256('A'),
+         }`,
+      );
+      assert.deepEqual(r, { before: false, same: true, changed: false, other_path: false, relative: true, in_state: true, stored: true });
+    });
+
     it('validates setup({ prompts }) with the key that is wrong', () => {
       const build = (prompts: unknown) =>
         lua<string | null>(
