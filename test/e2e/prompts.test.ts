@@ -199,6 +199,17 @@ forEachNvim((bin) => {
       assert.equal(e.fake.chatRequests.length, 0, 'nothing sent');
     });
 
+    it(':checkhealth caboose counts the prompts by source and names a file that cannot be used', async () => {
+      await e.start({ initLua: `require('caboose').setup({ mode = 'chug', prompts = { mine = { text = 'x' } } })` });
+      writeFile('.caboose/prompts/ok.md', 'fine\n');
+      writeFile('.caboose/prompts/broken.md', '---\ndescription: never closed\n');
+      await e.t.cmd('checkhealth caboose');
+      const text = (await e.t.lua<string[]>('return vim.api.nvim_buf_get_lines(0, 0, -1, false)')).join('\n');
+      assert.match(text, /caboose: prompt library/);
+      assert.match(text, /2 project, 0 user, 1 setup\(\), 5 built-in/);
+      assert.match(text, /WARNING.*\/broken \(project \.caboose\/prompts\/broken\.md\): the front matter is not closed/);
+    });
+
     it('a cancelled {{input}} sends nothing and keeps the message; text typed after /name answers {{input}} or goes after the prompt', async () => {
       await e.start({
         initLua:
