@@ -44,6 +44,7 @@ local H = {}
 ---@field max_retries integer|nil Retries on 429/5xx/network errors (default 3).
 ---@field retry_base_delay_ms integer|nil First backoff delay (default 500 ms, doubled each retry).
 ---@field media ('image'|'audio')[]|nil What the model accepts besides text: images/audio tools return reach it.
+---@field vision boolean|nil false: the model cannot read images; images you attach are not sent (the text is).
 
 ---@class caboose.NamedProvider: caboose.ProviderConfig
 ---@field api_key_env string|nil Name of the environment variable holding the key.
@@ -225,6 +226,7 @@ H.checks = {
     return true
   end,
   ['provider.retry_base_delay_ms'] = H.opt_type('number'),
+  ['provider.vision'] = H.opt_type('boolean'),
   ['mode'] = H.enum({ 'plan', 'create', 'auto-edit', 'chug' }),
   ['step_limit'] = H.positive,
   ['max_queue'] = function(v)
@@ -389,6 +391,7 @@ end
 H.provider_fields = {
   base_url = 'string', api_key = 'string', api_key_env = 'string', model = 'string', max_tokens = 'number',
   context_window = 'number', headers = 'table', timeout_ms = 'number', max_retries = 'number', retry_base_delay_ms = 'number',
+  vision = 'boolean',
 }
 
 --- `providers = { name = {…} }` and `provider = 'name'`.
@@ -422,7 +425,7 @@ H.check_providers = function(cfg)
           H.fail(at .. '.models', 'a list of model names, or a table of model names → options', v)
         end
       elseif not t then
-        H.fail(at .. '.' .. tostring(k), 'one of base_url, api_key, api_key_cmd, api_key_env, model, models, max_tokens, context_window, headers, timeout_ms, max_retries, retry_base_delay_ms', v)
+        H.fail(at .. '.' .. tostring(k), 'one of base_url, api_key, api_key_cmd, api_key_env, model, models, max_tokens, context_window, headers, timeout_ms, max_retries, retry_base_delay_ms, vision', v)
       elseif type(v) ~= t then
         H.fail(at .. '.' .. k, 'a ' .. t, v)
       end

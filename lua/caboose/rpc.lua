@@ -17,6 +17,7 @@ M.methods = {
   session_export = 'session.export',
   session_delete = 'session.delete',
   session_info = 'session.info',
+  session_debug = 'session.debug',
   set_mode = 'mode.set',
   approval_resolve = 'approval.resolve',
   ask_resolve = 'ask.resolve',

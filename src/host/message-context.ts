@@ -8,7 +8,8 @@ import { plural } from './summaries';
 
 export interface ContextItem {
   /** `attachment`: text the editor gathered (diagnostics, a git diff, the quickfix list, …). */
-  kind: 'buffer' | 'selection' | 'file' | 'attachment' | 'fetch';
+  /** `image`: a PNG/JPEG file sent as an image part (src/host/image-attachments.ts). */
+  kind: 'buffer' | 'selection' | 'file' | 'attachment' | 'fetch' | 'image';
   /** What the label names (`#buffers`, `#diagnostics`, `/file`); the kind's own tag without it. */
   name?: string;
   /** Path as the user sees it (relative to the workspace when inside it); '' for an unnamed buffer. */
