@@ -135,6 +135,8 @@ local defaults = {
   chat = { position = 'right', size = 0.4, min_size = nil, max_size = nil, input_height = 5, show_thinking = true },
   approval = { grace_ms = 400, style = 'inline' },
   edit = { keymap = nil }, -- e.g. '<leader>ce' in Visual mode for <Plug>(CabooseEdit)
+  -- User CabooseProgress events; shown in fidget.nvim when it is installed (false: not).
+  progress = { fidget = true },
   review = {
     keys = { next_hunk = ']c', prev_hunk = '[c', accept = 'ga', reject = 'gr', accept_all = 'gA', reject_all = 'gR', quit = 'q' },
   },
@@ -292,6 +294,7 @@ H.checks = {
     return type(v) == 'number' and v >= 0, 'a number >= 0'
   end,
   ['approval.style'] = H.enum({ 'inline', 'float' }),
+  ['progress.fidget'] = H.opt_type('boolean'),
   ['edit.keymap'] = function(v)
     return v == nil or v == false or (type(v) == 'string' and v ~= ''), 'nil, false or a key'
   end,

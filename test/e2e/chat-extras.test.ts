@@ -5,7 +5,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { forEachNvim } from '../support/nvim';
+import os from 'node:os';
+import { forEachNvim, REPO_ROOT } from '../support/nvim';
 import { useE2E } from '../support/e2e';
 
 type State = { state: string; mode: string };
@@ -202,6 +203,179 @@ forEachNvim((bin) => {
       assert.deepEqual(top, ['#image:pics/']);
       const variable = await e.t.lua<string[]>("local c = require('caboose.insertables.complete').candidates('#ima') return vim.tbl_map(function(i) return i.word end, c.items)");
       assert.deepEqual(variable, ['#image:']);
+    });
+  });
+});
+
+/** The Lua code block that follows `marker` in doc/caboose.txt (up to the line starting with `<`). */
+function docSnippet(marker: string): string {
+  const doc = fs.readFileSync(path.join(REPO_ROOT, 'doc', 'caboose.txt'), 'utf8').split('\n');
+  const at = doc.findIndex((l) => l.includes(marker));
+  assert.ok(at >= 0, `doc marker ${marker}`);
+  const end = doc.findIndex((l, i) => i > at && l.startsWith('<'));
+  return doc.slice(at + 1, end).join('\n');
+}
+
+type Progress = { token: string; id: string; kind: string; title: string; message: string; client: string; value: { kind: string; title: string; message: string }; params: { token: string; value: { kind: string } } };
+
+forEachNvim((bin) => {
+  describe(`progress, fidget and lualine (Neovim ${bin.version})`, () => {
+    const e = useE2E(bin);
+    const state = () => e.t.lua<State>("return require('caboose').state()");
+    const waitState = (s: string) => e.t.waitFor(async () => (await state()).state === s, s);
+    const COLLECT = `_G.progress_seen = {}
+      vim.api.nvim_create_autocmd('User', { pattern = 'CabooseProgress', callback = function(ev) table.insert(_G.progress_seen, ev.data) end })`;
+    const seen = () => e.t.lua<Progress[]>('return _G.progress_seen');
+
+    /** A tool run that asks (bash in create mode), approved; then the reply. */
+    const runBashTurn = async () => {
+      e.fake.script({ toolCalls: [{ name: 'bash', arguments: { command: 'echo progress-test' } }] }, { text: 'Ran it.' });
+      await e.t.lua("require('caboose').send('run it')");
+      await waitState('pending_approval');
+      await e.t.waitFor(async () => (await seen()).some((d) => d.message === 'bash: waiting for your approval'), 'the approval report');
+      await e.t.lua("require('caboose').approval_respond('once')");
+      await e.t.waitFor(async () => (await seen()).some((d) => d.kind === 'end' && d.token.startsWith('caboose-turn-')), 'the turn ends');
+    };
+
+    it('User CabooseProgress: begin → report → end for a tool run and for a model turn, in the LSP $/progress value shape', async () => {
+      await e.start({ initLua: `require('caboose').setup({ mode = 'create', provider = { max_retries = 0 } })\n${COLLECT}` });
+      await runBashTurn();
+      const all = await seen();
+      const turn = all.filter((d) => d.token.startsWith('caboose-turn-'));
+      const tool = all.filter((d) => d.token.startsWith('caboose-tool-'));
+      assert.equal(new Set(tool.map((d) => d.token)).size, 1, 'one tool task');
+      assert.deepEqual(
+        tool.map((d) => [d.kind, d.message]),
+        [
+          ['begin', 'running bash…'],
+          ['report', 'bash: waiting for your approval'],
+          ['report', 'running bash…'],
+          ['end', 'bash done'],
+        ],
+      );
+      assert.equal(turn[0].kind, 'begin');
+      assert.equal(turn[0].message, 'thinking…');
+      assert.equal(turn.at(-1)!.kind, 'end');
+      assert.ok(turn.slice(1, -1).length > 0 && turn.slice(1, -1).every((d) => d.kind === 'report'), 'reports in between');
+      assert.ok(turn.some((d) => d.message === 'streaming…'), turn.map((d) => d.message).join(', '));
+      assert.ok(turn.some((d) => d.message === 'running tools…'));
+      // The tool task lives inside the turn.
+      assert.ok(all.indexOf(turn[0]) < all.indexOf(tool[0]) && all.indexOf(tool.at(-1)!) < all.indexOf(turn.at(-1)!));
+      for (const d of all) {
+        assert.equal(d.id, d.token);
+        assert.equal(d.title, 'caboose');
+        assert.equal(d.client, 'caboose');
+        assert.deepEqual(d.value, { kind: d.kind, title: d.title, message: d.message });
+        assert.equal(d.params.token, d.token);
+        assert.equal(d.params.value.kind, d.kind);
+      }
+      assert.equal(await e.t.lua("return require('caboose.progress').current() or ''"), '', 'nothing runs once idle');
+    });
+
+    it('fidget.nvim: progress handles created, reported and finished through fidget.progress.handle (its documented API)', async () => {
+      // fidget's documented non-LSP interface: handle.create(msg) → handle with :report(props), :finish(), settable fields.
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-fakefidget-'));
+      fs.mkdirSync(path.join(dir, 'lua', 'fidget'), { recursive: true });
+      fs.writeFileSync(
+        path.join(dir, 'lua', 'fidget', 'progress.lua'),
+        `local M = { handle = {}, log = {} }
+         function M.handle.create(msg)
+           assert(type(msg.title) == 'string' and type(msg.lsp_client) == 'table')
+           local h = { message = msg.message }
+           table.insert(M.log, { 'create', msg.lsp_client.name, msg.title, msg.message })
+           function h:report(p) self.message = p.message or self.message table.insert(M.log, { 'report', self.message }) end
+           function h:finish() table.insert(M.log, { 'finish', self.message }) end
+           return h
+         end
+         return M`,
+      );
+      try {
+        await e.start({ initLua: `vim.opt.rtp:prepend(${JSON.stringify(dir)})\nrequire('caboose').setup({ mode = 'create', provider = { max_retries = 0 } })\n${COLLECT}` });
+        await runBashTurn();
+        const log = await e.t.lua<string[][]>("return require('fidget.progress').log");
+        const tool = log.filter((l) => l.join(' ').includes('bash'));
+        assert.deepEqual(tool[0], ['create', 'caboose', 'caboose', 'running bash…'], 'fidget shows "caboose: running bash…"');
+        assert.ok(log.some((l) => l[0] === 'finish' && l[1] === 'bash done'));
+        assert.equal(log.filter((l) => l[0] === 'create').length, log.filter((l) => l[0] === 'finish').length, 'every handle is finished');
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it('fidget.nvim: off with progress = { fidget = false }', async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-fakefidget-'));
+      fs.mkdirSync(path.join(dir, 'lua', 'fidget'), { recursive: true });
+      fs.writeFileSync(path.join(dir, 'lua', 'fidget', 'progress.lua'), "local M = { handle = {}, n = 0 } function M.handle.create() M.n = M.n + 1 return { report = function() end, finish = function() end } end return M");
+      try {
+        await e.start({ initLua: `vim.opt.rtp:prepend(${JSON.stringify(dir)})\nrequire('caboose').setup({ mode = 'chug', progress = { fidget = false }, provider = { max_retries = 0 } })\n${COLLECT}` });
+        e.fake.script({ text: 'hi' });
+        await e.t.lua("require('caboose').send('hello')");
+        await e.t.waitFor(async () => (await seen()).some((d) => d.kind === 'end'), 'the turn ends');
+        assert.equal(await e.t.lua<number>("return require('fidget.progress').n"), 0);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    const fidgetDir = process.env.CABOOSE_TEST_FIDGET;
+    it('shows in the real fidget.nvim when it is installed', { skip: fidgetDir && fs.existsSync(fidgetDir) ? false : `skipped: fidget.nvim not found at $CABOOSE_TEST_FIDGET (${fidgetDir ?? 'unset'})` }, async () => {
+      await e.start({ initLua: `vim.opt.rtp:prepend(${JSON.stringify(fidgetDir)})\nrequire('fidget').setup({})\nrequire('caboose').setup({ mode = 'create', provider = { max_retries = 0 } })\n${COLLECT}` });
+      e.fake.script({ toolCalls: [{ name: 'bash', arguments: { command: 'echo progress-test' } }] }, { text: 'Ran it.' });
+      await e.t.lua("require('caboose').send('run it')");
+      await waitState('pending_approval');
+      const history = await e.t.waitFor(async () => {
+        const h = await e.t.lua<string>("return vim.inspect(require('fidget.notification').get_history())");
+        return /caboose/.test(h) && /bash: waiting for your approval|running bash/.test(h) ? h : null;
+      }, 'fidget holds the caboose progress');
+      assert.match(history, /caboose/);
+      await e.t.lua("require('caboose').approval_respond('once')");
+      await waitState('idle');
+    });
+
+    it('the documented lualine component returns the statusline text (fake lualine; the real one via $CABOOSE_TEST_LUALINE)', async () => {
+      const snippet = docSnippet('A lualine component: >lua');
+      const real = process.env.CABOOSE_TEST_LUALINE;
+      const useReal = !!(real && fs.existsSync(real));
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-fakelualine-'));
+      fs.mkdirSync(path.join(dir, 'lua'), { recursive: true });
+      fs.writeFileSync(path.join(dir, 'lua', 'lualine.lua'), 'local M = {} function M.setup(opts) M.opts = opts end function M.refresh() end return M');
+      try {
+        await e.start({ initLua: `vim.opt.rtp:prepend(${JSON.stringify(useReal ? real : dir)})\nrequire('caboose').setup({ mode = 'create', provider = { max_retries = 0 } })\n${COLLECT}` });
+        await e.t.lua(snippet);
+        const component = useReal
+          ? "return vim.api.nvim_eval_statusline(vim.o.statusline, { winid = vim.api.nvim_get_current_win() }).str"
+          : "local c = require('lualine').opts.sections.lualine_x[1] if c.cond and not c.cond() then return '' end return c[1]()";
+        if (!useReal) assert.equal(await e.t.lua(component), '', 'idle: empty');
+        e.fake.script({ toolCalls: [{ name: 'bash', arguments: { command: 'echo x' } }] }, { text: 'done' });
+        await e.t.lua("require('caboose').send('go')");
+        await waitState('pending_approval');
+        const text = await e.t.lua<string>(component);
+        assert.ok(text.includes('caboose: pending approval'), text);
+        await e.t.lua("require('caboose').approval_respond('once')");
+        await waitState('idle');
+        if (!useReal) assert.equal(await e.t.lua(component), '');
+        else assert.ok(!(await e.t.lua<string>(component)).includes('caboose:'));
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it(':help resolves the new tags', async () => {
+      const t = await e.start();
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-help-'));
+      try {
+        fs.mkdirSync(path.join(dir, 'doc'));
+        fs.copyFileSync(path.join(REPO_ROOT, 'doc', 'caboose.txt'), path.join(dir, 'doc', 'caboose.txt'));
+        await t.cmd(`helptags ${dir}/doc`);
+        await t.lua('vim.opt.runtimepath:prepend(...)', [dir]);
+        for (const tag of [':CabooseDebug', 'caboose-images', 'caboose-progress', 'caboose-lualine']) {
+          await t.cmd(`help ${tag}`);
+          assert.equal(await t.lua('return vim.bo.buftype'), 'help', tag);
+          await t.cmd('helpclose');
+        }
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
     });
   });
 });
