@@ -101,7 +101,8 @@ export async function readImages(items: readonly ContextItem[], root: string, ma
   const seen = new Set<string>();
   for (const item of items) {
     if (item.kind !== 'image') continue;
-    const key = path.resolve(root, item.path);
+    // The same path twice goes once (a refused one is said once too).
+    const key = `${path.isAbsolute(item.path) ? 'abs' : 'rel'} ${path.resolve(root, item.path)}`;
     if (seen.has(key)) continue;
     seen.add(key);
     const r = await readOne(item, root, maxBytes);

@@ -84,6 +84,10 @@ async function one(item: ContextItem, read: ReadFile, fetchUrl?: FetchUrl): Prom
       label: `${what} ${url} (${lines(lineCount(full))}${cutNote(cut)})`,
     };
   }
+  if (item.kind === 'image') {
+    // Images are read where the agent can send them (image-attachments.ts); one that reaches here cannot go.
+    return { text: `(The user attached the image ${item.path}, but this chat cannot send images.)`, label: `${item.name ?? 'image'} ${item.path} — not attached: this agent takes no images` };
+  }
   if (item.kind === 'attachment') {
     const full = item.text ?? '';
     const { text, cut } = capped(full);
