@@ -117,3 +117,26 @@ describe('image attachments', () => {
     assert.deepEqual(m.labels, ['#image a.png — not attached: this agent takes no images']);
   });
 });
+
+describe('a message with images in the session store', () => {
+  it("is the user's message (shown with its labels when reopened) and restores with its image parts; a tool's media stays out of the chat", async () => {
+    const { openStore } = await import('../../src/store');
+    const { SessionRecorder } = await import('../../src/host/session-recorder');
+    const { restoreConversation, transcriptItems } = await import('../../src/host/session-history');
+    const store = openStore(':memory:');
+    const rec = new SessionRecorder(store.sessions, 's1', { cwd: '/w', model: 'm' });
+    const parts = [
+      { type: 'text' as const, text: 'what is this\n\n[image a.png (PNG, 20 B) attached]' },
+      { type: 'image_url' as const, image_url: { url: `data:image/png;base64,${PNG.toString('base64')}` } },
+    ];
+    rec.turnStart({ text: 'what is this #image:a.png', labels: ['#image a.png (PNG, 20 B)'] });
+    rec.messageAdded({ role: 'user', content: parts });
+    rec.messageAdded({ role: 'assistant', content: 'a pixel' });
+    rec.messageAdded({ role: 'user', content: [{ type: 'text', text: 'Media returned by tool call x:' }] });
+    rec.flush();
+    const items = transcriptItems(store.sessions.rows('s1')) as { t: string; text?: string; labels?: string[] }[];
+    assert.deepEqual(items.filter((i) => i.t === 'user'), [{ t: 'user', text: 'what is this #image:a.png', labels: ['#image a.png (PNG, 20 B)'] }]);
+    const restored = restoreConversation(store.sessions.contextRows('s1')).map((r) => r.message);
+    assert.deepEqual(restored[0], { role: 'user', content: parts });
+  });
+});
