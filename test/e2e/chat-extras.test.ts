@@ -204,6 +204,21 @@ forEachNvim((bin) => {
       const variable = await e.t.lua<string[]>("local c = require('caboose.insertables.complete').candidates('#ima') return vim.tbl_map(function(i) return i.word end, c.items)");
       assert.deepEqual(variable, ['#image:']);
     });
+
+    it('finds pasted image paths: a whole line with spaces, quoted, escaped spaces, file:// URLs; not other files or missing ones; #{image:…} braces', async () => {
+      await e.start({ initLua: "require('caboose').setup({ mode = 'chug' })" });
+      fs.writeFileSync(path.join(e.t.cwd, 'my shot.png'), PNG);
+      fs.writeFileSync(path.join(e.t.cwd, 'b.jpeg'), JPEG);
+      fs.writeFileSync(path.join(e.t.cwd, 'c.txt'), 'x');
+      const found = (text: string) => e.t.lua<string[]>("return require('caboose.insertables.variables').image_paths(...)", [text]);
+      assert.deepEqual(await found('my shot.png'), ['my shot.png']);
+      assert.deepEqual(await found('see "my shot.png" and b.jpeg, then c.txt and gone.png'), ['my shot.png', 'b.jpeg']);
+      assert.deepEqual(await found('see my\\ shot.png.'), ['my shot.png']);
+      assert.deepEqual(await found(`look:\nfile://${path.join(e.t.cwd, 'my shot.png').split(' ').join('%20')}`), [path.join(e.t.cwd, 'my shot.png')]);
+      assert.deepEqual(await found('#image:b.jpeg only'), []);
+      const vars = await e.t.lua<string[]>("local p = require('caboose.insertables').parse('what is #{image:my shot.png}') return vim.tbl_map(function(v) return v.var.name .. ':' .. (v.arg or '') end, p.vars)");
+      assert.deepEqual(vars, ['image:my shot.png']);
+    });
   });
 });
 
