@@ -140,3 +140,19 @@ describe('a message with images in the session store', () => {
     assert.deepEqual(restored[0], { role: 'user', content: parts });
   });
 });
+
+describe('vision setting', () => {
+  it("provider.vision and a model's vision are read (never sent as a request field)", async () => {
+    const { resolveProvider } = await import('../../src/host/provider-config');
+    const { HostConfigSchema } = await import('../../src/host/protocol');
+    const config = HostConfigSchema.parse({
+      providers: { local: { base_url: 'http://127.0.0.1:1/v1', api_key: 'k', model: 'coder', vision: true, models: { coder: { vision: false, temperature: 0.2 }, llava: {} } } },
+    });
+    const coder = await resolveProvider(config, {}, { provider: 'local', model: 'coder' });
+    assert.equal(coder.vision, false);
+    assert.deepEqual(coder.options, { temperature: 0.2 });
+    const llava = await resolveProvider(config, {}, { provider: 'local', model: 'llava' });
+    assert.equal(llava.vision, true);
+    assert.equal(llava.options, undefined);
+  });
+});
