@@ -97,6 +97,10 @@ vim.api.nvim_create_user_command('CabooseExport', function(o)
   caboose().export(o.args, o.bang)
 end, { nargs = '?', bang = true, complete = 'file', desc = 'Caboose: the chat as Markdown in a file ([path]; ! a new buffer)' })
 
+vim.api.nvim_create_user_command('CabooseDebug', function()
+  require('caboose.ui.debug').open()
+end, { desc = "Caboose: the chat's last model request (exact JSON) and response summary, secrets masked" })
+
 vim.api.nvim_create_user_command('CabooseAudit', function(o)
   caboose().command_audit(o)
 end, { nargs = '?', desc = 'Caboose: recent audit log entries of this workspace, newest first ([count], default 50)' })

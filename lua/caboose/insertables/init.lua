@@ -80,6 +80,20 @@ M.variables = {
       return vars().file(arg)
     end,
   },
+  {
+    name = 'image',
+    args = {},
+    takes_path = true,
+    description = 'a PNG or JPEG image, sent as an image to the model (a pasted path to one works too)',
+    example = 'what is wrong in #image:screenshots/bug.png',
+    gather = function(_, arg)
+      if not arg or arg == '' then
+        vim.notify('(caboose) #image needs a path: #image:path/to/shot.png (#{image:with spaces.png})', vim.log.levels.WARN)
+        return {}
+      end
+      return vars().image(arg, '#image')
+    end,
+  },
 }
 
 --- Slash commands. `attach` ones add context and the message goes on (the command line stays in its
@@ -412,6 +426,14 @@ function M.send(text, opts)
       table.insert(refs, { kind = 'file', path = vim.fn.fnamemodify(vim.fn.expand(path), ':.') })
     end
     done(refs)
+  end)
+  -- A path to an image file pasted in the message (screenshots): attached as an image.
+  table.insert(steps, function(done)
+    local imgs = {}
+    for _, path in ipairs(vars().image_paths(text)) do
+      vim.list_extend(imgs, vars().image(path, 'image'))
+    end
+    done(imgs)
   end)
   for _, a in ipairs(p.attach) do
     table.insert(steps, function(done)
