@@ -97,7 +97,7 @@ H.set_state = function(new, fields)
 end
 
 H.chat = function()
-  return require('caboose.ui.chat')
+  return require('caboose.chat')
 end
 
 -- Host → Lua events -------------------------------------------------------------------------------

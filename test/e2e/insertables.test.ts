@@ -60,7 +60,7 @@ forEachNvim((bin) => {
       await submit('/help');
       await waitChat(/### Slash commands[\s\S]*`\/gitdiff \[staged\]`[\s\S]*### Variables[\s\S]*`#selection`/, 'the help in the chat');
       assert.equal(e.fake.chatRequests.length, 0, '/help never reaches the model');
-      assert.equal(await e.t.lua<string>("return table.concat(vim.api.nvim_buf_get_lines(require('caboose.ui.chat').input_buf(), 0, -1, false), '\\n')"), '', 'the message area is cleared');
+      assert.equal(await e.t.lua<string>("return table.concat(vim.api.nvim_buf_get_lines(require('caboose.chat').input_buf(), 0, -1, false), '\\n')"), '', 'the message area is cleared');
       e.fake.script({ text: 'ok' });
       await submit('/frobnicate the widget');
       await e.fake.waitForRequest(1);

@@ -91,7 +91,7 @@ M.commands = {
     example = '/help',
     run = function()
       caboose().open_chat()
-      require('caboose.ui.chat').block(M.help_text())
+      require('caboose.chat').block(M.help_text())
     end,
   },
   {
