@@ -59,7 +59,8 @@ after(async () => {
   await new Promise<void>((r) => server.close(() => r()));
 });
 
-const text = async (body: AsyncIterable<Uint8Array>): Promise<string> => {
+const text = async (raw: unknown): Promise<string> => {
+  const body = raw as AsyncIterable<Uint8Array>;
   let s = '';
   for await (const c of body) s += Buffer.from(c).toString('utf8');
   return s;
