@@ -105,6 +105,9 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   todos.onChange((items) => ui.emit(EVENTS.todos, { items }));
   // bash (and MCP servers that opt in) run inside the OS sandbox (issue 19).
   const sandbox = new Sandbox({ root: cwd, dataDir: o.dataDir, config: config.sandbox ?? null });
+  // Its trial run (a child process) goes on while the session loads; the first request's tool
+  // definitions (bash describes the sandbox) wait for it in prepareTools below.
+  const sandboxReady = sandbox.prepare();
   const identity = new SessionIdentity({ ui, sessions, sessionId: session.id, cwd, model: o.provider.model });
   const recorder = new SessionRecorder(sessions, session.id, { cwd, model: o.provider.model, onTitle: identity.onTitle }, (e) =>
     log.error('session store: %s', e instanceof Error ? (e.stack ?? e.message) : String(e)),
@@ -154,7 +157,10 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   });
   const agent = createChatAgent({
     config, cwd, provider: o.provider, current: () => chat.provider, client: chat.client, registry, grants, projectRules,
-    ...(mcp.hooks ? { prepareTools: mcp.hooks.prepare } : {}),
+    prepareTools: async (signal: AbortSignal) => {
+      await sandboxReady;
+      await mcp.hooks?.prepare(signal);
+    },
     recorder, workspace: ws.workspace, session, events, log,
   });
   // What opening the workspace undid of a commit a crash interrupted (issue 18).
