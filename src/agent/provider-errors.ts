@@ -1,8 +1,9 @@
 /**
  * Every failure of a model request as a `ProviderError`: a kind the agent loop acts on (retry, compact,
  * stop) and a message the user can act on. The SDK's and the network's errors are classified here
- * (classifyError); errors a server sends inside a 200 stream by streamErrorToProviderError (provider.ts).
+ * (classifyError), and the errors a server sends inside a 200 stream (streamErrorToProviderError).
  */
+import type { StreamErrorInfo } from './stream';
 
 export type ProviderErrorKind = 'unreachable' | 'auth' | 'not_found' | 'rate_limited' | 'server' | 'interrupted' | 'aborted' | 'bad_response' | 'context_length';
 
@@ -92,6 +93,35 @@ export function classifyError(err: unknown, config: { baseURL: string; model: st
     return new ProviderError('unreachable', `connection to ${base} lost (${message})`, { cause: err });
   }
   return new ProviderError('bad_response', `unexpected response from ${base}: ${message}`, { cause: err });
+}
+
+/**
+ * An error the server sent inside a 200 stream → ProviderError, classified by the error's own status or
+ * code: only what another attempt can fix (rate limits, server faults, overload) stays retryable.
+ */
+export function streamErrorToProviderError(info: StreamErrorInfo, baseURL: string, partialText = ''): ProviderError {
+  const code = (info.code ?? '').toLowerCase();
+  const status = info.status;
+  const detail = info.message;
+  const extra = { ...(status !== undefined ? { status } : {}), ...(partialText ? { partialText } : {}) };
+  const kept = partialText ? ' (the partial reply is kept)' : '';
+  if (code === 'context_length_exceeded' || /context/.test(code) || isContextLengthMessage(detail)) {
+    return new ProviderError('context_length', `the conversation is longer than the model's context window — ${detail}${kept}`, extra);
+  }
+  if (status === 401 || status === 403 || /auth|permission|api_key|invalid_key/.test(code)) {
+    return new ProviderError('auth', `authentication failed${status ? ` (${status})` : ''}: check api_key — ${detail}`, extra);
+  }
+  if (status === 429 || /rate_limit|too_many|quota/.test(code)) {
+    return new ProviderError('rate_limited', `rate limited by ${baseURL} — ${detail}${kept}`, extra);
+  }
+  if ((status !== undefined && status >= 500) || /server_error|internal|overloaded|unavailable|timeout/.test(code)) {
+    return new ProviderError('server', `the server reported an error${status ? ` (${status})` : ''}: ${detail}${kept}`, extra);
+  }
+  if (status === 404 || /not_found|model_not_found/.test(code)) {
+    return new ProviderError('not_found', `not found${status ? ` (${status})` : ''}: ${detail}`, extra);
+  }
+  // 400-class or unclassified: the same request would fail the same way.
+  return new ProviderError('bad_response', `request rejected${status ? ` (${status})` : ''} by ${baseURL}: ${detail}${kept}`, extra);
 }
 
 /** Walks `cause` chains (SDK → fetch → socket) for a Node error code. */

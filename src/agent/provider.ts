@@ -12,7 +12,7 @@ import type OpenAI from 'openai';
 import { nodeFetch } from './node-fetch';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { readSseBatches, StreamAssembler, toWireMessages, type AssembledCall, type StreamErrorInfo, type StreamUsage } from './stream';
-import { classifyError, isContextLengthMessage, ProviderError } from './provider-errors';
+import { classifyError, ProviderError, streamErrorToProviderError } from './provider-errors';
 
 export { isContextLengthMessage, parseRetryAfter, ProviderError, type ProviderErrorKind } from './provider-errors';
 
@@ -381,35 +381,6 @@ function unsupportedFor(c: ProviderConfig): Set<string> {
   let set = UNSUPPORTED.get(key);
   if (!set) UNSUPPORTED.set(key, (set = new Set()));
   return set;
-}
-
-/**
- * An error the server sent inside a 200 stream → ProviderError, classified by the error's own status or
- * code: only what another attempt can fix (rate limits, server faults, overload) stays retryable.
- */
-export function streamErrorToProviderError(info: StreamErrorInfo, baseURL: string, partialText = ''): ProviderError {
-  const code = (info.code ?? '').toLowerCase();
-  const status = info.status;
-  const detail = info.message;
-  const extra = { ...(status !== undefined ? { status } : {}), ...(partialText ? { partialText } : {}) };
-  const kept = partialText ? ' (the partial reply is kept)' : '';
-  if (code === 'context_length_exceeded' || /context/.test(code) || isContextLengthMessage(detail)) {
-    return new ProviderError('context_length', `the conversation is longer than the model's context window — ${detail}${kept}`, extra);
-  }
-  if (status === 401 || status === 403 || /auth|permission|api_key|invalid_key/.test(code)) {
-    return new ProviderError('auth', `authentication failed${status ? ` (${status})` : ''}: check api_key — ${detail}`, extra);
-  }
-  if (status === 429 || /rate_limit|too_many|quota/.test(code)) {
-    return new ProviderError('rate_limited', `rate limited by ${baseURL} — ${detail}${kept}`, extra);
-  }
-  if ((status !== undefined && status >= 500) || /server_error|internal|overloaded|unavailable|timeout/.test(code)) {
-    return new ProviderError('server', `the server reported an error${status ? ` (${status})` : ''}: ${detail}${kept}`, extra);
-  }
-  if (status === 404 || /not_found|model_not_found/.test(code)) {
-    return new ProviderError('not_found', `not found${status ? ` (${status})` : ''}: ${detail}`, extra);
-  }
-  // 400-class or unclassified: the same request would fail the same way.
-  return new ProviderError('bad_response', `request rejected${status ? ` (${status})` : ''} by ${baseURL}: ${detail}${kept}`, extra);
 }
 
 /** The response headers :CabooseDebug shows (request ids, rate limits, timing, type). */
