@@ -24,7 +24,6 @@ import { DiskCommitter, type CommitFaultHook, type FileChange, type HardLinkPoli
 
 export const DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024;
 
-/** What a commit did besides writing the disk. */
 /** What a commit's buffer gates decided (FileAccess.checkGates). */
 interface GateCheck {
   status: Map<string, BufferSnapshot>;
@@ -34,6 +33,7 @@ interface GateCheck {
   opLines: Map<BufferOp, Buffer>;
 }
 
+/** What a commit did besides writing the disk. */
 export interface CommitReport {
   /** Files whose change went into an unsaved buffer only (not to disk): the sha256 that buffer now writes. */
   buffered: Map<string, { sha256: string }>;
