@@ -11,7 +11,8 @@ do
   local txt, tags = doc .. '/caboose.txt', doc .. '/tags'
   local uv = vim.uv or vim.loop
   local src, dst = uv.fs_stat(txt), uv.fs_stat(tags)
-  if src and (not dst or dst.mtime.sec < src.mtime.sec) and vim.fn.filewritable(doc) == 2 then
+  local older = src and dst and (dst.mtime.sec < src.mtime.sec or (dst.mtime.sec == src.mtime.sec and dst.mtime.nsec < src.mtime.nsec))
+  if src and (not dst or older) and vim.fn.filewritable(doc) == 2 then
     pcall(vim.cmd.helptags, vim.fn.fnameescape(doc))
   end
 end

@@ -78,5 +78,22 @@ forEachNvim((bin) => {
         fs.rmSync(dir, { recursive: true, force: true });
       }
     });
+
+    it('tags older than the help file within the same second are regenerated (a doc edit right after helptags)', () => {
+      const dir = checkoutCopy();
+      try {
+        const tags = path.join(dir, 'doc', 'tags');
+        const txt = path.join(dir, 'doc', 'caboose.txt');
+        fs.writeFileSync(tags, 'caboose\tcaboose.txt\t/*caboose*\n');
+        const sec = Math.floor(Date.now() / 1000);
+        fs.utimesSync(tags, sec + 0.1, sec + 0.1);
+        fs.utimesSync(txt, sec + 0.9, sec + 0.9);
+        assert.ok(fs.statSync(tags).mtimeMs < fs.statSync(txt).mtimeMs, 'the file system keeps sub-second times');
+        const out = run(dir, 'help :CabooseRestore', "lua io.stdout:write(vim.bo.buftype .. ' ' .. vim.fn.expand('%:t'))");
+        assert.match(out, /help caboose\.txt/);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
   });
 });
