@@ -408,6 +408,7 @@ H.set_transcript_keymaps = function(buf)
     require('caboose.model').pick()
   end, 'choose the model')
   H.map(buf, 'n', 'g?', M.show_keys, 'list the chat keys')
+  require('caboose.conversation').map_transcript(buf)
 end
 
 H.set_input_keymaps = function(buf)
@@ -423,7 +424,11 @@ end
 function M.show_keys(opts)
   opts = type(opts) == 'table' and opts or {}
   local lines = {}
-  for _, k in ipairs(opts.keys or H.keys) do
+  local keys = opts.keys or vim.list_extend(vim.list_slice(H.keys, 1, #H.keys - 4), require('caboose.conversation').help_keys())
+  if not opts.keys then
+    vim.list_extend(keys, vim.list_slice(H.keys, #H.keys - 3))
+  end
+  for _, k in ipairs(keys) do
     table.insert(lines, string.format(' %-12s %s', k[2], k[3]))
   end
   local buf = vim.api.nvim_create_buf(false, true)

@@ -155,7 +155,9 @@ export function findUserTurn(turns: readonly UserTurnRow[], index: number, text:
   const norm = (s: string) => s.replace(/\s+/g, ' ').trim();
   if (turns[index - 1] && norm(turns[index - 1].text) === norm(text)) return index - 1;
   for (let i = turns.length - 1; i >= 0; i--) if (norm(turns[i].text) === norm(text)) return i;
-  return -1;
+  // The chat's copy of a message can be shorter (a line it could not tell from the next entry).
+  const at = turns[index - 1];
+  return at && norm(text) !== '' && norm(at.text).startsWith(norm(text)) ? index - 1 : -1;
 }
 
 export type ForkReply = TurnFilesReply | { status: 'forked'; session: string; from: string; message: string; rewound: string[] };
