@@ -14,9 +14,10 @@ import { Readable, Writable } from 'node:stream';
 import type * as acp from '@agentclientprotocol/sdk';
 import type { AgentState, ApprovalDecision, ApprovalRequest, PermissionMode } from '../agent/loop';
 import { permissionFor } from '../tools/permissions';
+import { secretReason } from '../tools/secret-targets';
 import type { ToolResult } from '../tools/tool';
 import type { ReviewSelection } from '../workspace/review';
-import { fileWorkspace, type Workspace } from '../workspace/workspace';
+import { fileWorkspace, type FileWorkspace, type Workspace } from '../workspace/workspace';
 import { decodeText } from '../workspace/encoding';
 import { writeFileTool } from '../tools/write_file';
 import type { AcpAgentConfig } from './config';
@@ -114,6 +115,8 @@ export class AcpAgent {
   private readonly tools = new Map<string, AcpToolCallState>();
   private readonly terminals = new Map<string, Terminal>();
   private readonly released = new Map<string, string>();
+  /** Secret files (secret_globs) the user allowed the agent to read for this session with "always". */
+  private readonly approvedSecrets = new Set<string>();
   private readonly permissions = new Map<string, (outcome: acp.RequestPermissionResponse) => void>();
   private thought: { id: string; text: string } | null = null;
   private thoughts = 0;
@@ -457,17 +460,9 @@ export class AcpAgent {
     const options = p.options.map((o) => `${o.name} (${o.kind.replace('_', ' ')})`).join(' · ');
     const input = p.toolCall.rawInput ?? this.tools.get(p.toolCall.toolCallId)?.rawInput;
     const text = [title, ...(input !== undefined ? ['', JSON.stringify(input, null, 2)] : []), '', `the agent's options: ${options}`].join('\n');
-    const answer = new Promise<acp.RequestPermissionResponse>((resolve) => this.permissions.set(id, resolve));
-    const prev = this.currentState;
-    this.setState('pending_approval');
-    const decision = this.host.requestApproval({ id, toolCallId: p.toolCall.toolCallId, tool: grant, args: {}, preview: { kind: 'text', text, showsArguments: true }, label: `${this.name} (ACP)` });
-    const out = await Promise.race([answer, decision.then((d) => ({ d }))]);
-    this.permissions.delete(id);
-    if (this.turn) this.setState(prev === 'pending_approval' ? 'streaming' : prev);
-    if ('outcome' in out) return out;
+    const d = await this.ask({ id, toolCallId: p.toolCall.toolCallId, tool: grant, args: {}, preview: { kind: 'text', text, showsArguments: true }, label: `${this.name} (ACP)` });
     // A stop arrived while the float was open: the agent hears "cancelled", not a rejection.
-    if (!this.turn || this.turn.cancelled) return { outcome: { outcome: 'cancelled' } };
-    const d = out.d;
+    if (d === 'cancelled') return { outcome: { outcome: 'cancelled' } };
     if (d.decision === 'always') {
       this.host.grants.add(grant);
       this.host.events.state(this.currentState, this.currentState);
@@ -478,12 +473,25 @@ export class AcpAgent {
     return pick('reject_once', 'reject_always') ?? { outcome: { outcome: 'cancelled' } };
   }
 
+  /** Asks the user through our float; 'cancelled' when the turn stopped (or the agent's session was cancelled) meanwhile. */
+  private async ask(req: ApprovalRequest): Promise<ApprovalDecision | 'cancelled'> {
+    const answer = new Promise<acp.RequestPermissionResponse>((resolve) => this.permissions.set(req.id, resolve));
+    const prev = this.currentState;
+    this.setState('pending_approval');
+    const out = await Promise.race([answer, this.host.requestApproval(req).then((d) => ({ d }))]);
+    this.permissions.delete(req.id);
+    if (this.turn) this.setState(prev === 'pending_approval' ? 'streaming' : prev);
+    if ('outcome' in out || !this.turn || this.turn.cancelled) return 'cancelled';
+    return out.d;
+  }
+
   // fs/* -------------------------------------------------------------------------------------------------
 
   private async onRead(p: acp.ReadTextFileRequest): Promise<acp.ReadTextFileResponse> {
     const fw = fileWorkspace(this.host.workspace);
     try {
       const r = fw.resolve(p.path);
+      await this.approveSecretRead(fw, r.rel);
       // The unsaved buffer when the file is loaded; what was seen is remembered for the write gate.
       const v = await fw.files.viewChecked(r.abs, r.rel, { remember: true });
       this.seen.set(r.abs, v.sha256);
@@ -494,8 +502,19 @@ export class AcpAgent {
       const end = p.limit ? start + p.limit : lines.length;
       return { content: lines.slice(start, end).join('\n') };
     } catch (e) {
+      if (e instanceof (sdk().RequestError)) throw e;
       throw refusal(e instanceof Error ? e.message : String(e), { path: p.path });
     }
+  }
+
+  /** A file that usually holds secrets (secret_globs) is read only after the user allows it, in every mode. */
+  private async approveSecretRead(fw: FileWorkspace, rel: string): Promise<void> {
+    if (!fw.isSecret(rel) || this.approvedSecrets.has(rel)) return;
+    const id = randomUUID();
+    const d = await this.ask({ id, toolCallId: id, tool: 'read_file', args: { path: rel }, reason: secretReason('read_file', [rel]), label: `${this.name} (ACP)` });
+    if (d === 'cancelled') throw refusal(`The read of ${rel} was cancelled: the user stopped the turn.`, { path: rel, kind: 'cancelled' });
+    if (d.decision === 'reject') throw refusal(`The user did not allow reading ${rel}, a file that usually holds secrets${d.reason ? `: ${d.reason}` : ''}.`, { path: rel, kind: 'rejected' });
+    if (d.decision === 'always') this.approvedSecrets.add(rel);
   }
 
   private async onWrite(p: acp.WriteTextFileRequest, signal: AbortSignal): Promise<acp.WriteTextFileResponse> {
@@ -534,14 +553,8 @@ export class AcpAgent {
           throw refusal(`The write to ${rel} was refused: ${e instanceof Error ? e.message : String(e)}`, { path: rel });
         }
         const id = randomUUID();
-        const answer = new Promise<acp.RequestPermissionResponse>((resolve) => this.permissions.set(id, resolve));
-        const prev = this.currentState;
-        this.setState('pending_approval');
-        const out = await Promise.race([answer, this.host.requestApproval({ id, toolCallId: id, tool: 'write_file', args, preview, label: `${this.name} (ACP)` }).then((d) => ({ d }))]);
-        this.permissions.delete(id);
-        if (this.turn) this.setState(prev === 'pending_approval' ? 'streaming' : prev);
-        if ('outcome' in out || !this.turn || this.turn.cancelled) throw refusal(`The write to ${rel} was cancelled: the user stopped the turn.`, { path: rel, kind: 'cancelled' });
-        const d = out.d;
+        const d = await this.ask({ id, toolCallId: id, tool: 'write_file', args, preview, label: `${this.name} (ACP)` });
+        if (d === 'cancelled') throw refusal(`The write to ${rel} was cancelled: the user stopped the turn.`, { path: rel, kind: 'cancelled' });
         if (d.decision === 'reject') throw refusal(`The user rejected the write to ${rel}${d.reason ? `: ${d.reason}` : ''}.`, { path: rel, kind: 'rejected' });
         if (d.decision === 'always') {
           this.host.grants.add('write_file');

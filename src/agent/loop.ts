@@ -91,6 +91,8 @@ export interface AgentOptions {
   registry: ToolRegistry;
   makeContext: (signal: AbortSignal) => ToolContext;
   mode?: PermissionMode;
+  /** Read at each tool call instead of `mode`: a subagent follows its parent's mode when the user changes it mid-run. */
+  followMode?: () => PermissionMode;
   /** Model calls per user message. Default 50. */
   stepLimit?: number;
   /** Messages waiting while busy. Default 3. */
@@ -186,7 +188,7 @@ export class Agent {
    * ------------------------------------------------------------------------------------------- */
 
   get mode(): PermissionMode {
-    return this.currentMode;
+    return this.opts.followMode?.() ?? this.currentMode;
   }
 
   get state(): AgentState {
@@ -633,7 +635,7 @@ export class Agent {
   private permission(p: PendingCall): 'run' | 'ask' | 'block' {
     if (!p.def) return 'run'; // the registry answers invalid_arguments (unknown tool)
     const confinement = p.def.confinement?.(p.args);
-    const perm = permissionFor(this.currentMode, p.def.policy, p.def.allowed, confinement);
+    const perm = permissionFor(this.mode, p.def.policy, p.def.allowed, confinement);
     // Reading or searching a file that usually holds secrets asks in every mode, whatever was always allowed.
     if (perm !== 'block' && this.unapprovedSecrets(p).length > 0) return 'ask';
     // An escalation out of the sandbox asks every time, whatever "always" was answered before.

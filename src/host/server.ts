@@ -439,7 +439,8 @@ export class HostServer {
           if (!c) throw new Error('no chat with a model is open to answer the sampling request');
           return c.sample(server, req, signal);
         },
-        resourceUpdated: (server, uri) => this.ui.emit(EVENTS.notice, { text: `MCP server '${server}': resource ${uri} changed` }),
+        resourceUpdated: (server, uri) =>
+          this.ui.emit(EVENTS.notice, { text: `MCP server '${server}': resource ${uri} changed (attach #mcp:${server}:${uri} again to send the new version)` }),
       },
     });
     pool.onChange((c) => {
