@@ -97,7 +97,7 @@ function M.retry(model)
         return
       end
       if res.status == 'ask' then
-        H.ask_files('The last reply', res.files or {}, 'regenerate', function(choice)
+        H.ask_files('The replies to your last message', res.files or {}, 'regenerate', function(choice)
           go(choice)
         end)
       elseif res.status == 'conflict' then
@@ -197,7 +197,7 @@ function M.resend(index, original, text)
         return
       end
       if res.status == 'ask' then
-        H.ask_files('This message and the replies after it', res.files or {}, 'resend', function(choice)
+        H.ask_files('The replies from this message on', res.files or {}, 'resend', function(choice)
           go(choice)
         end)
       elseif res.status == 'conflict' then

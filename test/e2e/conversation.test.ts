@@ -149,7 +149,7 @@ forEachNvim((bin) => {
       await e.t.cmd('CabooseRetry');
       await e.t.waitFor(async () => (await e.t.lua<number>('return #_G.ui.selects')) === 1, 'the question');
       const q = (await e.t.lua<{ prompt: string; items: string[] }[]>('return _G.ui.selects'))[0];
-      assert.equal(q.prompt, 'The last reply changed 1 file (w.txt): ');
+      assert.equal(q.prompt, 'The replies to your last message changed 1 file (w.txt): ');
       assert.deepEqual(q.items, ['Rewind the files and regenerate', 'Keep the files and regenerate', 'Cancel']);
       assert.equal(fs.readFileSync(abs, 'utf8'), 'after\n');
       assert.match(await chatText(e.t), /wrote it/);

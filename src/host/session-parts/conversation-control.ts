@@ -53,7 +53,9 @@ export interface ConversationControlOptions {
 
 /**
  * The checkpoints of the turn of `turns[index]` and of every later turn (not rewound yet): those whose
- * turn started after the previous user message was recorded.
+ * turn started after the previous user message was recorded. Changes an earlier regenerated answer to
+ * the same message made and the user kept count too (they were made since that message was sent): a
+ * rewind brings the files back to before the message was first answered.
  */
 export function checkpointsFrom(all: readonly CheckpointSummary[], turns: readonly UserTurnRow[], index: number): CheckpointSummary[] {
   const prev = index > 0 ? turns[index - 1].createdAt : -Infinity;
