@@ -1,5 +1,5 @@
 -- Instrumentation for bench/chat.ts, loaded with dofile() into the Neovim being measured.
--- It only reads the chat through require('caboose.ui.chat').buf() (the buffer's text), so it keeps
+-- It only reads the chat through require('caboose.chat').buf() (the buffer's text), so it keeps
 -- working when the chat's internals change (frames, a compose window, async RPC).
 local uv = vim.uv
 local B = { gaps = {} }
@@ -64,7 +64,7 @@ function B.watch(first, done)
   B.t_first, B.t_done, B.watch_error = nil, nil, nil
   B.watch_id = (B.watch_id or 0) + 1
   local id = B.watch_id
-  local buf = require('caboose.ui.chat').buf()
+  local buf = require('caboose.chat').buf()
   local function check(b, firstline, new_last)
     local now = uv.hrtime()
     local lines = vim.api.nvim_buf_get_lines(b, math.max(firstline, new_last - 200), new_last, false)
@@ -150,7 +150,7 @@ end
 
 --- Puts `text` at the end of the chat through the chat module (as if it were earlier conversation).
 function B.fill(text)
-  local chat = require('caboose.ui.chat')
+  local chat = require('caboose.chat')
   if chat.append then
     chat.append(text)
   else

@@ -15,7 +15,7 @@
  *
  * Every time is taken inside Neovim (bench/chat-probe.lua: t0 just before the command runs, the chat
  * buffer's text watched with nvim_buf_attach), so the measuring client's round trips are not counted.
- * "First token" and "fully rendered" mean: that text is in `require('caboose.ui.chat').buf()`.
+ * "First token" and "fully rendered" mean: that text is in `require('caboose.chat').buf()`.
  * Neovim has a UI attached (this process, 200×50, ext_linegrid) so it redraws as a real editor does
  * (BENCH_CHAT_UI=0 to leave it off). Node, Neovim and luv share CLOCK_MONOTONIC (uv_hrtime), so the
  * probe's samples are cut to exactly the measured window.
@@ -104,7 +104,7 @@ async function waitSeen(t: TestNvim, what: 't_first' | 't_done', timeoutMs: numb
 /** Waits until the reply's `tail` is in the chat and the agent is idle again. */
 async function waitIdle(t: TestNvim, tail: string, timeoutMs = 60_000): Promise<void> {
   await t.waitFor(
-    () => t.lua<boolean>("return require('caboose').state().state == 'idle' and table.concat(require('caboose.ui.chat').lines(), '\\n'):find(..., 1, true) ~= nil", [tail]),
+    () => t.lua<boolean>("return require('caboose').state().state == 'idle' and table.concat(require('caboose.chat').lines(), '\\n'):find(..., 1, true) ~= nil", [tail]),
     `idle after "${tail}"`,
     timeoutMs,
   );

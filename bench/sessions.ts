@@ -79,7 +79,7 @@ export async function runReopenBenchmark(runs = Number(process.env.BENCH_REOPEN_
     await t.waitFor(() => t.lua<boolean>("return require('caboose.rpc').is_running()"), 'host', 20_000);
     await t.lua(`
       _G.bench = {}
-      local chat = require('caboose.ui.chat')
+      local chat = require('caboose.chat')
       local load = chat.load
       chat.load = function(items)
         _G.bench.ev = vim.uv.hrtime()
@@ -107,7 +107,7 @@ export async function runReopenBenchmark(runs = Number(process.env.BENCH_REOPEN_
       result.runs.push(ms);
       result.baseline.push(b);
     }
-    result.lines = await t.lua<number>("return vim.api.nvim_buf_line_count(require('caboose.ui.chat').buf())");
+    result.lines = await t.lua<number>("return vim.api.nvim_buf_line_count(require('caboose.chat').buf())");
   } finally {
     if (process.env.BENCH_REOPEN_DEBUG) {
       const log = fs.existsSync(t.logFile) ? fs.readFileSync(t.logFile, 'utf8') : '';

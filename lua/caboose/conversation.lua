@@ -277,30 +277,4 @@ function M._float()
   return H.float
 end
 
---- Maps the transcript's keys (`chat.keys.regenerate`, `chat.keys.edit`; "" disables one).
-function M.map_transcript(buf)
-  local keys = M.keys()
-  if keys.regenerate and keys.regenerate ~= '' then
-    vim.keymap.set('n', keys.regenerate, function()
-      M.retry()
-    end, { buffer = buf, nowait = true, desc = 'Caboose: regenerate the last reply (:CabooseRetry)' })
-  end
-  if keys.edit and keys.edit ~= '' then
-    vim.keymap.set('n', keys.edit, M.edit_at_cursor, { buffer = buf, nowait = true, desc = 'Caboose: edit the message under the cursor and resend it (forks the chat)' })
-  end
-end
-
---- The g? lines of these keys: { mode, lhs, what }.
-function M.help_keys()
-  local keys = M.keys()
-  local out = {}
-  if keys.regenerate ~= '' then
-    table.insert(out, { 'n', keys.regenerate, 'regenerate the last reply (:CabooseRetry [model])' })
-  end
-  if keys.edit ~= '' then
-    table.insert(out, { 'n', keys.edit, 'edit your message under the cursor, resend (forks)' })
-  end
-  return out
-end
-
 return M

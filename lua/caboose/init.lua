@@ -97,7 +97,7 @@ H.set_state = function(new, fields)
 end
 
 H.chat = function()
-  return require('caboose.ui.chat')
+  return require('caboose.chat')
 end
 
 -- Host → Lua events -------------------------------------------------------------------------------
@@ -293,6 +293,15 @@ function M.prestart()
   H.start_host(true)
 end
 
+--- Starts the host's job (not in 'remote' transport, which starts synchronously), quietly: whatever fails
+--- here fails again, and is reported, at the call that follows.
+H.start_early = function()
+  if require('caboose.rpc').is_running() or H.cfg().host.transport == 'remote' then
+    return
+  end
+  H.start_host(true)
+end
+
 --- A short status for statuslines: '' when idle, else e.g. 'caboose: streaming'.
 function M.statusline()
   if H.state.state == 'idle' then
@@ -315,6 +324,9 @@ function M.send(text, opts)
     return false
   end
   opts = opts or {}
+  -- A cold start: the host's process starts first, so Node loads while the chat opens and the message is
+  -- expanded (a failure to start is reported by the call below, where the chat shows it).
+  H.start_early()
   if not opts.expanded then
     return require('caboose.insertables').send(text, opts)
   end

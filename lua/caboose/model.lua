@@ -116,7 +116,7 @@ function M.set(spec, on_done, provider)
     if H.cache then
       H.cache.current = res
     end
-    require('caboose.ui.chat').set_status(nil, nil, { model = res.label })
+    require('caboose.chat').set_status(nil, nil, { model = res.label })
     vim.api.nvim_exec_autocmds('User', { pattern = 'CabooseModelChanged', modeline = false, data = res })
     if on_done then
       on_done(res)

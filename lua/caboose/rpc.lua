@@ -19,6 +19,7 @@ M.methods = {
   session_info = 'session.info',
   session_retry = 'session.retry',
   session_fork = 'session.fork',
+  session_debug = 'session.debug',
   set_mode = 'mode.set',
   approval_resolve = 'approval.resolve',
   ask_resolve = 'ask.resolve',
@@ -100,6 +101,11 @@ function M.on_event(name, payload)
   if not ok then
     vim.notify('(caboose) error handling ' .. name .. ': ' .. tostring(err), vim.log.levels.ERROR)
   end
+  -- User CabooseProgress (fidget.nvim, statuslines): after the chat has the event.
+  local pok, perr = pcall(require('caboose.progress').on_event, name, payload or {})
+  if not pok then
+    vim.notify('(caboose) progress: ' .. tostring(perr), vim.log.levels.ERROR)
+  end
 end
 
 H.on_reply = function(p)
@@ -154,6 +160,7 @@ H.on_exit = function(job, code)
   if fn then
     pcall(fn, { code = code, expected = expected })
   end
+  pcall(require('caboose.progress').on_event, 'host_exit', {})
 end
 
 H.start_job = function(cfg)

@@ -18,6 +18,7 @@ export const METHODS = {
   sessionRetry: 'session.retry',
   /** Edit-and-resend: fork the chat before its `index`-th user message (`text`: what the chat shows there). */
   sessionFork: 'session.fork',
+  sessionDebug: 'session.debug',
   setMode: 'mode.set',
   approvalResolve: 'approval.resolve',
   askResolve: 'ask.resolve',

@@ -80,7 +80,7 @@ function repairToolCalls(msgs: RestoredMessage[]): RestoredMessage[] {
   return out;
 }
 
-/** One entry of the chat transcript, as Lua renders it (see lua/caboose/ui/chat.lua `load`). */
+/** One entry of the chat transcript, as Lua renders it (see lua/caboose/chat/load.lua `load`). */
 export type TranscriptItem =
   | { t: 'user'; text: string; labels?: string[] }
   | { t: 'text'; text: string; interrupted?: boolean }

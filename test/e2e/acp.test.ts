@@ -36,7 +36,7 @@ forEachNvim((bin) => {
     const pick = async () => {
       await e.t.cmd('CabooseAgent tester');
       await e.t.waitFor(async () => (await e.t.lua<string | null>("return require('caboose').agent_name()")) === 'tester', 'the chat runs tester');
-      await e.t.waitFor(async () => ((await e.t.lua<string | null>("return require('caboose.ui.chat').status_text()")) ?? '').includes('tester · ACP'), 'the winbar names the agent');
+      await e.t.waitFor(async () => ((await e.t.lua<string | null>("return require('caboose.chat').status_text()")) ?? '').includes('tester · ACP'), 'the winbar names the agent');
     };
     const send = (text: string) => e.t.lua(`require('caboose').send(...)`, [text]);
 

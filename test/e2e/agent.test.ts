@@ -127,7 +127,7 @@ forEachNvim((bin) => {
       await answered('granted twice');
       await waitGrants(['bash', 'create_file']);
       await waitState('idle'); // while 'streaming' also shows, a 40-column bar shortens the grants to a count
-      assert.match(await e.t.lua<string>("return require('caboose.ui.chat').status_text()"), /always: bash, create_file/);
+      assert.match(await e.t.lua<string>("return require('caboose.chat').status_text()"), /always: bash, create_file/);
       await e.t.cmd('CabooseMode');
       assert.ok((await e.t.notifications()).some((n) => n.msg === '(caboose) mode: create; always allowed this session: bash, create_file'));
       assert.deepEqual(await e.t.lua("return vim.fn.getcompletion('CabooseRevoke ', 'cmdline')"), ['bash', 'create_file']);
@@ -137,7 +137,7 @@ forEachNvim((bin) => {
       assert.ok((await e.t.notifications()).some((n) => /nope is not always allowed/.test(n.msg) && n.level === 3));
       await e.t.cmd('CabooseRevoke bash');
       await waitGrants(['create_file']);
-      assert.match(await e.t.lua<string>("return require('caboose.ui.chat').status_text()"), /always: create_file%\*( │|$)/);
+      assert.match(await e.t.lua<string>("return require('caboose.chat').status_text()"), /always: create_file%\*( │|$)/);
       e.fake.script({ toolCalls: [{ name: 'bash', arguments: { command: 'echo three' } }] }, { text: 'asked again' });
       await e.t.cmd('Caboose again');
       await waitFloat(); // bash asks again
@@ -146,7 +146,7 @@ forEachNvim((bin) => {
 
       await e.t.cmd('CabooseRevoke');
       await waitGrants([]);
-      assert.doesNotMatch(await e.t.lua<string>("return require('caboose.ui.chat').status_text()"), /always/);
+      assert.doesNotMatch(await e.t.lua<string>("return require('caboose.chat').status_text()"), /always/);
       await e.t.cmd('CabooseMode');
       assert.ok((await e.t.notifications()).some((n) => n.msg === '(caboose) mode: create; no tool is always allowed'));
       await e.t.cmd('CabooseRevoke');
@@ -176,7 +176,7 @@ forEachNvim((bin) => {
 
       await e.t.cmd('CabooseMode auto-edit');
       assert.equal((await state()).mode, 'auto-edit');
-      assert.match(await e.t.lua<string>("return require('caboose.ui.chat').status_text()"), /auto-edit/, 'the mode is visible in the chat winbar');
+      assert.match(await e.t.lua<string>("return require('caboose.chat').status_text()"), /auto-edit/, 'the mode is visible in the chat winbar');
       const modeEvents = (await e.t.stateEvents()).filter((e) => (e as unknown as State).mode === 'auto-edit');
       assert.ok(modeEvents.length > 0, 'mode change fires CabooseStateChanged');
       e.fake.script(
@@ -370,7 +370,7 @@ forEachNvim((bin) => {
       await waitState('streaming');
       // Typed <C-c> doubles as Neovim's interrupt, so run the chat buffer's mapping itself.
       await e.t.lua(`
-        vim.api.nvim_set_current_win(vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1])
+        vim.api.nvim_set_current_win(vim.fn.win_findbuf(require('caboose.chat').buf())[1])
         vim.fn.maparg('<C-c>', 'n', false, true).callback()`);
       await waitState('idle');
       const loop = { toolCalls: [{ name: 'list_directory', arguments: { path: '.' } }] };

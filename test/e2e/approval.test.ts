@@ -188,7 +188,7 @@ forEachNvim((bin) => {
       await waitApprovalFloat(e.t, 'create_file');
       type Rect = { row: number; col: number; height: number; width: number };
       const input = () =>
-        e.t.lua<Rect>(`local w = vim.fn.bufwinid(require('caboose.ui.chat').input_buf())
+        e.t.lua<Rect>(`local w = vim.fn.bufwinid(require('caboose.chat').input_buf())
           local p = vim.api.nvim_win_get_position(w)
           return { row = p[1], col = p[2], height = vim.api.nvim_win_get_height(w) + 1, width = vim.api.nvim_win_get_width(w) }`);
       const check = async (lines: number, cols: number) => {
@@ -202,7 +202,7 @@ forEachNvim((bin) => {
         assert.ok(f.height >= 5, 'still shows some text');
       };
       await check(24, 80);
-      await e.t.lua("require('caboose.ui.chat').focus_input(true)");
+      await e.t.lua("require('caboose.chat').focus_input(true)");
       await check(24, 80);
       await e.t.nvim.uiTryResize(100, 30);
       await e.t.waitFor(async () => (await e.t.lua<number>('return vim.o.lines')) === 30, 'resized');

@@ -32,7 +32,7 @@ forEachNvim((bin) => {
       assert.deepEqual(await calls(), [], 'not asked in the user\'s buffer');
       assert.deepEqual(await e.t.lua('return vim.api.nvim_buf_get_lines(0, 0, -1, false)'), ['', 'new line'], 'the keys went to the buffer');
       // Going to the chat opens it.
-      await e.t.lua("vim.api.nvim_set_current_win(vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1])");
+      await e.t.lua("vim.api.nvim_set_current_win(vim.fn.win_findbuf(require('caboose.chat').buf())[1])");
       await e.t.waitFor(async () => (await e.t.chatLines()).includes('thanks'), 'answered in the chat');
       assert.deepEqual(firstToolResult(e.fake.chatRequests[n + 1]).data, { answer: 'blue' });
       assert.equal((await calls()).length, 1);

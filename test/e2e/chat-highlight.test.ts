@@ -13,7 +13,7 @@ import { useE2E } from '../support/e2e';
 type State = { state: string };
 const SETUP = `require('caboose').setup({ mode = 'chug', provider = { max_retries = 0 } })`;
 
-/** The chat's own markdown injections (lua/caboose/ui/chat.lua H.MD_INJECTIONS). */
+/** The chat's own markdown injections (lua/caboose/chat/markdown.lua H.MD_INJECTIONS). */
 const MD_INJECTIONS = [
   '(fenced_code_block (info_string (language) @injection.language) (code_fence_content) @injection.content)',
   '([(inline) (pipe_table_cell)] @injection.content (#set! injection.language "markdown_inline"))',
@@ -40,7 +40,7 @@ end
 
 /** Lua: the chat's captures and those of a reference buffer with the same text parsed as one tree. */
 const COMPARE = `${CAPTURES}
-local chat = require('caboose.ui.chat').buf()
+local chat = require('caboose.chat').buf()
 local ref = vim.api.nvim_create_buf(false, true)
 vim.api.nvim_buf_set_lines(ref, 0, -1, false, vim.api.nvim_buf_get_lines(chat, 0, -1, false))
 vim.treesitter.get_parser(ref, 'markdown', { injections = { markdown = ... } })
@@ -52,7 +52,7 @@ return { chat = a, ref = b }
 
 /** Lua: the chat parser's regions as { start row, end row } pairs. */
 const REGIONS = `
-local hl = vim.treesitter.highlighter.active[require('caboose.ui.chat').buf()]
+local hl = vim.treesitter.highlighter.active[require('caboose.chat').buf()]
 if not hl then return nil end
 local out = {}
 for i, r in pairs(hl.tree:included_regions()) do
@@ -145,7 +145,7 @@ forEachNvim((bin) => {
       await e.t.cmd('redraw');
       // The highlight groups a user sees: a heading and a keyword of the injected Lua, in both replies.
       const groups = await e.t.lua<string[]>(`
-        local buf = require('caboose.ui.chat').buf()
+        local buf = require('caboose.chat').buf()
         local out = {}
         for _, key in ipairs({ ...}) do
           local row, col = key:match('(%d+):(%d+)')
@@ -170,7 +170,7 @@ forEachNvim((bin) => {
     it('an edit in the settled part (the rules lines rewritten) keeps the highlighting exact', async () => {
       await e.start({ initLua: SETUP });
       await e.t.nvim.uiAttach(120, 60, { ext_linegrid: true, rgb: true });
-      await e.t.lua("require('caboose.ui.chat').rules({ '> Rules: AGENTS.md (12 lines)' })");
+      await e.t.lua("require('caboose.chat').rules({ '> Rules: AGENTS.md (12 lines)' })");
       e.fake.script({ text: REPLY_1 });
       await e.t.cmd('Caboose first');
       await waitState('idle');
@@ -180,7 +180,7 @@ forEachNvim((bin) => {
         await e.t.waitFor(async () => (await regions())?.[1]?.[0] === plan, 'two parts');
       }
       // Rewritten in place, at the top: inside the settled part; then a second reply streams.
-      await e.t.lua("require('caboose.ui.chat').rules({ '> Rules: AGENTS.md (40 lines), **CLAUDE.md** (3 lines)', '> and `.cursor/rules/a.mdc`' })");
+      await e.t.lua("require('caboose.chat').rules({ '> Rules: AGENTS.md (40 lines), **CLAUDE.md** (3 lines)', '> and `.cursor/rules/a.mdc`' })");
       e.fake.script({ text: REPLY_2, chunks: REPLY_2.match(/[\s\S]{1,9}/g)!, delayMs: 5 });
       await e.t.cmd('Caboose second');
       await waitState('idle');
@@ -200,7 +200,7 @@ forEachNvim((bin) => {
       await e.t.cmd('Caboose first');
       await waitState('idle');
       if (split) await e.t.waitFor(async () => (await regions())?.length === 2, 'two parts');
-      await e.t.lua(`require('caboose.ui.chat').load({
+      await e.t.lua(`require('caboose.chat').load({
         { t = 'user', text = 'earlier question' },
         { t = 'text', text = ... },
       })`, [REPLY_2]);

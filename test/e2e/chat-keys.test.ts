@@ -18,7 +18,7 @@ forEachNvim((bin) => {
         await e.start({ initLua: SETUP });
         await e.t.cmd('Caboose hello');
         await e.t.waitFor(async () => (await e.t.chatLines()).includes('gamma'), 'the reply');
-        const buf = where === 'transcript' ? "require('caboose.ui.chat').buf()" : "require('caboose.ui.chat').input_buf()";
+        const buf = where === 'transcript' ? "require('caboose.chat').buf()" : "require('caboose.chat').input_buf()";
         await e.t.lua(`vim.api.nvim_set_current_win(vim.fn.win_findbuf(${buf})[1])`);
         await e.t.nvim.input('?');
         await e.t.waitFor(async () => (await cmdType()) === '?', 'the backward-search command line');
@@ -40,18 +40,18 @@ forEachNvim((bin) => {
       await e.t.cmd('CabooseChat');
       const hint = await e.t.waitFor(
         () =>
-          e.t.lua<string>(`local buf = require('caboose.ui.chat').buf()
+          e.t.lua<string>(`local buf = require('caboose.chat').buf()
             local marks = vim.api.nvim_buf_get_extmarks(buf, vim.api.nvim_get_namespaces().caboose_chat_hint, 0, -1, { details = true })
             return marks[1] and marks[1][4].virt_text[1][1] or ''`),
         'the hint',
       );
       assert.match(hint, /g\? lists the keys/);
-      const bar = await e.t.lua<string>("return vim.wo[require('caboose.ui.chat').input_win()].winbar");
+      const bar = await e.t.lua<string>("return vim.wo[require('caboose.chat').input_win()].winbar");
       assert.match(bar, /g\? keys/);
       // At 80 columns (a 40-column chat) the bar still starts with its title and names g?.
       await e.t.lua('vim.o.columns = 80');
       const drawn = () =>
-        e.t.lua<{ text: string; width: number }>(`local win = require('caboose.ui.chat').input_win()
+        e.t.lua<{ text: string; width: number }>(`local win = require('caboose.chat').input_win()
           local w = vim.api.nvim_win_get_width(win)
           return { text = vim.api.nvim_eval_statusline(vim.wo[win].winbar, { winid = win, use_winbar = true, maxwidth = w }).str, width = w }`);
       const narrow = await e.t.waitFor(async () => {

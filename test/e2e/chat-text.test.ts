@@ -46,7 +46,7 @@ forEachNvim((bin) => {
         ['read_file', 'write_file', 'edit_file', 'apply_patch', 'delete_file', 'move_file', 'restore_file', 'create_file', 'list_directory', 'glob', 'grep', 'search_files', 'bash', 'fetch', 'web_search', 'ask_user', 'todo_write', 'todo_read', 'diagnostics', 'recall', 'agent', 'explore', 'srv__tool'],
       );
       const failures = await e.t.lua<string[]>(
-        `local chat = require('caboose.ui.chat')
+        `local chat = require('caboose.chat')
          local tools, nasty = ...
          local failed = {}
          for i, name in ipairs(tools) do
@@ -88,7 +88,7 @@ forEachNvim((bin) => {
     it('a reopened session shows the same readable lines (no error, no spinner)', async () => {
       await e.start({ initLua: SETUP() });
       const failures = await e.t.lua<string>(
-        `local ok, err = pcall(require('caboose.ui.chat').load, {
+        `local ok, err = pcall(require('caboose.chat').load, {
            { t = 'user', text = 'hi\\r\\nthere' },
            { t = 'tool', status = 'error', text = 'apply_patch f.txt', summary = 'patch_failed: a\\nb\\rc', details = { 'x\\0y\\r', string.rep('z', 9000) } },
            { t = 'notice', text = 'n\\r\\x1b[1m' },
@@ -113,7 +113,7 @@ forEachNvim((bin) => {
       await e.t.cmd('Caboose m1');
       await e.t.waitFor(async () => /for scrollin/.test(await chat()), 'the first chunk');
       await e.t.cmd('Caboose m2');
-      await e.t.waitFor(async () => (await e.t.lua<unknown[]>("return require('caboose.ui.chat').queue()")).length === 1, 'queued');
+      await e.t.waitFor(async () => (await e.t.lua<unknown[]>("return require('caboose.chat').queue()")).length === 1, 'queued');
       await e.t.cmd('Caboose m3');
       await e.t.waitFor(async () => /already queued/.test(await chat()) || /already queued/.test(JSON.stringify(await e.t.notifications())), 'the queue-full notice');
       release();

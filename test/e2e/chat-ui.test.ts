@@ -16,8 +16,8 @@ forEachNvim((bin) => {
     const chat = async () => (await e.t.chatLines()).join('\n');
     const waitChat = (re: RegExp, what = String(re)) => e.t.waitFor(async () => re.test(await chat()), what);
     const waitState = (s: string) => e.t.waitFor(async () => (await e.t.lua<State>("return require('caboose').state()")).state === s, `state ${s}`);
-    const chatWin = () => e.t.lua<number>("return vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1]");
-    const winbar = () => e.t.lua<string>("return require('caboose.ui.chat').status_text() or ''");
+    const chatWin = () => e.t.lua<number>("return vim.fn.win_findbuf(require('caboose.chat').buf())[1]");
+    const winbar = () => e.t.lua<string>("return require('caboose.chat').status_text() or ''");
     const lastUser = (i: number) => String(e.fake.chatRequests[i].body!.messages!.filter((m) => m.role === 'user').at(-1)!.content);
     const gated = () => {
       let release!: () => void;
@@ -69,11 +69,11 @@ forEachNvim((bin) => {
       await e.t.cmd('Caboose m1');
       await waitChat(/first re/);
       await e.t.cmd('Caboose m2 please');
-      await e.t.waitFor(async () => (await e.t.lua<unknown[]>("return require('caboose.ui.chat').queue()")).length === 1, 'queued');
+      await e.t.waitFor(async () => (await e.t.lua<unknown[]>("return require('caboose.chat').queue()")).length === 1, 'queued');
       assert.doesNotMatch(await chat(), /m2 please/, 'not printed in the transcript while queued');
       assert.match(await winbar(), /1 queued/);
       const virt = await e.t.lua<string>(`
-        local buf = require('caboose.ui.chat').buf()
+        local buf = require('caboose.chat').buf()
         local ns = vim.api.nvim_get_namespaces().caboose_chat_queue
         local marks = vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })
         return marks[1] and marks[1][4].virt_lines[1][1][1] or ''`);
@@ -93,13 +93,13 @@ forEachNvim((bin) => {
       await waitChat(/partial answer/);
       await e.t.cmd('Caboose m2');
       await e.t.cmd('Caboose m3');
-      await e.t.waitFor(async () => (await e.t.lua<unknown[]>("return require('caboose.ui.chat').queue()")).length === 2, 'two queued');
+      await e.t.waitFor(async () => (await e.t.lua<unknown[]>("return require('caboose.chat').queue()")).length === 2, 'two queued');
       await e.t.cmd('CabooseStop');
       await waitChat(/discarded 2 queued messages: “m2”, “m3”/);
       // In the order it happened: the cut reply, then the dropped messages.
       assert.match(await chat(), /partial answer\n\n_\[response interrupted\]_[\s\S]*discarded 2 queued messages/);
       await waitState('idle');
-      assert.equal((await e.t.lua<unknown[]>("return require('caboose.ui.chat').queue()")).length, 0);
+      assert.equal((await e.t.lua<unknown[]>("return require('caboose.chat').queue()")).length, 0);
       assert.doesNotMatch(await winbar(), /queued/);
       assert.doesNotMatch(await chat(), /## You\n\nm2/);
     });
@@ -163,7 +163,7 @@ forEachNvim((bin) => {
       await e.t.cmd('CabooseChat');
       assert.equal(await e.t.lua('return vim.b.caboose_input == true'), true, ':CabooseChat puts the cursor in the message area');
       const hint = await e.t.lua<string>(`
-        local buf = require('caboose.ui.chat').buf()
+        local buf = require('caboose.chat').buf()
         local marks = vim.api.nvim_buf_get_extmarks(buf, vim.api.nvim_get_namespaces().caboose_chat_hint, 0, -1, { details = true })
         return marks[1] and marks[1][4].virt_text[1][1] or ''`);
       assert.match(hint, /<CR>/, 'an empty chat shows a one-line hint');
@@ -199,7 +199,7 @@ forEachNvim((bin) => {
       await e.t.nvim.input('<Esc>');
       await e.t.lua('vim.api.nvim_set_current_win(...)', [await chatWin()]);
       await e.t.nvim.input('q');
-      await e.t.waitFor(async () => (await e.t.lua<number>("return #vim.fn.win_findbuf(require('caboose.ui.chat').buf())")) === 0, 'chat closed');
+      await e.t.waitFor(async () => (await e.t.lua<number>("return #vim.fn.win_findbuf(require('caboose.chat').buf())")) === 0, 'chat closed');
     });
 
     it('#buffer (unsaved text included) and @path reach the model with their text; the transcript shows them', async () => {
@@ -305,7 +305,7 @@ forEachNvim((bin) => {
       const live = await foldsAt(await chatWin());
       assert.deepEqual(live, detailRuns(lines), 'each run of details is one closed fold, nothing else is folded');
       // A new window on the chat folds the same way; so does the same session reopened from the store.
-      await e.t.lua("require('caboose.ui.chat').close()");
+      await e.t.lua("require('caboose.chat').close()");
       await e.t.cmd('CabooseChat');
       assert.deepEqual(await foldsAt(await chatWin()), live, 'folds in a reopened chat window');
       const id = await e.t.lua<string>("return require('caboose').state().session");
@@ -318,7 +318,7 @@ forEachNvim((bin) => {
       assert.deepEqual(await foldsAt(await chatWin()), detailRuns(reopened), 'folds in the reopened session');
       assert.ok(detailRuns(reopened).length >= 2);
       const hl = await e.t.lua<string[]>(`
-        local buf = require('caboose.ui.chat').buf()
+        local buf = require('caboose.chat').buf()
         local out = {}
         for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, vim.api.nvim_get_namespaces().caboose_chat, 0, -1, { details = true })) do
           if m[4].hl_group then table.insert(out, m[4].hl_group) end
@@ -353,14 +353,14 @@ forEachNvim((bin) => {
       const row = lines.indexOf('local answer = 42');
       await e.t.lua('local w, r = ... vim.api.nvim_set_current_win(w) vim.api.nvim_win_set_cursor(0, { r, 0 })', [win, row + 1]);
       const langs = await e.t.lua<string[]>(`
-        local buf = require('caboose.ui.chat').buf()
+        local buf = require('caboose.chat').buf()
         local parser = vim.treesitter.get_parser(buf, 'markdown')
         parser:parse(true)
         local out = {}
         for _, c in ipairs(vim.treesitter.get_captures_at_pos(buf, ${row}, 0)) do table.insert(out, c.lang) end
         return out`);
       assert.ok(langs.includes('lua'), `lua injection at the code line: ${langs.join(',')}`);
-      assert.equal(await e.t.lua("return vim.treesitter.highlighter.active[require('caboose.ui.chat').buf()] ~= nil"), true);
+      assert.equal(await e.t.lua("return vim.treesitter.highlighter.active[require('caboose.chat').buf()] ~= nil"), true);
       await e.t.nvim.input('gy');
       await e.t.waitFor(async () => (await e.t.lua<string>("return vim.fn.getreg('\"')")) === 'local answer = 42\nprint(answer)\n', 'yanked code');
     });
@@ -397,7 +397,7 @@ forEachNvim((bin) => {
     /** The current tab's split windows by role: transcript, input (message area) and the user's. */
     const wins = () =>
       e.t.lua<{ transcript: number[]; input: number[]; other: number[] }>(`
-        local chat = require('caboose.ui.chat')
+        local chat = require('caboose.chat')
         local out = { transcript = {}, input = {}, other = {} }
         for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
           if vim.api.nvim_win_get_config(w).relative == '' then
@@ -533,7 +533,7 @@ forEachNvim((bin) => {
       const lines = await e.t.chatLines();
       const row = lines.findIndex((l) => l.startsWith('✓ bash')) + 1;
       assert.ok(lines[row].startsWith('  ┆ '), 'details under the tool line');
-      const win = await e.t.lua<number>("return vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1]");
+      const win = await e.t.lua<number>("return vim.fn.win_findbuf(require('caboose.chat').buf())[1]");
       await e.t.lua("local w, r = ... vim.api.nvim_set_current_win(w) vim.api.nvim_win_set_cursor(w, { r, 0 }) vim.v.errmsg = ''", [win, row]);
       const closed = () => e.t.lua<boolean>(`return vim.fn.foldclosed(${row + 1}) ~= -1`);
       assert.equal(await closed(), true, 'folded at first');
@@ -552,15 +552,15 @@ forEachNvim((bin) => {
     it('the winbar gives way when narrow: the title is cut first; mode, state and model stay; grants shrink to a count', async () => {
       await e.start({ initLua: `vim.o.columns = 160 vim.o.lines = 45 ${SETUP_CREATE}` });
       await e.t.cmd('CabooseChat');
-      await e.t.lua(`require('caboose.ui.chat').set_status(nil, nil, {
+      await e.t.lua(`require('caboose.chat').set_status(nil, nil, {
         grants = { 'bash' }, model = 'fake-model-x', title = 'Trial session title',
         usage = { prompt = 10, completion = 5, session_prompt = 60, session_completion = 30 } })`);
       const shown = async () => {
-        const raw = await e.t.lua<string>("return require('caboose.ui.chat').status_text()");
+        const raw = await e.t.lua<string>("return require('caboose.chat').status_text()");
         assert.doesNotMatch(raw, /%</, 'no truncation point');
         return raw.replace(/%#[^#]*#|%\*/g, '').replace(/%%/g, '%');
       };
-      const width = () => e.t.lua<number>("return vim.api.nvim_win_get_width(vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1])");
+      const width = () => e.t.lua<number>("return vim.api.nvim_win_get_width(vim.fn.win_findbuf(require('caboose.chat').buf())[1])");
       assert.equal(await width(), 64);
       assert.equal(await shown(), '  create  │ fake-model-x │ always: bash │ Trial session title', 'the usage goes before the title is cut below a few words');
       await e.t.lua('vim.o.columns = 80');
@@ -568,17 +568,17 @@ forEachNvim((bin) => {
       await e.t.waitFor(async () => (await shown()) === '  create  │ fake-model-x │ always: bash', 'mode, model and grants at 40 columns').catch(async (err) => {
         throw new Error(`${err}: ${await shown()}`);
       });
-      await e.t.lua("require('caboose.ui.chat').set_status('pending_approval', nil, {})");
+      await e.t.lua("require('caboose.chat').set_status('pending_approval', nil, {})");
       assert.equal(await shown(), '  create  │ approval │ fake-model-x', 'the grants go before the model at 40 columns');
-      await e.t.lua("require('caboose.ui.chat').set_status(nil, nil, { grants = { 'bash', 'create_file', 'edit_file' } })");
-      assert.equal(await e.t.lua<string>('return require(\'caboose.ui.chat\').status_line(61)').then((l) => l.replace(/%#[^#]*#|%\*/g, '')), '  create  │ pending approval │ fake-model-x │ always: 3 tools', 'a count before they go');
-      await e.t.lua("require('caboose.ui.chat').set_status(nil, nil, { grants = { 'bash' } })");
+      await e.t.lua("require('caboose.chat').set_status(nil, nil, { grants = { 'bash', 'create_file', 'edit_file' } })");
+      assert.equal(await e.t.lua<string>('return require(\'caboose.chat\').status_line(61)').then((l) => l.replace(/%#[^#]*#|%\*/g, '')), '  create  │ pending approval │ fake-model-x │ always: 3 tools', 'a count before they go');
+      await e.t.lua("require('caboose.chat').set_status(nil, nil, { grants = { 'bash' } })");
       for (const w of [20, 30, 45, 55, 70, 90]) {
-        const line = (await e.t.lua<string>(`return require('caboose.ui.chat').status_line(${w})`)).replace(/%#[^#]*#|%\*/g, '');
+        const line = (await e.t.lua<string>(`return require('caboose.chat').status_line(${w})`)).replace(/%#[^#]*#|%\*/g, '');
         assert.ok((await e.t.lua<number>('return vim.api.nvim_strwidth(...)', [line])) <= Math.max(w, 30), `${w}: ${line}`);
         assert.match(line, /^ {2}create {2}│ (pending approval|approval)/, line);
       }
-      const wide = (await e.t.lua<string>('return require(\'caboose.ui.chat\').status_line(200)')).replace(/%#[^#]*#|%\*/g, '');
+      const wide = (await e.t.lua<string>('return require(\'caboose.chat\').status_line(200)')).replace(/%#[^#]*#|%\*/g, '');
       assert.equal(wide, '  create  │ pending approval │ fake-model-x │ always: bash │ ↑10 ↓5 Σ90 │ Trial session title');
     });
 
@@ -587,10 +587,10 @@ forEachNvim((bin) => {
       await e.t.cmd('CabooseChat');
       const hint = () =>
         e.t.lua<string>(`
-          local buf = require('caboose.ui.chat').buf()
+          local buf = require('caboose.chat').buf()
           local marks = vim.api.nvim_buf_get_extmarks(buf, vim.api.nvim_get_namespaces().caboose_chat_hint, 0, -1, { details = true })
           return marks[1] and marks[1][4].virt_text[1][1] or ''`);
-      const width = () => e.t.lua<number>("return vim.api.nvim_win_get_width(vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1])");
+      const width = () => e.t.lua<number>("return vim.api.nvim_win_get_width(vim.fn.win_findbuf(require('caboose.chat').buf())[1])");
       const narrow = await hint();
       assert.ok(narrow.length > 0 && narrow.length <= (await width()), `${narrow} fits ${await width()} columns`);
       assert.match(narrow, /g\? lists the keys$/);

@@ -13,7 +13,7 @@ forEachNvim((bin) => {
     const e = useE2E(bin);
     /** The winbar as drawn: evaluated at the transcript window's width. */
     const drawn = () =>
-      e.t.lua<string>(`local win = vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1]
+      e.t.lua<string>(`local win = vim.fn.win_findbuf(require('caboose.chat').buf())[1]
         return vim.api.nvim_eval_statusline(vim.wo[win].winbar, { winid = win, use_winbar = true, maxwidth = vim.api.nvim_win_get_width(win) }).str`);
 
     for (const [cols, lines] of [[160, 45], [80, 24]] as const) {
@@ -25,12 +25,12 @@ forEachNvim((bin) => {
         await e.t.cmd(`Caboose ${TITLE_WORDS}`);
         await e.t.waitFor(async () => (await e.t.chatLines()).some((l) => l.includes('streaming')), 'the first chunk');
         await e.t.cmd('Caboose and a queued one');
-        await e.t.waitFor(async () => (await e.t.lua<unknown[]>("return require('caboose.ui.chat').queue()")).length === 1, 'queued');
+        await e.t.waitFor(async () => (await e.t.lua<unknown[]>("return require('caboose.chat').queue()")).length === 1, 'queued');
         const bar = await e.t.waitFor(async () => {
           const b = await drawn();
           return /please/.test(b) || cols === 80 ? b : null;
         }, 'the title in the winbar');
-        const width = await e.t.lua<number>("return vim.api.nvim_win_get_width(vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1])");
+        const width = await e.t.lua<number>("return vim.api.nvim_win_get_width(vim.fn.win_findbuf(require('caboose.chat').buf())[1])");
         assert.ok((await e.t.lua<number>('return vim.api.nvim_strwidth(...)', [bar])) <= width, `fits ${width}: ${bar}`);
         assert.match(bar, /^ {2}chug {2}│ streaming │ (1 queued|⧗1) │ gpt-4o-mini( │|$)/, `mode, state, queue count and model first: ${bar}`);
         if (cols === 160) {

@@ -82,10 +82,10 @@ forEachNvim((bin) => {
       assert.equal(st.mode, 'create');
       assert.match(st.session, /^[0-9a-f-]{36}$/);
 
-      const bufName = await t.lua<string>("return vim.api.nvim_buf_get_name(require('caboose.ui.chat').buf())");
+      const bufName = await t.lua<string>("return vim.api.nvim_buf_get_name(require('caboose.chat').buf())");
       assert.match(bufName, /^caboose:\/\/chat\//);
-      assert.equal(await t.lua("return vim.bo[require('caboose.ui.chat').buf()].filetype"), 'markdown');
-      assert.equal(await t.lua("return #vim.fn.win_findbuf(require('caboose.ui.chat').buf())"), 1, 'chat split is open');
+      assert.equal(await t.lua("return vim.bo[require('caboose.chat').buf()].filetype"), 'markdown');
+      assert.equal(await t.lua("return #vim.fn.win_findbuf(require('caboose.chat').buf())"), 1, 'chat split is open');
     });
 
     it('a second :Caboose continues the same conversation', async () => {

@@ -42,9 +42,9 @@ forEachNvim((bin) => {
       await e.fake.waitForRequest(1);
       assert.equal(lastUser(0), 'typed prompt');
       await e.t.cmd('only');
-      assert.equal(await e.t.lua("return #vim.fn.win_findbuf(require('caboose.ui.chat').buf())"), 0);
+      assert.equal(await e.t.lua("return #vim.fn.win_findbuf(require('caboose.chat').buf())"), 0);
       await e.t.cmd('CabooseChat');
-      assert.equal(await e.t.lua("return #vim.fn.win_findbuf(require('caboose.ui.chat').buf())"), 1);
+      assert.equal(await e.t.lua("return #vim.fn.win_findbuf(require('caboose.chat').buf())"), 1);
     });
 
     it(':CabooseNew starts a new conversation in a new chat buffer', async () => {
@@ -54,7 +54,7 @@ forEachNvim((bin) => {
       await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('one'), 'first');
       await e.t.waitFor(async () => (await e.t.lua<{ state: string }>("return require('caboose').state()")).state === 'idle', 'idle');
       const s1 = await e.t.lua<string>("return require('caboose').state().session");
-      const b1 = await e.t.lua<string>("return vim.api.nvim_buf_get_name(require('caboose.ui.chat').buf())");
+      const b1 = await e.t.lua<string>("return vim.api.nvim_buf_get_name(require('caboose.chat').buf())");
       await e.t.cmd('CabooseMode plan');
       await e.t.cmd('CabooseNew');
       await e.t.cmd('Caboose second');
@@ -63,7 +63,7 @@ forEachNvim((bin) => {
       assert.deepEqual(users, ['second'], 'the new conversation does not carry the old one');
       await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('two'), 'second');
       const s2 = await e.t.lua<string>("return require('caboose').state().session");
-      const b2 = await e.t.lua<string>("return vim.api.nvim_buf_get_name(require('caboose.ui.chat').buf())");
+      const b2 = await e.t.lua<string>("return vim.api.nvim_buf_get_name(require('caboose.chat').buf())");
       assert.notEqual(s2, s1);
       assert.equal(await e.t.lua("return require('caboose').state().mode"), 'plan', 'the new conversation keeps the mode');
       assert.match(String(e.fake.chatRequests[1].body!.messages![0].content), /plan mode/, 'and the host uses it');

@@ -44,7 +44,7 @@ const SETUP = (server: Record<string, unknown>, media = '') => `
     for i, it in ipairs(items) do if a ~= nil and tostring(it):find(a, 1, true) == 1 then return cb(it, i) end end
     cb(items[1], 1)
   end
-  local chat = require('caboose.ui.chat')
+  local chat = require('caboose.chat')
   local tp = chat.tool_progress
   chat.tool_progress = function(p) table.insert(_G.progress, p.summary) return tp(p) end`;
 

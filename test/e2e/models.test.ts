@@ -20,7 +20,7 @@ forEachNvim((bin) => {
     const waitChat = (re: RegExp, what = String(re)) => e.t.waitFor(async () => re.test(await chat()), what);
     const waitState = (s: string) => e.t.waitFor(async () => (await e.t.lua<State>("return require('caboose').state()")).state === s, `state ${s}`);
     // The whole status line (a narrow chat window leaves the model out of what it shows).
-    const winbar = () => e.t.lua<string>("return require('caboose.ui.chat').status_line(1000) or ''");
+    const winbar = () => e.t.lua<string>("return require('caboose.chat').status_line(1000) or ''");
     const waitWinbar = async (re: RegExp) => {
       await e.t.waitFor(async () => re.test(await winbar()), `winbar ${re}`).catch(async (err: unknown) => {
         throw new Error(`${String(err)}; winbar: ${await winbar()}; notifications: ${JSON.stringify(await e.t.notifications())}; chat: ${await chat()}`);
@@ -114,7 +114,7 @@ forEachNvim((bin) => {
       const reply = lines.slice(row + 2).join('\n');
       assert.match(reply, /2 \+ 2 = 4/);
       assert.doesNotMatch(reply, /arithmetic/, 'the reasoning is not in the reply');
-      const win = await e.t.lua<number>("return vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1]");
+      const win = await e.t.lua<number>("return vim.fn.win_findbuf(require('caboose.chat').buf())[1]");
       const closed = () => e.t.lua<number>('local w, r = ... return vim.api.nvim_win_call(w, function() return vim.fn.foldclosed(r) end)', [win, row + 2]);
       assert.notEqual(await closed(), -1, 'collapsed by default');
       const shown = await e.t.lua<string>('local w, r = ... return vim.api.nvim_win_call(w, function() return vim.fn.foldtextresult(r) end)', [win, row + 1]);
@@ -137,7 +137,7 @@ forEachNvim((bin) => {
       });
       const lines2 = await e.t.chatLines();
       const row2 = lines2.findIndex((l) => l.startsWith('💭 thinking'));
-      const win2 = await e.t.lua<number>("return vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1]");
+      const win2 = await e.t.lua<number>("return vim.fn.win_findbuf(require('caboose.chat').buf())[1]");
       assert.equal(await e.t.lua<number>('local w, r = ... return vim.api.nvim_win_call(w, function() return vim.fn.foldclosed(r) end)', [win2, row2 + 2]), row2 + 1, 'folded with its line');
     });
 
@@ -162,7 +162,7 @@ forEachNvim((bin) => {
       await waitChat(/💭 thinking… \(2 lines, za\)/);
       assert.doesNotMatch(await chat(), /step one/, 'collapsed while it streams');
       const row = (await e.t.chatLines()).findIndex((l) => l.startsWith('💭 thinking'));
-      const win = await e.t.lua<number>("return vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1]");
+      const win = await e.t.lua<number>("return vim.fn.win_findbuf(require('caboose.chat').buf())[1]");
       await e.t.lua('local w, r = ... vim.api.nvim_set_current_win(w) vim.api.nvim_win_set_cursor(0, { r, 0 })', [win, row + 1]);
       await e.t.nvim.input('za');
       await waitChat(/step one\n {2}┆ step two/);

@@ -233,7 +233,7 @@ forEachNvim((bin) => {
       scriptEdit('back in the chat');
       await e.t.cmd('Caboose change three lines');
       const r = await waitReview();
-      const transcript = await e.t.lua<number>("return vim.fn.bufwinid(require('caboose.ui.chat').buf())");
+      const transcript = await e.t.lua<number>("return vim.fn.bufwinid(require('caboose.chat').buf())");
       await e.t.lua('vim.api.nvim_set_current_win(...)', [transcript]);
       await e.t.nvim.input('ga');
       await e.t.waitFor(async () => (await e.t.lua('return vim.api.nvim_get_current_win()')) === r.win, 'in the review');

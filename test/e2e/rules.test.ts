@@ -62,9 +62,9 @@ forEachNvim((bin) => {
       const lines = await t.chatLines();
       assert.equal(lines[0], 'Rules: AGENTS.md, CLAUDE.md, .cursor/rules/ts.mdc, ../AGENTS.md, ../.github/copilot-instructions.md');
       assert.deepEqual(lines.slice(1, 3), ['', '## You']);
-      assert.deepEqual(await t.lua("return require('caboose.ui.chat').rules_lines()"), [lines[0]]);
+      assert.deepEqual(await t.lua("return require('caboose.chat').rules_lines()"), [lines[0]]);
       const marks = await t.lua<unknown[][]>(
-        "local chat = require('caboose.ui.chat') return vim.api.nvim_buf_get_extmarks(chat.buf(), vim.api.nvim_get_namespaces().caboose_chat_rules, 0, -1, { details = true })",
+        "local chat = require('caboose.chat') return vim.api.nvim_buf_get_extmarks(chat.buf(), vim.api.nvim_get_namespaces().caboose_chat_rules, 0, -1, { details = true })",
       );
       assert.equal((marks[0][3] as { hl_group: string }).hl_group, 'CabooseRules');
 
@@ -137,7 +137,7 @@ forEachNvim((bin) => {
       await t.waitFor(async () => (await chatText(t)).includes('One.'), 'its transcript');
       const lines = await t.chatLines();
       assert.equal(lines[0], 'Rules: AGENTS.md, CLAUDE.md');
-      assert.deepEqual(await t.lua("return require('caboose.ui.chat').rules_lines()"), ['Rules: AGENTS.md, CLAUDE.md']);
+      assert.deepEqual(await t.lua("return require('caboose.chat').rules_lines()"), ['Rules: AGENTS.md, CLAUDE.md']);
       await say(t, 'fourth', 'Four.');
       assert.equal(systemOf(e2e.fake.chatRequests[3]), systemOf(e2e.fake.chatRequests[0]));
     });

@@ -19,7 +19,7 @@ vim.ui.select = function(items, opts, cb)
   cb(nil)
 end`;
 
-const bar = (t: TestNvim) => t.lua<string>("return require('caboose.ui.chat').status_text() or ''");
+const bar = (t: TestNvim) => t.lua<string>("return require('caboose.chat').status_text() or ''");
 const idle = (t: TestNvim) => t.waitFor(async () => (await t.lua<{ state: string }>("return require('caboose').state()")).state === 'idle', 'idle');
 
 forEachNvim((bin) => {

@@ -141,11 +141,11 @@ forEachNvim((bin) => {
       e2e.fake.setTitle('Pelicans');
       e2e.fake.script({ text: 'Pelicans have a throat pouch.' });
       await t.cmd('Caboose tell me about pelicans');
-      await t.waitFor(async () => /tell me about pelicans/.test((await t.lua<string>("return require('caboose.ui.chat').status_text()")) ?? ''), 'the first words in the winbar');
+      await t.waitFor(async () => /tell me about pelicans/.test((await t.lua<string>("return require('caboose.chat').status_text()")) ?? ''), 'the first words in the winbar');
       await t.waitFor(async () => e2e.fake.titleRequests.length === 1, 'the title request');
       await idle(t);
       await new Promise((r) => setTimeout(r, 200));
-      assert.match((await t.lua<string>("return require('caboose.ui.chat').status_text()")) ?? '', /tell me about pelicans/);
+      assert.match((await t.lua<string>("return require('caboose.chat').status_text()")) ?? '', /tell me about pelicans/);
     });
 
     it(':CabooseNew keeps the old session; full-text search finds it, reopening restores it; titles, :CabooseRename, delete asks', async () => {
@@ -160,7 +160,7 @@ forEachNvim((bin) => {
       const titleReq = e2e.fake.titleRequests[0].body!;
       assert.match(String(titleReq.messages?.[1]?.content), /tell me about pelicans/);
       assert.equal(titleReq.tools, undefined, 'the title request offers no tools');
-      await t.waitFor(async () => /Pelican facts overview/.test((await t.lua<string>("return require('caboose.ui.chat').status_text()")) ?? ''), 'the title in the winbar');
+      await t.waitFor(async () => /Pelican facts overview/.test((await t.lua<string>("return require('caboose.chat').status_text()")) ?? ''), 'the title in the winbar');
 
       e2e.fake.setTitle('Quantum widget questions');
       await t.cmd('CabooseNew');
@@ -199,10 +199,10 @@ forEachNvim((bin) => {
       await idle(t);
 
       await t.cmd('CabooseRename Birds of the sea');
-      await t.waitFor(async () => /Birds of the sea/.test((await t.lua<string>("return require('caboose.ui.chat').status_text()")) ?? ''), 'the new title');
+      await t.waitFor(async () => /Birds of the sea/.test((await t.lua<string>("return require('caboose.chat').status_text()")) ?? ''), 'the new title');
       await t.lua("table.insert(_G.ui.answer, 'Renamed by prompt')");
       await t.cmd('CabooseRename');
-      await t.waitFor(async () => /Renamed by prompt/.test((await t.lua<string>("return require('caboose.ui.chat').status_text()")) ?? ''), 'the prompted title');
+      await t.waitFor(async () => /Renamed by prompt/.test((await t.lua<string>("return require('caboose.chat').status_text()")) ?? ''), 'the prompted title');
       const inputs = await t.lua<{ default: string }[]>('return _G.ui.inputs');
       assert.equal(inputs.at(-1)!.default, 'Birds of the sea');
 

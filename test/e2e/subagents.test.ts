@@ -59,7 +59,7 @@ forEachNvim((bin) => {
       // The main agent is running its agent calls, but what the user sees is that approvals wait.
       assert.equal((await e.t.lua<{ state: string }>("return require('caboose').state()")).state, 'pending_approval');
       assert.equal((await e.t.lua<string[]>('return _G.states')).at(-1), 'pending_approval', 'CabooseStateChanged says so');
-      assert.match((await e.t.lua<string>("return require('caboose.ui.chat').status_text()")) ?? '', /│ (pending )?approval/); // "approval" where the winbar is narrow
+      assert.match((await e.t.lua<string>("return require('caboose.chat').status_text()")) ?? '', /│ (pending )?approval/); // "approval" where the winbar is narrow
 
       const f1 = await waitApprovalFloat(e.t, 'create_file');
       const who = (label: string | undefined) => label!.split(':')[0];
@@ -96,7 +96,7 @@ forEachNvim((bin) => {
       assert.match(chat, new RegExp(`✓ agent ${BETA} 1 tool call\\n  ┆ task: ${BETA}\\n  ┆ step 1: ✓ create_file beta\\.txt \\+1 −0`));
       // The winbar: ↑ ↓ of the main agent's last request, Σ of the session with the subagents' requests.
       await e.t.cmd('set columns=200 | doautocmd VimResized');
-      await e.t.waitFor(async () => /↑3\.0k ↓100 Σ6\.3k/.test((await e.t.lua<string>("return require('caboose.ui.chat').status_text()")) ?? ''), 'usage with the subagents');
+      await e.t.waitFor(async () => /↑3\.0k ↓100 Σ6\.3k/.test((await e.t.lua<string>("return require('caboose.chat').status_text()")) ?? ''), 'usage with the subagents');
       // Each child's line was rewritten in place: no running line is left behind.
       assert.doesNotMatch(chat, /◌/);
       assert.equal(chat.split('\n').filter((l) => l.startsWith('✓ agent ')).length, 2);

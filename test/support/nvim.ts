@@ -137,7 +137,7 @@ export async function startNvim(opts: StartOptions): Promise<TestNvim> {
         await new Promise((r) => setTimeout(r, 20));
       }
     },
-    chatLines: () => lua<string[]>("return require('caboose.ui.chat').lines()"),
+    chatLines: () => lua<string[]>("return require('caboose.chat').lines()"),
     stateEvents: () => lua("return _G.caboose_test.events"),
     notifications: () => lua("return _G.caboose_test.notify"),
     async close() {

@@ -301,7 +301,7 @@ describe('resource update notices', () => {
       log: { debug() {}, info() {}, warn() {}, error() {} },
       clientVersion: 'test',
       connect: async (_cfg, o) => ((hooks = o), conn),
-      client: { resourceUpdated: (server, uri) => void announced.push(`${server} ${uri}`) },
+      client: { resourceUpdated: (server: string, uri: string) => void announced.push(`${server} ${uri}`) } as unknown as import('../../src/mcp/connect').McpClientHooks,
     });
     await pool.ensureStarted({ restartDied: false });
     pool.watchResource('s', 'test://a');

@@ -227,7 +227,7 @@ end
 
 --- Screen rows of the chat's message area (with the line above it), if it is shown in this tab.
 H.message_area = function()
-  local chat = package.loaded['caboose.ui.chat']
+  local chat = package.loaded['caboose.chat']
   local win = chat and chat.input_win()
   if not win then
     return nil

@@ -305,7 +305,7 @@ H.show_keys = function()
       table.insert(list, { 'n', x[1], x[2] })
     end
   end
-  return require('caboose.ui.chat').show_keys({ title = ' Caboose review keys ', keys = list })
+  return require('caboose.chat').show_keys({ title = ' Caboose review keys ', keys = list })
 end
 
 --- The hunk under the cursor, else the next one below it, else the last one above.

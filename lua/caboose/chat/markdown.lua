@@ -1,0 +1,239 @@
+--- The chat's markdown: treesitter highlighting of the transcript and the message area, loaded without
+--- freezing the editor, and the transcript's parser kept in two parts (settled and live) so a streamed
+--- frame re-parses only the reply at its end.
+local S = require('caboose.chat.state')
+
+local M = {}
+local H = {}
+
+--- Markdown with treesitter highlighting (fenced code through its injections). The parser and queries
+--- load once, one piece per event-loop tick (together they would freeze the editor for ~25 ms); the
+--- buffer gets its filetype when they are ready.
+--- The message area completes @paths (the markdown ftplugin would set an HTML one).
+M.OMNIFUNC = "v:lua.require'caboose.insertables.complete'.omnifunc"
+
+H.md_ready = false
+H.md_waiting = {} ---@type integer[]
+H.md_steps = {
+  function()
+    vim.treesitter.language.add('markdown')
+    vim.treesitter.language.add('markdown_inline')
+  end,
+  function()
+    vim.treesitter.query.get('markdown', 'highlights')
+  end,
+  function()
+    vim.treesitter.query.get('markdown_inline', 'highlights')
+  end,
+  function()
+    vim.treesitter.query.get('markdown', 'injections')
+    vim.treesitter.query.get('markdown_inline', 'injections')
+  end,
+  function()
+    require('vim.treesitter.highlighter')
+  end,
+}
+
+--- Runs fn in a later iteration of the main loop (a libuv timer): typed keys, RPC requests and timers
+--- that arrived meanwhile are served between two pieces of work.
+--- libuv times a timer from the loop's cached clock, taken before the current step ran: a 0 ms timer set
+--- after a 10 ms step was already due when the loop next ran its timers — before it read input — so the
+--- next step ran at once and typed keys waited for both (the bench saw the two highlight queries as one
+--- 12–17 ms stall). Timed from now and 1 ms out, the next step comes after the loop has read its input.
+H.next_turn = function(fn)
+  vim.uv.update_time()
+  vim.defer_fn(fn, 1)
+end
+
+--- The chat's markdown injections: fenced code and inline markup. The stock query also injects HTML as
+--- one combined region of the whole buffer, and front matter: each appended frame then re-parsed all of a
+--- long chat (≈ 70 ms a frame in a ~100k-token chat on Neovim 0.12; ≈ 13 ms with these two).
+H.MD_INJECTIONS = table.concat({
+  '(fenced_code_block (info_string (language) @injection.language) (code_fence_content) @injection.content)',
+  '([(inline) (pipe_table_cell)] @injection.content (#set! injection.language "markdown_inline"))',
+}, '\n')
+
+--- The buffer's markdown parser, with the chat's injections.
+H.md_parser = function(buf)
+  if vim.api.nvim_buf_is_valid(buf) then
+    -- Made before the filetype is set: the markdown ftplugin's vim.treesitter.start() then finds it.
+    local ok, parser = pcall(vim.treesitter.get_parser, buf, 'markdown', { injections = { markdown = H.MD_INJECTIONS } })
+    if ok and parser and vim.b[buf].caboose_chat then
+      H.split_watch(buf, parser)
+    end
+  end
+end
+
+H.md_apply = function(buf)
+  if vim.api.nvim_buf_is_valid(buf) then
+    H.md_parser(buf)
+    vim.bo[buf].filetype = 'markdown'
+    if vim.b[buf].caboose_input then
+      -- The markdown ftplugin sets its own (HTML tags); ours completes @paths.
+      vim.bo[buf].omnifunc = M.OMNIFUNC
+    end
+    if not vim.treesitter.highlighter.active[buf] then
+      pcall(vim.treesitter.start, buf, 'markdown')
+    end
+  end
+end
+
+-- Settled and live parts of the transcript ----------------------------------------------------------
+
+--- Treesitter re-parses a buffer's markdown tree after every change, and in a long chat that tree is the
+--- whole transcript: each streamed frame cost Neovim ≈ 10–20 ms of CPU (≈ 100 % of a paced stream into
+--- a ~100k-token chat) although only the reply at its end changed. So the transcript's parser keeps two
+--- regions (two trees): the settled part, parsed once, and the live part (the last top-level section —
+--- the last heading — and everything after it), the only one a frame re-parses. When the chat has been
+--- quiet for H.SETTLE_MS the boundary moves to the last section's heading: one re-parse of the settled
+--- part per pause instead of one per frame. A boundary is always where a top-level section starts (a
+--- heading the parser itself saw), so the two trees hold the same nodes — and the transcript the same
+--- highlighting — as one tree of the whole buffer. Neovim 0.12+ only (its highlighter parses
+--- asynchronously; on older versions the transcript keeps one tree).
+H.SETTLE_MS = 300
+--- How many quiet spells a boundary move waits for the parser to catch up (a long transcript's first
+--- parse) before it waits for the next change instead.
+H.SETTLE_TRIES = 10
+H.splits = {} ---@type table<integer, { timer: uv.uv_timer_t, active: boolean, tries: integer, parser: vim.treesitter.LanguageTree }>
+
+--- The end of the buffer, past the last line's end of line (row, col, byte offset): the chat appends
+--- there (new lines) or just before it (text continuing the last line), and either way the live part,
+--- which ends there, grows with it.
+H.end_pos = function(buf)
+  local lc = vim.api.nvim_buf_line_count(buf)
+  return lc, 0, vim.api.nvim_buf_get_offset(buf, lc)
+end
+
+--- Whether the parser's regions are still the two parts: contiguous, covering the buffer, the settled
+--- one not empty (an empty one at the end of the buffer would grow with the next append).
+H.split_ok = function(buf, parser)
+  local regions = parser:included_regions()
+  local count = 0
+  for _ in pairs(regions) do
+    count = count + 1
+  end
+  local r1, r2 = regions[1], regions[2]
+  if count ~= 2 or not (r1 and r2 and #r1 == 1 and #r2 == 1) then
+    return false
+  end
+  local _, _, eb = H.end_pos(buf)
+  return r1[1][3] == 0 and r1[1][6] > 0 and r1[1][6] == r2[1][3] and r2[1][6] == eb
+end
+
+--- Starts watching the transcript's parser: each change re-arms the quiet timer; a change that broke the
+--- two parts (the buffer replaced, an edit while a new boundary was being parsed) goes back to one tree.
+H.split_watch = function(buf, parser)
+  if H.splits[buf] or vim.fn.has('nvim-0.12') == 0 then
+    return
+  end
+  local timer = assert(vim.uv.new_timer())
+  local st = { timer = timer, active = false, tries = 0, parser = parser }
+  H.splits[buf] = st
+  local settle = vim.schedule_wrap(function()
+    H.settle(buf)
+  end)
+  parser:register_cbs({
+    on_bytes = function()
+      if st.active and not H.split_ok(buf, parser) then
+        M.split_reset(buf, parser)
+      end
+      st.tries = 0
+      timer:stop()
+      timer:start(H.SETTLE_MS, 0, settle)
+    end,
+    on_detach = function()
+      H.splits[buf] = nil
+      timer:stop()
+      if not timer:is_closing() then
+        timer:close()
+      end
+    end,
+  })
+end
+
+--- Back to one tree of the whole buffer. The regions are dropped, not set to the whole buffer: an edit
+--- before the next parse would otherwise leave the parser with no region at all (it keeps the regions
+--- of the trees it has, and this drops the trees).
+M.split_reset = function(buf, parser)
+  local st = H.splits[buf]
+  if st and st.active then
+    st.active = false
+    parser:set_included_regions({ {} })
+    parser._regions = nil
+  end
+end
+
+--- Moves the boundary to the last top-level section's heading (if it moved forward).
+H.settle = function(buf)
+  local st = H.splits[buf]
+  local hl = vim.treesitter.highlighter.active[buf]
+  local parser = hl and hl.tree
+  -- Only the parser being watched (treesitter restarted on the buffer would bring another one).
+  if not st or not parser or parser ~= st.parser or not S.valid(buf) then
+    return
+  end
+  if not parser:is_valid(true) then
+    -- Still parsing (or not redrawn: a hidden chat is not parsed): try again after a quiet spell.
+    st.tries = st.tries + 1
+    if st.tries < H.SETTLE_TRIES then
+      st.timer:start(H.SETTLE_MS, 0, vim.schedule_wrap(function()
+        H.settle(buf)
+      end))
+    end
+    return
+  end
+  -- The tree holding the end of the buffer: the live part's, or the one tree.
+  local tree = parser:trees()[st.active and 2 or 1]
+  if not tree then
+    return
+  end
+  local root = tree:root()
+  local n = root:named_child_count()
+  local section = n > 0 and root:named_child(n - 1) or nil
+  if not section or section:type() ~= 'section' then
+    return
+  end
+  local row, col = section:start()
+  local from = st.active and parser:included_regions()[2][1][1] or 0
+  if col ~= 0 or row <= from then
+    return
+  end
+  local erow, ecol, eb = H.end_pos(buf)
+  local b = vim.api.nvim_buf_get_offset(buf, row)
+  parser:set_included_regions({ { { 0, 0, 0, row, 0, b } }, { { row, 0, b, erow, ecol, eb } } })
+  st.active = true
+  -- Both trees now, in the background: a region without a tree would be dropped by the next edit.
+  parser:parse({ { 0, 0, 1, 0 }, { erow - 1, 0, erow, 0 } }, function() end)
+end
+
+M.set = function(buf)
+  if H.md_ready then
+    return H.md_apply(buf)
+  end
+  table.insert(H.md_waiting, buf)
+  if #H.md_waiting > 1 then
+    return
+  end
+  local i = 0
+  local function step()
+    i = i + 1
+    if H.md_steps[i] then
+      pcall(H.md_steps[i])
+      return H.next_turn(step)
+    end
+    -- The parsers in this turn; the filetype (the markdown ftplugin, the highlighter) in the next.
+    for _, b in ipairs(H.md_waiting) do
+      H.md_parser(b)
+    end
+    H.next_turn(function()
+      H.md_ready = true
+      for _, b in ipairs(H.md_waiting) do
+        H.md_apply(b)
+      end
+      H.md_waiting = {}
+    end)
+  end
+  H.next_turn(step)
+end
+
+return M
