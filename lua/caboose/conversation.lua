@@ -125,6 +125,56 @@ end
 
 H.HEADING = '## You'
 
+--- The transcript marks each of your messages (its heading) with an extmark, and keeps its text: the
+--- message under the cursor is found by its mark, never by text a reply could imitate.
+M.ns = vim.api.nvim_create_namespace('caboose_chat_user')
+H.texts = {} ---@type table<string, string> 'buf:extmark id' → the message's text
+
+--- Marks row `row0` (0-based) of `buf` as the heading of a user message whose text is `text`.
+function M.mark_user(buf, row0, text)
+  local ok, id = pcall(vim.api.nvim_buf_set_extmark, buf, M.ns, row0, 0, {})
+  if ok then
+    H.texts[buf .. ':' .. id] = text
+  end
+end
+
+--- Forgets the marks of `buf` (its transcript is replaced).
+function M.clear_marks(buf)
+  vim.api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
+  local prefix = buf .. ':'
+  for k in pairs(H.texts) do
+    if k:sub(1, #prefix) == prefix then
+      H.texts[k] = nil
+    end
+  end
+end
+
+--- The marked user message holding row `row` (1-based) of `buf`: its index (1-based), and its text.
+--- nil when the row is in a reply; false when the transcript has no marks.
+H.marked_at = function(buf, row)
+  local marks = vim.api.nvim_buf_get_extmarks(buf, M.ns, 0, -1, {})
+  if #marks == 0 then
+    return false
+  end
+  local index, mark = nil, nil
+  for i, m in ipairs(marks) do
+    if m[2] + 1 <= row then
+      index, mark = i, m
+    end
+  end
+  if not mark then
+    return nil
+  end
+  -- A reply's heading between the message's and the cursor: the cursor is in the reply.
+  local between = vim.api.nvim_buf_get_lines(buf, mark[2] + 1, row, false)
+  for i, l in ipairs(between) do
+    if l:match('^## ') and (between[i - 1] or '') == '' then
+      return nil
+    end
+  end
+  return index, H.texts[buf .. ':' .. mark[1]]
+end
+
 --- Which of the transcript's user messages (1-based, in order) holds row `row` of `lines`; nil when the
 --- row is not inside one (a reply, a notice).
 function M.user_message_at(lines, row)
@@ -223,8 +273,22 @@ end
 --- Normal mode) forks the chat there and sends the edited text; q or <Esc> (Normal mode) cancels.
 function M.edit_at_cursor()
   local buf = vim.api.nvim_get_current_buf()
+  local row = vim.api.nvim_win_get_cursor(0)[1]
+  local marked, text = H.marked_at(buf, row)
+  if marked ~= false then
+    if not marked or not text then
+      H.notify('put the cursor on one of your messages (under a "## You" heading) to edit and resend it', vim.log.levels.WARN)
+      return false
+    end
+    if H.busy() then
+      H.notify(H.BUSY, vim.log.levels.WARN)
+      return false
+    end
+    return M.edit(marked, text)
+  end
+  -- No marks (a transcript written another way): the headings tell.
   local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
-  local index, at = M.user_message_at(lines, vim.api.nvim_win_get_cursor(0)[1])
+  local index, at = M.user_message_at(lines, row)
   if not index then
     H.notify('put the cursor on one of your messages (under a "## You" heading) to edit and resend it', vim.log.levels.WARN)
     return false

@@ -226,6 +226,49 @@ forEachNvim((bin) => {
       ]);
     });
 
+    it('gI finds your message by its mark: a reply imitating a "## You" heading is not one; the text comes back exactly, also after a reopen', async () => {
+      await e.start({ initLua: SETUP });
+      await turn('first', 'Sure.\n\n## You\n\nnot a user message');
+      e.fake.script({ text: 'second reply' });
+      await e.t.lua("require('caboose').send(...)", ['line one\n\n> a quoted line\n## not a heading']);
+      await e.t.waitFor(async () => (await chatText(e.t)).includes('second reply'), 'the second reply');
+      await idle(e.t);
+      const floatText = async (row: number) => {
+        await focusTranscript(row);
+        await e.t.nvim.input('gI');
+        await e.t.waitFor(() => e.t.lua("return require('caboose.conversation')._float()"), 'the edit float');
+        const text = await e.t.lua<string[]>('return vim.api.nvim_buf_get_lines(0, 0, -1, false)');
+        await e.t.nvim.input('<Esc>');
+        await e.t.waitFor(async () => (await e.t.lua("return require('caboose.conversation')._float()")) === null, 'the float closed');
+        return text;
+      };
+      let lines = await e.t.chatLines();
+      // On the imitation: a reply, not a message.
+      await focusTranscript(lines.indexOf('not a user message') + 1);
+      await e.t.nvim.input('gI');
+      await e.t.waitFor(async () => (await e.t.notifications()).find((x) => /put the cursor on one of your messages/.test(x.msg)), 'the hint');
+      assert.deepEqual(await floatText(lines.indexOf('> a quoted line') + 1), ['line one', '', '> a quoted line', '## not a heading']);
+      assert.deepEqual(await floatText(lines.indexOf('first') + 1), ['first']);
+      // Reopened (the transcript is loaded in one piece): the marks are there too.
+      const id = await sessionId(e.t);
+      await e.t.cmd('CabooseNew');
+      await e.t.waitFor(async () => (await sessionId(e.t)) !== id, 'a new session');
+      await e.t.lua("require('caboose.ui.sessions').open(...)", [id]);
+      await e.t.waitFor(async () => (await chatText(e.t)).includes('second reply'), 'the reopened transcript');
+      lines = await e.t.chatLines();
+      assert.deepEqual(await floatText(lines.indexOf('## not a heading') + 1), ['line one', '', '> a quoted line', '## not a heading']);
+      // Sent from the float: the fork is cut before the second message.
+      await focusTranscript(lines.indexOf('## not a heading') + 1);
+      await e.t.nvim.input('gI');
+      await e.t.waitFor(() => e.t.lua("return require('caboose.conversation')._float()"), 'the edit float');
+      await e.t.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'rewritten' })");
+      e.fake.script({ text: 'fork reply' });
+      const n = e.fake.chatRequests.length;
+      await e.t.nvim.input('<CR>');
+      await e.t.waitFor(async () => (await chatText(e.t)).includes('fork reply'), 'the fork reply');
+      assert.deepEqual(conversation(e.fake.chatRequests[n]), ['user: first', 'assistant: Sure.\n\n## You\n\nnot a user message', 'user: rewritten']);
+    });
+
     it('gI outside a user message says where to put the cursor; chat.keys renames and disables the keys', async () => {
       await e.start({ initLua: `require('caboose').setup({ mode = 'chug', chat = { keys = { regenerate = '', edit = '<Leader>e' } } })\n${UI_STUB}` });
       await turn('hello', 'reply hello');
