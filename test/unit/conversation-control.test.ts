@@ -50,7 +50,7 @@ function recorded() {
 }
 
 function fakeAgent(history: ChatMessage[]) {
-  const sent: { text: string; meta: unknown }[] = [];
+  const sent: { text: string; meta: unknown; content?: unknown }[] = [];
   const agent = {
     state: 'idle' as AgentState,
     queued: [] as string[],
@@ -60,8 +60,8 @@ function fakeAgent(history: ChatMessage[]) {
     loadMessages(ms: ChatMessage[]) {
       history.splice(0, history.length, ...ms);
     },
-    send(text: string, meta?: unknown) {
-      sent.push({ text, meta });
+    send(text: string, meta?: unknown, content?: unknown) {
+      sent.push({ text, meta, ...(content ? { content } : {}) });
       return { status: 'started' as const };
     },
   };
@@ -111,6 +111,25 @@ describe('regenerate: the host-side cut of the last turn', () => {
       restoreConversation(store.sessions.contextRows('s1')).map((m) => m.message.content),
       ['first question', 'first answer', 'second question\n\n<file a.txt>', 'second answer'],
     );
+  });
+
+  it('a message with images is sent again with its images', async () => {
+    const { store, rec, history } = recorded();
+    const image = { type: 'image_url' as const, image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } };
+    const m: ChatMessage = { role: 'user', content: [{ type: 'text', text: 'what is in it' }, image] };
+    rec.turnStart({ text: 'what is in it', labels: ['image shot.png'] });
+    history.push(m);
+    rec.messageAdded(m);
+    history.push(reply('a cat'));
+    rec.messageAdded(history.at(-1)!);
+    const { agent, sent } = fakeAgent(history);
+    const { o, notes } = options({ sessions: store.sessions, agent, recorder: rec });
+    notes.push('[Note: x]');
+    await regenerate(o, { files: 'ask' });
+    assert.equal(sent[0].text, '[Note: x]\n\nwhat is in it');
+    assert.deepEqual(sent[0].content, [{ type: 'text', text: '[Note: x]\n\nwhat is in it' }, image]);
+    assert.deepEqual(sent[0].meta, { id: 11, display: 'what is in it', labels: ['image shot.png'] });
+    assert.equal(history.length, 8, 'the cut is before the image message');
   });
 
   it('refuses while a turn runs or a message waits, and with nothing sent yet', async () => {

@@ -12,6 +12,9 @@
  */
 import type { Agent } from '../../agent/loop';
 import type { ChatMessage } from '../../agent/provider';
+import type { QueuedMessage } from '../../agent/loop';
+
+type ContentPart = NonNullable<QueuedMessage['content']>[number];
 import type { SessionRepository, UserTurnRow } from '../../store/sessions';
 import type { CheckpointSummary } from '../../workspace/rewind';
 import type { CheckpointApi, RewindReply } from '../checkpoints';
@@ -77,8 +80,8 @@ export function keptNote(files: readonly string[]): string {
  */
 export function historyIndexOf(history: readonly ChatMessage[], row: UserTurnRow, storedId: (m: ChatMessage) => number | undefined): number {
   for (let i = history.length - 1; i >= 0; i--) if (history[i].role === 'user' && storedId(history[i]) === row.id) return i;
-  const content = (row.message as { content?: unknown } | null)?.content;
-  for (let i = history.length - 1; i >= 0; i--) if (history[i].role === 'user' && history[i].content === content) return i;
+  const content = JSON.stringify((row.message as { content?: unknown } | null)?.content ?? null);
+  for (let i = history.length - 1; i >= 0; i--) if (history[i].role === 'user' && JSON.stringify(history[i].content) === content) return i;
   return -1;
 }
 
@@ -126,7 +129,11 @@ export async function regenerate(o: ConversationControlOptions, opts: { files: F
   const last = turns[index];
   if (!last) throw new ConversationError('nothing to regenerate: no message was sent in this chat yet');
   const content = (last.message as { content?: unknown } | null)?.content;
-  if (typeof content !== 'string') throw new ConversationError('the last message cannot be sent again as it was (it holds images or other parts)');
+  // A message with images: its text part, and the images sent again beside it.
+  const textPart = Array.isArray(content) ? (content as ContentPart[]).find((p) => p.type === 'text') : undefined;
+  const text = typeof content === 'string' ? content : textPart && 'text' in textPart ? textPart.text : null;
+  if (text === null) throw new ConversationError('the last message cannot be sent again as it was (it holds no text)');
+  const parts = Array.isArray(content) ? (content as ContentPart[]).filter((p) => p !== textPart) : [];
   const history = o.agent.messages;
   const at = historyIndexOf(history, last, o.recorder.storedId);
   if (at < 0) throw new ConversationError('the last message is no longer in the conversation (it was compacted); send it again instead');
@@ -147,7 +154,8 @@ export async function regenerate(o: ConversationControlOptions, opts: { files: F
   o.showTranscript();
   const notes = [o.notes.take(), files.kept.length > 0 ? keptNote(files.kept) : ''].filter(Boolean).join('\n');
   const meta: MessageMeta = { id: o.nextId(), display: last.text, labels: last.labels };
-  const r = o.agent.send(notes ? `${notes}\n\n${content}` : content, meta);
+  const full = notes ? `${notes}\n\n${text}` : text;
+  const r = parts.length > 0 ? o.agent.send(full, meta, [{ type: 'text', text: full }, ...parts]) : o.agent.send(full, meta);
   if (r.status === 'rejected') throw new ConversationError(r.reason);
   return { status: r.status, message: last.text, rewound: files.rewound };
 }
