@@ -89,6 +89,15 @@ forEachNvim((bin) => {
       ]);
       const ev = await e.t.lua<{ message: string }[]>('return _G.regenerated');
       assert.equal(ev[0].message, 'second question');
+      // The stored session lost the old reply too: reopened, it shows the new one only.
+      const id = await sessionId(e.t);
+      await e.t.cmd('CabooseNew');
+      await e.t.waitFor(async () => (await sessionId(e.t)) !== id, 'a new session');
+      await e.t.lua("require('caboose.ui.sessions').open(...)", [id]);
+      await e.t.waitFor(async () => (await chatText(e.t)).includes('answer three'), 'the reopened transcript');
+      const reopened = await chatText(e.t);
+      assert.doesNotMatch(reopened, /old answer two/);
+      assert.match(reopened, /↻ regenerating the last reply[^\n]*\n(.*\n)*## You\n\nsecond question\n(.*\n)*new answer two/);
       // The keys are in g? (and ? stays a search).
       await focusTranscript(1);
       await e.t.nvim.input('g?');
@@ -284,6 +293,8 @@ forEachNvim((bin) => {
       await e.t.waitFor(async () => (await e.t.notifications()).find((x) => /put the cursor on one of your messages/.test(x.msg)), 'the hint');
       assert.equal(await e.t.lua("return require('caboose.conversation')._float()"), null);
       assert.match(await e.t.lua<string>("return vim.fn.execute('verbose map gR')"), /No mapping found/);
+      const bad = await e.t.lua<string>("local ok, err = pcall(require('caboose').setup, { chat = { keys = { edit = 1 } } }) return ok and '' or tostring(err)");
+      assert.match(bad, /chat\.keys/);
     });
   });
 });
