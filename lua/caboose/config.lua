@@ -441,12 +441,17 @@ H.check_providers = function(cfg)
         if type(v) ~= 'string' and type(v) ~= 'table' then
           H.fail(at .. '.api_key_cmd', 'a string or a list of strings', v)
         end
+      elseif k == 'media' then
+        local ok, expected = H.checks['provider.media'](v)
+        if not ok then
+          H.fail(at .. '.media', expected, v)
+        end
       elseif k == 'models' then
         if type(v) ~= 'table' then
           H.fail(at .. '.models', 'a list of model names, or a table of model names → options', v)
         end
       elseif not t then
-        H.fail(at .. '.' .. tostring(k), 'one of base_url, api_key, api_key_cmd, api_key_env, model, models, max_tokens, context_window, headers, timeout_ms, max_retries, retry_base_delay_ms, vision', v)
+        H.fail(at .. '.' .. tostring(k), 'one of base_url, api_key, api_key_cmd, api_key_env, model, models, max_tokens, context_window, headers, timeout_ms, max_retries, retry_base_delay_ms, media, vision', v)
       elseif type(v) ~= t then
         H.fail(at .. '.' .. k, 'a ' .. t, v)
       end
