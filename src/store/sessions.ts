@@ -357,19 +357,17 @@ export class SessionRepository {
 
   /**
    * Regenerate: the rows from `rowId` on leave the session (the user message there, the replies and tool
-   * results after it, the chat lines between them). The conversation's rules and the notes waiting for
-   * the next message stay. Rows a removed summary had archived come back into the context (the
-   * compaction is undone with the turn it happened in). Returns how many rows went.
+   * results after it, the chat lines between them). The conversation's rules, the notes waiting for the
+   * next message and a compaction's summary written meanwhile stay: the summary stands for turns before
+   * the cut (compaction keeps the current turn), as in the agent's history. Returns how many rows went.
    */
   truncateFrom(sessionId: string, rowId: number): number {
     return this.db.transaction(() => {
       const gone = this.db
-        .prepare("SELECT id, kind FROM session_messages WHERE session_id = ? AND id >= ? AND kind NOT IN ('rules', 'note')")
+        .prepare("SELECT id, kind FROM session_messages WHERE session_id = ? AND id >= ? AND kind NOT IN ('rules', 'note', 'summary')")
         .all(sessionId, rowId) as { id: number; kind: string }[];
       if (gone.length === 0) return 0;
-      const unarchive = this.db.prepare('UPDATE session_messages SET in_context = 1, archived_by = NULL WHERE session_id = ? AND archived_by = ?');
-      for (const g of gone) if (g.kind === 'summary') unarchive.run(sessionId, g.id);
-      this.db.prepare("DELETE FROM session_messages WHERE session_id = ? AND id >= ? AND kind NOT IN ('rules', 'note')").run(sessionId, rowId);
+      this.db.prepare("DELETE FROM session_messages WHERE session_id = ? AND id >= ? AND kind NOT IN ('rules', 'note', 'summary')").run(sessionId, rowId);
       const counted = gone.filter((g) => g.kind === 'message' || g.kind === 'summary').length;
       this.db.prepare('UPDATE sessions SET message_count = MAX(0, message_count - ?), updated_at = ? WHERE id = ?').run(counted, Date.now(), sessionId);
       return gone.length;

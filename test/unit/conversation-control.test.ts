@@ -190,7 +190,7 @@ describe('regenerate: the host-side cut of the last turn', () => {
     assert.match(sent2[0].text, /\n\nthird question$/);
   });
 
-  it('undoes a compaction that happened in the dropped turn (the archived rows come back into the context)', () => {
+  it('keeps a compaction that happened in the dropped turn: the stored conversation is the agent\'s', () => {
     const { store, rec, history } = recorded();
     const turns = store.sessions.userTurns('s1');
     const early = store.sessions.rows('s1').filter((r) => r.kind === 'message' && r.id < turns[2].id).map((r) => r.id);
@@ -199,10 +199,11 @@ describe('regenerate: the host-side cut of the last turn', () => {
     store.sessions.archive(early, archivedAs);
     assert.equal(restoreConversation(store.sessions.contextRows('s1'))[0].rowId, archivedAs);
     store.sessions.truncateFrom('s1', turns[2].id);
-    assert.deepEqual(
-      restoreConversation(store.sessions.contextRows('s1')).map((m) => m.message.content),
-      ['first question', 'first answer', 'second question\n\n<file a.txt>', 'second answer'],
-    );
+    const restored = restoreConversation(store.sessions.contextRows('s1'));
+    assert.equal(restored[0].rowId, archivedAs, 'the summary stands for the turns before the cut');
+    assert.match(String(restored[0].message.content), /summary of turns one and two/);
+    assert.ok(!JSON.stringify(restored).includes('third'), 'nothing of the dropped turn');
+    assert.deepEqual(transcriptItems(store.sessions.displayRows('s1')).filter((i) => i.t === 'user').map((i) => (i as { text: string }).text), ['first question', 'second question']);
   });
 
   it('finds the message in the agent\'s history by its row, else by its content', () => {
