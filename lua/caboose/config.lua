@@ -27,6 +27,7 @@ local H = {}
 ---@field log caboose.LogOptions Host log file.
 ---@field mcp caboose.McpOptions MCP servers whose tools the agent may call.
 ---@field acp caboose.AcpOptions External agents (Claude Code, Codex, Gemini CLI, opencode) :CabooseAgent can run.
+---@field prompts table<string, { description: string|nil, text: string, mode: string|nil, model: string|nil }> The prompt library's setup() prompts, run as `/name` (:help caboose-prompts).
 
 ---@class caboose.AcpOptions
 ---@field agents table<string, { command: string|string[], env: table<string,string>|nil, start_timeout_ms: integer|nil }>
@@ -44,6 +45,7 @@ local H = {}
 ---@field max_retries integer|nil Retries on 429/5xx/network errors (default 3).
 ---@field retry_base_delay_ms integer|nil First backoff delay (default 500 ms, doubled each retry).
 ---@field media ('image'|'audio')[]|nil What the model accepts besides text: images/audio tools return reach it.
+---@field vision boolean|nil false: the model cannot read images; images you attach are not sent (the text is).
 
 ---@class caboose.NamedProvider: caboose.ProviderConfig
 ---@field api_key_env string|nil Name of the environment variable holding the key.
@@ -134,6 +136,8 @@ local defaults = {
   chat = { position = 'right', size = 0.4, min_size = nil, max_size = nil, input_height = 5, show_thinking = true },
   approval = { grace_ms = 400, style = 'inline' },
   edit = { keymap = nil }, -- e.g. '<leader>ce' in Visual mode for <Plug>(CabooseEdit)
+  -- User CabooseProgress events; shown in fidget.nvim when it is installed (false: not).
+  progress = { fidget = true },
   review = {
     keys = { next_hunk = ']c', prev_hunk = '[c', accept = 'ga', reject = 'gr', accept_all = 'gA', reject_all = 'gR', quit = 'q' },
   },
@@ -141,6 +145,7 @@ local defaults = {
   mcp = { servers = {}, start_timeout_ms = 10000 },
   acp = { agents = {} },
   sandbox = { mode = nil, network = { allow = {} }, deny_read = {}, writable = {} },
+  prompts = {},
 }
 
 M.defaults = vim.deepcopy(defaults)
@@ -225,6 +230,7 @@ H.checks = {
     return true
   end,
   ['provider.retry_base_delay_ms'] = H.opt_type('number'),
+  ['provider.vision'] = H.opt_type('boolean'),
   ['mode'] = H.enum({ 'plan', 'create', 'auto-edit', 'chug' }),
   ['step_limit'] = H.positive,
   ['max_queue'] = function(v)
@@ -290,6 +296,7 @@ H.checks = {
     return type(v) == 'number' and v >= 0, 'a number >= 0'
   end,
   ['approval.style'] = H.enum({ 'inline', 'float' }),
+  ['progress.fidget'] = H.opt_type('boolean'),
   ['edit.keymap'] = function(v)
     return v == nil or v == false or (type(v) == 'string' and v ~= ''), 'nil, false or a key'
   end,
@@ -383,12 +390,14 @@ function M.build(opts)
   H.check_mcp_servers(cfg.mcp.servers)
   H.check_providers(cfg)
   H.check_acp_agents(cfg.acp.agents)
+  require('caboose.prompts').check_setup(cfg.prompts, H.fail)
   return cfg
 end
 
 H.provider_fields = {
   base_url = 'string', api_key = 'string', api_key_env = 'string', model = 'string', max_tokens = 'number',
   context_window = 'number', headers = 'table', timeout_ms = 'number', max_retries = 'number', retry_base_delay_ms = 'number',
+  vision = 'boolean',
 }
 
 --- `providers = { name = {…} }` and `provider = 'name'`.
@@ -422,7 +431,7 @@ H.check_providers = function(cfg)
           H.fail(at .. '.models', 'a list of model names, or a table of model names → options', v)
         end
       elseif not t then
-        H.fail(at .. '.' .. tostring(k), 'one of base_url, api_key, api_key_cmd, api_key_env, model, models, max_tokens, context_window, headers, timeout_ms, max_retries, retry_base_delay_ms', v)
+        H.fail(at .. '.' .. tostring(k), 'one of base_url, api_key, api_key_cmd, api_key_env, model, models, max_tokens, context_window, headers, timeout_ms, max_retries, retry_base_delay_ms, vision', v)
       elseif type(v) ~= t then
         H.fail(at .. '.' .. k, 'a ' .. t, v)
       end
