@@ -5,33 +5,25 @@
  * requests through our approval float and mode, its terminals through our bash tool.
  *
  * The connection is the protocol's own SDK (`@agentclientprotocol/sdk`); nothing here frames JSON-RPC.
- * Never imports the Neovim client: the host passes `AcpHost`.
+ * Never imports the Neovim client: the host passes `AcpHost` (types.ts).
+ *
+ * This file is the agent's process, its session and turns, its updates and permission requests; its
+ * file requests are files.ts, its terminals terminals.ts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import * as path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import type * as acp from '@agentclientprotocol/sdk';
 import type { AgentState, ApprovalDecision, ApprovalRequest, PermissionMode } from '../agent/loop';
 import { permissionFor } from '../tools/permissions';
-import type { ToolResult } from '../tools/tool';
-import type { ReviewSelection } from '../workspace/review';
-import { fileWorkspace, type Workspace } from '../workspace/workspace';
-import { decodeText } from '../workspace/encoding';
-import { writeFileTool } from '../tools/write_file';
 import type { AcpAgentConfig } from './config';
-import { blockText, isFinished, kindPolicy, mergeToolCall, newToolCall, planTodos, shellQuote, toolDetails, toolStatus, type AcpToolCallState, type ToolLineStatus } from './render';
+import { blockText, isFinished, kindPolicy, mergeToolCall, newToolCall, planTodos, toolDetails, toolStatus, type AcpToolCallState } from './render';
+import { sdk } from './sdk';
+import { AcpFiles } from './files';
+import { AcpTerminals } from './terminals';
+import type { AcpHost } from './types';
 
-/* eslint-disable @typescript-eslint/no-require-imports */
-// The SDK is an ES module: loaded when the first ACP agent starts (Node ≥ 20.19 requires it as CommonJS).
-const sdk = (): typeof import('@agentclientprotocol/sdk') => {
-  try {
-    return require('@agentclientprotocol/sdk') as typeof import('@agentclientprotocol/sdk');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ERR_REQUIRE_ESM') throw new Error(`ACP agents need Node 20.19 or newer (this is ${process.version})`);
-    throw e;
-  }
-};
+export type { AcpEvents, AcpHost } from './types';
 
 /** How much of the agent's stderr a crash report shows. */
 const STDERR_TAIL_BYTES = 4096;
@@ -39,60 +31,10 @@ const DEFAULT_START_TIMEOUT_MS = 30_000;
 /** Time between SIGTERM and SIGKILL when the agent's process is ended. */
 const KILL_GRACE_MS = 2000;
 
-export interface AcpEvents {
-  state(state: AgentState, previous: AgentState): void;
-  /** A prompt turn starts (the user's message, as the chat shows it). */
-  turnStart(m: { id: number; text: string }): void;
-  text(delta: string): void;
-  toolCall(c: { id: string; name: string; summary: string }): void;
-  toolProgress(p: { id: string; summary: string }): void;
-  toolResult(r: { id: string; name: string; ok: boolean; status: ToolLineStatus; summary: string; details: string[] }): void;
-  todos(items: { id: string; content: string; status: 'pending' | 'in_progress' | 'completed' }[]): void;
-  usage(u: { used: number; size: number }): void;
-  turnEnd(info: { stopReason: string | null; text: string }): void;
-  notice(text: string): void;
-  error(message: string): void;
-  /** A terminal command may have changed files behind Neovim's back. */
-  diskChanged(): void;
-  /** The agent's own session id (stored, for session/load). */
-  sessionStarted(acpSessionId: string, canLoad: boolean): void;
-}
-
-export interface AcpHost {
-  cwd: string;
-  workspace: Workspace;
-  sessionId: string;
-  /** Our tools (read through read_file's view, write_file, bash), with their audit and checkpoints. */
-  call(name: string, args: unknown, opts: { signal: AbortSignal; review?: ReviewSelection }): Promise<ToolResult>;
-  requestApproval(req: ApprovalRequest): Promise<ApprovalDecision>;
-  cancelApproval(id: string): void;
-  events: AcpEvents;
-  log: { info(m: string, ...a: unknown[]): void; warn(m: string, ...a: unknown[]): void; debug(m: string, ...a: unknown[]): void };
-  mode: PermissionMode;
-  /** Standing "always" grants, shared with the chat's status line. */
-  grants: Set<string>;
-  maxQueue: number;
-  clientVersion: string;
-  /** The agent's session to load (session/load) at the first start: a reopened chat. */
-  resume?: string | null;
-}
-
-interface Terminal {
-  ac: AbortController;
-  done: Promise<{ output: string; truncated: boolean; exitCode: number | null; signal: string | null }>;
-  result?: { output: string; truncated: boolean; exitCode: number | null; signal: string | null };
-  toolLine?: string;
-}
-
 interface Queued {
   id: number;
   text: string;
   prompt: string;
-}
-
-/** A write refused or failed: the agent reads why (JSON-RPC error message and data). */
-function refusal(message: string, data?: Record<string, unknown>): Error {
-  return new (sdk().RequestError)(-32000, message, data);
 }
 
 export class AcpAgent {
@@ -109,11 +51,9 @@ export class AcpAgent {
   private turn: { cancelled: boolean; text: string } | null = null;
   /** Updates the agent replays during session/load are not drawn again (the chat has the transcript). */
   private replaying = false;
-  /** sha256 of what the agent last read of each file through us: the basis its writes are checked against. */
-  private readonly seen = new Map<string, string>();
   private readonly tools = new Map<string, AcpToolCallState>();
-  private readonly terminals = new Map<string, Terminal>();
-  private readonly released = new Map<string, string>();
+  private readonly files: AcpFiles;
+  private readonly terminals: AcpTerminals;
   private readonly permissions = new Map<string, (outcome: acp.RequestPermissionResponse) => void>();
   private thought: { id: string; text: string } | null = null;
   private thoughts = 0;
@@ -125,6 +65,8 @@ export class AcpAgent {
     private readonly host: AcpHost,
   ) {
     this.currentMode = host.mode;
+    this.files = new AcpFiles(name, host, { mode: () => this.currentMode, state: () => this.currentState, ask: (req) => this.ask(req) });
+    this.terminals = new AcpTerminals(host, () => this.currentMode);
   }
 
   get mode(): PermissionMode {
@@ -202,21 +144,17 @@ export class AcpAgent {
     const app = client({ name: 'caboose.nvim' })
       .onNotification('session/update', ({ params }) => this.onUpdate(params))
       .onRequest('session/request_permission', ({ params }) => this.onPermission(params))
-      .onRequest('fs/read_text_file', ({ params }) => this.onRead(params))
-      .onRequest('fs/write_text_file', ({ params, signal }) => this.onWrite(params, signal))
-      .onRequest('terminal/create', ({ params }) => this.onTerminalCreate(params))
-      .onRequest('terminal/output', ({ params }) => this.onTerminalOutput(params))
-      .onRequest('terminal/wait_for_exit', ({ params }) => this.onTerminalWait(params))
+      .onRequest('fs/read_text_file', ({ params }) => this.files.read(params))
+      .onRequest('fs/write_text_file', ({ params, signal }) => this.files.write(params, signal))
+      .onRequest('terminal/create', ({ params }) => this.terminals.create(params))
+      .onRequest('terminal/output', ({ params }) => this.terminals.output(params))
+      .onRequest('terminal/wait_for_exit', ({ params }) => this.terminals.wait(params))
       .onRequest('terminal/kill', ({ params }) => {
-        this.terminals.get(params.terminalId)?.ac.abort();
+        this.terminals.kill(params.terminalId);
         return {};
       })
       .onRequest('terminal/release', ({ params }) => {
-        const t = this.terminals.get(params.terminalId);
-        t?.ac.abort();
-        // Its output stays for the tool line that embeds it (until the turn ends).
-        if (t?.result) this.released.set(params.terminalId, t.result.output);
-        this.terminals.delete(params.terminalId);
+        this.terminals.release(params.terminalId);
         return {};
       });
     const conn = app.connect(stream);
@@ -273,8 +211,7 @@ export class AcpAgent {
     this.conn = null;
     this.acpSessionId = null;
     this.starting = null;
-    for (const t of this.terminals.values()) t.ac.abort();
-    this.terminals.clear();
+    this.terminals.abortAll(true);
     this.cancelPermissions();
     if (this.disposed || !ran) return;
     // A crash: reported with what the agent said last; the next message starts it again.
@@ -313,7 +250,7 @@ export class AcpAgent {
       this.closeThought();
       for (const c of this.tools.values()) if (!isFinished(c)) this.finishTool({ ...c, status: 'failed' }, true);
       this.tools.clear();
-      this.released.clear();
+      this.terminals.turnEnded();
       this.turn = null;
       this.host.events.turnEnd({ stopReason, text: turn.text });
       this.setState('idle');
@@ -328,7 +265,7 @@ export class AcpAgent {
     if (!this.turn) return dropped;
     this.turn.cancelled = true;
     this.cancelPermissions();
-    for (const t of this.terminals.values()) t.ac.abort();
+    this.terminals.abortAll();
     if (this.conn && this.acpSessionId) {
       this.conn.agent.notify('session/cancel', { sessionId: this.acpSessionId }).catch((e: unknown) => this.host.log.warn('session/cancel: %s', String(e)));
     }
@@ -414,7 +351,7 @@ export class AcpAgent {
 
   private finishTool(c: AcpToolCallState, cancelled: boolean): void {
     const status = toolStatus(c, cancelled || (this.turn?.cancelled ?? false));
-    const details = toolDetails(c, (id) => this.terminals.get(id)?.result?.output ?? this.released.get(id));
+    const details = toolDetails(c, (id) => this.terminals.outputOf(id));
     this.tools.delete(c.id);
     this.host.events.toolResult({ id: c.id, name: c.kind, ok: status === 'ok', status, summary: '', details });
     if (c.kind === 'execute' || c.kind === 'delete' || c.kind === 'move') this.host.events.diskChanged();
@@ -457,17 +394,9 @@ export class AcpAgent {
     const options = p.options.map((o) => `${o.name} (${o.kind.replace('_', ' ')})`).join(' · ');
     const input = p.toolCall.rawInput ?? this.tools.get(p.toolCall.toolCallId)?.rawInput;
     const text = [title, ...(input !== undefined ? ['', JSON.stringify(input, null, 2)] : []), '', `the agent's options: ${options}`].join('\n');
-    const answer = new Promise<acp.RequestPermissionResponse>((resolve) => this.permissions.set(id, resolve));
-    const prev = this.currentState;
-    this.setState('pending_approval');
-    const decision = this.host.requestApproval({ id, toolCallId: p.toolCall.toolCallId, tool: grant, args: {}, preview: { kind: 'text', text, showsArguments: true }, label: `${this.name} (ACP)` });
-    const out = await Promise.race([answer, decision.then((d) => ({ d }))]);
-    this.permissions.delete(id);
-    if (this.turn) this.setState(prev === 'pending_approval' ? 'streaming' : prev);
-    if ('outcome' in out) return out;
+    const d = await this.ask({ id, toolCallId: p.toolCall.toolCallId, tool: grant, args: {}, preview: { kind: 'text', text, showsArguments: true }, label: `${this.name} (ACP)` });
     // A stop arrived while the float was open: the agent hears "cancelled", not a rejection.
-    if (!this.turn || this.turn.cancelled) return { outcome: { outcome: 'cancelled' } };
-    const d = out.d;
+    if (d === 'cancelled') return { outcome: { outcome: 'cancelled' } };
     if (d.decision === 'always') {
       this.host.grants.add(grant);
       this.host.events.state(this.currentState, this.currentState);
@@ -478,137 +407,15 @@ export class AcpAgent {
     return pick('reject_once', 'reject_always') ?? { outcome: { outcome: 'cancelled' } };
   }
 
-  // fs/* -------------------------------------------------------------------------------------------------
-
-  private async onRead(p: acp.ReadTextFileRequest): Promise<acp.ReadTextFileResponse> {
-    const fw = fileWorkspace(this.host.workspace);
-    try {
-      const r = fw.resolve(p.path);
-      // The unsaved buffer when the file is loaded; what was seen is remembered for the write gate.
-      const v = await fw.files.viewChecked(r.abs, r.rel, { remember: true });
-      this.seen.set(r.abs, v.sha256);
-      const text = decodeText(v.bytes).text;
-      if (!p.line && !p.limit) return { content: text };
-      const lines = text.split('\n');
-      const start = Math.max(1, p.line ?? 1) - 1;
-      const end = p.limit ? start + p.limit : lines.length;
-      return { content: lines.slice(start, end).join('\n') };
-    } catch (e) {
-      throw refusal(e instanceof Error ? e.message : String(e), { path: p.path });
-    }
-  }
-
-  private async onWrite(p: acp.WriteTextFileRequest, signal: AbortSignal): Promise<acp.WriteTextFileResponse> {
-    const fw = fileWorkspace(this.host.workspace);
-    let rel: string;
-    let abs: string;
-    try {
-      ({ rel, abs } = fw.resolve(p.path));
-    } catch (e) {
-      throw refusal(e instanceof Error ? e.message : String(e), { path: p.path });
-    }
-    if (this.currentMode === 'plan') {
-      this.host.events.notice(`plan mode: ${this.name}'s write to ${rel} was refused`);
-      throw refusal(`The write to ${rel} was refused: the user's session is in plan mode, where nothing is written. Describe the change instead.`, { path: rel, kind: 'blocked_by_mode' });
-    }
-    let expected = this.seen.get(abs);
-    if (expected === undefined) {
-      const v = await fw.files.view(abs);
-      if (v.kind === 'missing') expected = '';
-      else if (v.source === 'buffer') {
-        throw refusal(`${rel} is open in the editor with unsaved changes you have not seen: read it with fs/read_text_file first, then write.`, { path: rel, kind: 'stale_file' });
-      } else expected = v.sha256 ?? ''; // never read through us: the user reviews the whole change against the disk
-    }
-    const args = { path: rel, content: p.content, expectedSha256: expected };
-    const ac = new AbortController();
-    const abort = () => ac.abort();
-    signal.addEventListener('abort', abort, { once: true });
-    try {
-      let review: ReviewSelection | undefined;
-      const perm = permissionFor(this.currentMode, 'edit');
-      if (perm === 'ask' && !this.host.grants.has('write_file')) {
-        let preview;
-        try {
-          preview = await writeFileTool.preview!(args, { signal: ac.signal, workspace: this.host.workspace, sessionId: this.host.sessionId });
-        } catch (e) {
-          throw refusal(`The write to ${rel} was refused: ${e instanceof Error ? e.message : String(e)}`, { path: rel });
-        }
-        const id = randomUUID();
-        const answer = new Promise<acp.RequestPermissionResponse>((resolve) => this.permissions.set(id, resolve));
-        const prev = this.currentState;
-        this.setState('pending_approval');
-        const out = await Promise.race([answer, this.host.requestApproval({ id, toolCallId: id, tool: 'write_file', args, preview, label: `${this.name} (ACP)` }).then((d) => ({ d }))]);
-        this.permissions.delete(id);
-        if (this.turn) this.setState(prev === 'pending_approval' ? 'streaming' : prev);
-        if ('outcome' in out || !this.turn || this.turn.cancelled) throw refusal(`The write to ${rel} was cancelled: the user stopped the turn.`, { path: rel, kind: 'cancelled' });
-        const d = out.d;
-        if (d.decision === 'reject') throw refusal(`The user rejected the write to ${rel}${d.reason ? `: ${d.reason}` : ''}.`, { path: rel, kind: 'rejected' });
-        if (d.decision === 'always') {
-          this.host.grants.add('write_file');
-          this.host.events.state(this.currentState, this.currentState);
-        }
-        review = d.review?.files.some((f) => f.rejected.length > 0) ? d.review : undefined;
-      }
-      const res = await this.host.call('write_file', args, { signal: ac.signal, ...(review ? { review } : {}) });
-      if (!res.ok) {
-        const why = res.error.message + (res.error.kind === 'stale_file' ? ' Read the file again with fs/read_text_file (it may be an unsaved buffer) and redo your change on what you read.' : '');
-        this.host.events.notice(`${this.name}'s write to ${rel} was refused: ${res.error.message}`);
-        throw refusal(why, { path: rel, kind: res.error.kind });
-      }
-      const data = res.data as { sha256?: string; review?: { rejected?: { hunk: number; reason?: string }[] } };
-      if (data.sha256) this.seen.set(abs, data.sha256);
-      return {};
-    } finally {
-      signal.removeEventListener('abort', abort);
-    }
-  }
-
-  // terminal/* -------------------------------------------------------------------------------------------
-
-  private onTerminalCreate(p: acp.CreateTerminalRequest): acp.CreateTerminalResponse {
-    if (this.currentMode === 'plan') throw refusal('Commands are refused: the user\'s session is in plan mode.', { kind: 'blocked_by_mode' });
-    const env = (p.env ?? []).map((e) => `${e.name}=${shellQuote(e.value)}`);
-    const command = [...(env.length > 0 ? ['env', ...env] : []), shellQuote(p.command), ...(p.args ?? []).map(shellQuote)].join(' ');
-    const cwd = p.cwd ? path.relative(this.host.cwd, path.resolve(this.host.cwd, p.cwd)) || undefined : undefined;
-    const id = `term-${randomUUID()}`;
-    const ac = new AbortController();
-    const limit = p.outputByteLimit ?? null;
-    const term: Terminal = {
-      ac,
-      done: this.host.call('bash', { command, ...(cwd ? { cwd } : {}) }, { signal: ac.signal }).then((r) => {
-        let result: NonNullable<Terminal['result']>;
-        if (r.ok) {
-          const d = r.data as { output: string; truncated: boolean; exitCode: number | null; signal?: string };
-          let output = d.output;
-          let truncated = d.truncated;
-          if (limit !== null && Buffer.byteLength(output) > limit) {
-            output = Buffer.from(output).subarray(-limit).toString('utf8').replace(/^\uFFFD+/, '');
-            truncated = true;
-          }
-          result = { output, truncated, exitCode: d.exitCode, signal: d.signal ?? null };
-        } else {
-          result = { output: r.error.message, truncated: false, exitCode: null, signal: r.error.kind === 'cancelled' ? 'SIGTERM' : null };
-        }
-        term.result = result;
-        this.host.events.diskChanged();
-        return result;
-      }),
-    };
-    this.terminals.set(id, term);
-    return { terminalId: id };
-  }
-
-  private onTerminalOutput(p: acp.TerminalOutputRequest): acp.TerminalOutputResponse {
-    const t = this.terminals.get(p.terminalId);
-    if (!t) throw refusal(`no terminal ${p.terminalId}`);
-    const r = t.result;
-    return r ? { output: r.output, truncated: r.truncated, exitStatus: { exitCode: r.exitCode, signal: r.signal } } : { output: '', truncated: false };
-  }
-
-  private async onTerminalWait(p: acp.WaitForTerminalExitRequest): Promise<acp.WaitForTerminalExitResponse> {
-    const t = this.terminals.get(p.terminalId);
-    if (!t) throw refusal(`no terminal ${p.terminalId}`);
-    const r = await t.done;
-    return { exitCode: r.exitCode, signal: r.signal };
+  /** Asks the user through our float; 'cancelled' when the turn stopped (or the agent's session was cancelled) meanwhile. */
+  private async ask(req: ApprovalRequest): Promise<ApprovalDecision | 'cancelled'> {
+    const answer = new Promise<acp.RequestPermissionResponse>((resolve) => this.permissions.set(req.id, resolve));
+    const prev = this.currentState;
+    this.setState('pending_approval');
+    const out = await Promise.race([answer, this.host.requestApproval(req).then((d) => ({ d }))]);
+    this.permissions.delete(req.id);
+    if (this.turn) this.setState(prev === 'pending_approval' ? 'streaming' : prev);
+    if ('outcome' in out || !this.turn || this.turn.cancelled) return 'cancelled';
+    return out.d;
   }
 }

@@ -176,6 +176,7 @@ export function createAgentTool(opts: AgentToolOptions): ToolDefinition<typeof a
         task: args.task,
         tools,
         mode,
+        followMode: opts.mode,
         systemPrompt: `${AGENT_PROMPT}\n${modeNote(mode)}\n${workspaceLine(ctx.workspace.root)}`,
         stepLimit: opts.stepLimit ?? 30,
         requestApproval: opts.requestApproval,
@@ -196,6 +197,8 @@ interface ChildSpec {
   task: string;
   tools: string[];
   mode: PermissionMode;
+  /** The parent's mode, read at each of the child's tool calls (explore's children stay in plan). */
+  followMode?: () => PermissionMode;
   systemPrompt: string;
   stepLimit: number;
   requestApproval: (req: ApprovalRequest) => Promise<ApprovalDecision>;
@@ -220,6 +223,7 @@ async function runChild(opts: CommonOptions, ctx: ToolContext, spec: ChildSpec):
     provider: opts.provider,
     registry: new ScopedRegistry(opts.registry, new Set(spec.tools)),
     mode: spec.mode,
+    followMode: spec.followMode,
     stepLimit: spec.stepLimit,
     maxQueue: 0,
     systemPrompt: spec.systemPrompt,

@@ -67,7 +67,7 @@ export async function expandMcpMessage(
     if (body.length > MAX_RESOURCE_CHARS) body = `${body.slice(0, MAX_RESOURCE_CHARS)}\n… [cut at ${MAX_RESOURCE_CHARS} characters]`;
     attached.push(`<mcp-resource server="${server}" uri="${uri}">\n${body}\n</mcp-resource>`);
     labels.push(`mcp:${server}:${uri}`);
-    void conn.subscribe(uri, timeoutMs).catch(() => false);
+    pool.watchResource(server, uri);
   }
   if (attached.length > 0) out = `${out}\n\nAttached MCP resources:\n${attached.join('\n')}`;
   return { text: out, labels };

@@ -1,4 +1,4 @@
-import type { BufferBridge, BufferFormat, BufferOp, BufferOpResult, BufferSnapshot } from '../workspace/file-access';
+import type { BufferBridge, BufferFormat, BufferOp, BufferOpResult, BufferSnapshot } from '../workspace/buffer-bridge';
 
 /** The slice of LuaUi the bridge needs: run Lua in Neovim, one round trip per call. */
 export interface LuaRunner {

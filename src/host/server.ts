@@ -1,3 +1,9 @@
+/**
+ * The host's RPC router: one `switch` over the methods Lua calls (src/host/protocol-names.ts), each case
+ * a few lines that validate the parameters and hand over to the chat's runtime, the model catalogue, the
+ * store or the MCP servers (mcp-setup.ts). It stays one file on purpose: the method table reads in one
+ * place; the work behind each method lives in the modules it calls.
+ */
 import type { z } from 'zod';
 import type { HostConfig } from './protocol';
 import { CALL_NOTIFICATION, EVENTS, METHODS } from './protocol-names';
@@ -5,6 +11,7 @@ import type { Logger } from './logger';
 import type { LuaUi } from './lua-ui';
 import type { SessionRuntime } from './runtime';
 import type { McpPool } from '../mcp/client-pool';
+import { createMcpPool, mcpView } from './mcp-setup';
 
 // Start-up time matters (the user's first command waits for it): zod, the agent, the tools and SQLite
 // load on the first request that needs them, not when the host starts.
@@ -383,50 +390,18 @@ export class HostServer {
     this.mcp?.dispose();
   }
 
-  /** The MCP pool (null without configured servers). Creating it starts nothing and loads no SDK. */
+  /** The MCP pool (null without configured servers), created on first need (mcp-setup.ts). */
   private mcpPool(): McpPool | null {
     if (this.mcp !== undefined) return this.mcp;
-    const init = this.requireInit();
-    const servers = init.config.mcp?.servers ?? {};
-    if (Object.keys(servers).length === 0) return (this.mcp = null);
-    const { McpPool } = require('../mcp/client-pool') as typeof import('../mcp/client-pool');
-    const needsSandbox = Object.values(servers).some((s) => 'command' in s && s.sandbox === true);
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const sandbox = needsSandbox ? new (require('../workspace/sandbox/sandbox') as typeof import('../workspace/sandbox/sandbox')).Sandbox({ root: init.cwd, dataDir: init.dataDir, config: init.config.sandbox ?? null }) : null;
-    const path = require('node:path') as typeof import('node:path');
-    const { pathToFileURL } = require('node:url') as typeof import('node:url');
-    // What servers ask of the client goes to the current chat (none, or an ACP chat: cancelled/refused).
-    const chat = () => this.runtime?.mcpClient;
-    const pool = new McpPool(init.config.mcp ?? {}, {
-      cwd: init.cwd,
-      log: this.log,
-      clientVersion: HOST_VERSION,
-      sandbox,
-      client: {
-        roots: () => [{ uri: pathToFileURL(init.cwd).href, name: path.basename(init.cwd) }],
-        elicit: async (server, req, signal) => chat()?.elicit(server, req, signal) ?? { action: 'cancel' },
-        sample: async (server, req, signal) => {
-          const c = chat();
-          if (!c) throw new Error('no chat with a model is open to answer the sampling request');
-          return c.sample(server, req, signal);
-        },
-        resourceUpdated: (server, uri) => this.ui.emit(EVENTS.notice, { text: `MCP server '${server}': resource ${uri} changed` }),
-      },
-    });
-    pool.onChange((c) => {
-      const tools = pool.status().find((s) => s.name === c.server)?.tools.length ?? 0;
-      this.ui.emit(EVENTS.mcpChanged, { server: c.server, state: c.state, previous: c.previous, reason: c.reason, tools });
-    });
-    this.mcp = pool;
-    return pool;
+    this.mcp = createMcpPool(this.requireInit(), { log: this.log, ui: this.ui, clientVersion: HOST_VERSION, chat: () => this.runtime?.mcpClient });
+    return this.mcp;
   }
 
   private mcpView(pool: McpPool | null) {
-    const { mcpServerViews } = require('../mcp/status') as typeof import('../mcp/status');
     const session = this.runtime?.session;
     const mode = session?.agent.mode ?? this.requireInit().config.mode ?? 'create';
     const grants = new Set(session?.agent.alwaysAllowedTools ?? []);
-    return { mode, servers: pool ? mcpServerViews(pool.status(), mode, grants) : [] };
+    return mcpView(pool, mode, grants);
   }
 
   private catalogue(): import('./models').ModelCatalogue {

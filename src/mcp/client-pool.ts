@@ -91,6 +91,11 @@ export class McpPool {
   private disposed = false;
   /** Bumped at every change: the tool definitions built from the pool are rebuilt when it moves. */
   version = 0;
+  /**
+   * Attached resources (`server\0uri`) whose change was announced: a server that sends an update every few
+   * seconds is announced once, until the user attaches the resource again.
+   */
+  private readonly announcedChanges = new Set<string>();
 
   constructor(
     config: McpConfig,
@@ -200,6 +205,23 @@ export class McpPool {
     return { conn: e.conn, timeoutMs: e.config.timeout_ms ?? DEFAULT_MCP_CALL_TIMEOUT_MS };
   }
 
+  /**
+   * Subscribes to an attached resource's updates (where the server offers it); its next change is announced
+   * again, once.
+   */
+  watchResource(server: string, uri: string): void {
+    this.announcedChanges.delete(`${server}\0${uri}`);
+    const e = this.entries.get(server);
+    if (e?.state === 'running' && e.conn) void e.conn.subscribe(uri, e.config.timeout_ms ?? DEFAULT_MCP_CALL_TIMEOUT_MS).catch(() => false);
+  }
+
+  private resourceUpdated(server: string, uri: string): void {
+    const key = `${server}\0${uri}`;
+    if (this.announcedChanges.has(key)) return;
+    this.announcedChanges.add(key);
+    this.o.client?.resourceUpdated?.(server, uri);
+  }
+
   /** Every running server's resources and templates (a server that fails to list them is left out). */
   async resources(): Promise<{ server: string; resources: McpResourceInfo[]; templates: McpResourceTemplateInfo[] }[]> {
     const all = await Promise.all(
@@ -284,7 +306,7 @@ export class McpPool {
       const connect = this.o.connect ?? (require('./connect') as typeof import('./connect')).connectMcpServer;
       const conn = await connect(e.config, {
         server: e.name,
-        ...(this.o.client ? { client: this.o.client } : {}),
+        ...(this.o.client ? { client: { ...this.o.client, resourceUpdated: (server: string, uri: string) => this.resourceUpdated(server, uri) } } : {}),
         cwd: this.o.cwd,
         sandbox: this.o.sandbox ?? null,
         timeoutMs: this.startTimeoutMs,

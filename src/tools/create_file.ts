@@ -3,7 +3,7 @@ import { ToolError, STALE_FILE_ACTION } from '../workspace/errors';
 import type { ToolDefinition } from './tool';
 import { fileWorkspace, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
 import { reviewFiles } from '../workspace/review';
-import { sha256Hex } from '../workspace/file-access';
+import { sha256Hex } from '../workspace/file-sha';
 import { fileDiff } from '../workspace/text-diff';
 import { DIAGNOSTICS_NOTE, capDiff, pathField, type CappedDiff, type WithDiagnostics } from '../workspace/tool-support';
 

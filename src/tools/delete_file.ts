@@ -6,7 +6,8 @@ import { expectedShaField, pathField } from '../workspace/tool-support';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import { createHash } from 'node:crypto';
-import { unsavedBufferError, type FileView } from '../workspace/file-access';
+import { unsavedBufferError } from '../workspace/file-errors';
+import type { FileView } from '../workspace/file-view';
 import { sliceLines, type LineSlice } from '../workspace/encoding';
 
 export const deleteFileParameters = z.object({

@@ -3,7 +3,7 @@ import { ToolError } from '../workspace/errors';
 import type { ToolDefinition } from './tool';
 import { fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
 import { expectedShaField, pathField } from '../workspace/tool-support';
-import { unsavedBufferError } from '../workspace/file-access';
+import { unsavedBufferError } from '../workspace/file-errors';
 
 export const moveFileParameters = z.object({
   from: pathField('Current path of the file'),

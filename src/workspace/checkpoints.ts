@@ -1,6 +1,8 @@
 import path from 'node:path';
 import type { CheckpointFileRecord, CheckpointRepository } from '../store/checkpoints';
-import { sha256Hex, type CommitReport, type FileAccess, type FileChange } from './file-access';
+import { sha256Hex } from './file-sha';
+import type { CommitReport, FileAccess } from './file-access';
+import type { FileChange } from './commit-disk';
 
 /**
  * Checkpoint capture: while a user message's turn is open, every write commit first stores the

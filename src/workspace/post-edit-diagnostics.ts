@@ -1,6 +1,6 @@
 import type { BufferDiagnostics, DiagnosticsSource, LineHunk, LocatedDiagnostic, WatchPoll } from './diagnostics';
 import { diffDiagnostics } from './diagnostics-diff';
-import type { FileChange } from './file-access';
+import type { FileChange } from './commit-disk';
 
 /**
  * After a write lands text in loaded buffers: wait (bounded) for their language servers to report on the

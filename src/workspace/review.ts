@@ -7,7 +7,10 @@ import { diffArrays, diffWordsWithSpace } from 'diff';
 import { MAX_DIFF_EDIT_LENGTH } from './patch/diff';
 import { ToolError } from './errors';
 import { decodeText, encodeText, isBinary } from './encoding';
-import { sha256Hex, type CommitReport, type FileAccess, type FileChange, type FileView } from './file-access';
+import { sha256Hex } from './file-sha';
+import type { CommitReport, FileAccess } from './file-access';
+import type { FileChange } from './commit-disk';
+import type { FileView } from './file-view';
 import { fileDiff } from './text-diff';
 import type { PathResolver } from './paths';
 

@@ -1,6 +1,9 @@
 import type { Checkpoint, CheckpointFile } from '../store/checkpoints';
 import { isBinary } from './encoding';
-import { basisOf, savedFields, sha256Hex, type FileChange, type FileView } from './file-access';
+import { basisOf, type FileView } from './file-view';
+import { savedFields } from './file-access';
+import { sha256Hex } from './file-sha';
+import type { FileChange } from './commit-disk';
 import { fileDiff } from './text-diff';
 import type { AuditDraft, FileWorkspace, WritePlan } from './workspace';
 

@@ -7,6 +7,7 @@ import { Transform } from 'node:stream';
 import type { TrashEntry, TrashRepository } from '../store/trash';
 import { STALE_FILE_ACTION, ToolError } from './errors';
 import { sha256OfFileSync } from './file-sha';
+import { fsyncDir } from './commit-disk';
 
 export const DEFAULT_TRASH_RETENTION_DAYS = 30;
 
@@ -238,13 +239,4 @@ async function copyHashed(from: string, to: string, mode = 0o600): Promise<{ siz
   const fh = await fsp.open(to, 'r');
   await fh.sync().finally(() => fh.close());
   return { size, sha256: h.digest('hex') };
-}
-
-async function fsyncDir(dir: string): Promise<void> {
-  try {
-    const fh = await fsp.open(dir, 'r');
-    await fh.sync().finally(() => fh.close());
-  } catch {
-    // some platforms cannot fsync a directory
-  }
 }

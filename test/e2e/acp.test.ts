@@ -211,6 +211,33 @@ forEachNvim((bin) => {
       assert.equal(processAlive(pid), false, 'the agent ended with Neovim');
     });
 
+    it("reading a file that usually holds secrets asks first, in every mode; a rejection reaches the agent as an error", async () => {
+      await e.start({ initLua: SETUP('chug') });
+      fs.writeFileSync(path.join(e.t.cwd, '.env'), 'API_TOKEN=hunter2\n');
+      fs.writeFileSync(path.join(e.t.cwd, 'plain.txt'), 'plain\n');
+      await pick();
+      await send('read plain.txt');
+      await chatHas('READ<<plain');
+      await idle();
+      await send('read .env');
+      const f = await waitApprovalFloat(e.t);
+      assert.match(f.text, /\.env/);
+      assert.match(f.text, /secret/);
+      await e.t.lua("require('caboose').approval_respond('reject', 'no secrets')");
+      await chatHas(/ERROR .*did not allow reading \.env/);
+      await idle();
+      assert.doesNotMatch(await chat(), /hunter2/, 'the rejected read shows nothing of the file');
+      await send('read .env');
+      await waitApprovalFloat(e.t);
+      await e.t.lua("require('caboose').approval_respond('always')");
+      await chatHas('READ<<API_TOKEN=hunter2');
+      await idle();
+      // "always" covers this file for the session: no second float.
+      await send('read .env');
+      await e.t.waitFor(async () => (await chat()).split('READ<<API_TOKEN').length === 3, 'the second read, without asking');
+      assert.equal(await approvalFloat(e.t), null);
+    });
+
     it('plan mode refuses writes; an ACP chat is stored and reopened with session/load', async () => {
       await e.start({ initLua: SETUP('plan', { ACP_TEST_LOAD: '1' }) });
       const file = path.join(e.t.cwd, 'b.txt');

@@ -256,6 +256,22 @@ test('agent: the child runs in the parent\'s mode read at call time; its approva
   assert.deepEqual(h.executed, ['edit:create mode task', 'edit:auto edit task']);
 });
 
+test('agent: a mode change while the child runs applies to its next tool call (plan stops its edit)', async (t) => {
+  const h = await setup(t, { mode: 'chug' });
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  h.fake.scriptFor('switch task', { toolCalls: [{ name: 'edit_thing', arguments: { path: 'x' } }], gate, gateAfterChunks: 0 }, { text: 'child done' });
+  h.fake.script({ toolCalls: [{ name: 'agent', arguments: { task: 'switch task' } }] }, { text: 'ok' });
+  h.agent.send('go');
+  await until(() => requestsOf(h.fake, 'switch task').length === 1, "the child's first request");
+  h.agent.setMode('plan');
+  release();
+  await h.agent.idle();
+  assert.deepEqual(h.executed, [], 'the edit did not run');
+  const childResult = JSON.parse(String(requestsOf(h.fake, 'switch task')[1].body?.messages?.at(-1)?.content)) as ToolResult;
+  assert.equal(childResult.ok ? '' : childResult.error.kind, 'blocked_by_mode');
+});
+
 test('agent: "always" given to a child is the session\'s grant: the parent and later children run the tool without asking', async (t) => {
   const h = await setup(t, { approve: async () => ({ decision: 'always' }) });
   h.fake.scriptFor('first', { toolCalls: [{ name: 'edit_thing', arguments: { path: 'a' } }] }, { text: 'a done' });

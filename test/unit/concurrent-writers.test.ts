@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openWorkspace, type OpenedWorkspace } from '../../src/index';
-import type { CommitFaultHook } from '../../src/workspace/file-access';
+import type { CommitFaultHook } from '../../src/workspace/commit-disk';
 import { fileTree } from '../support/files';
 
 const sha = (b: string | Buffer): string => createHash('sha256').update(b).digest('hex');

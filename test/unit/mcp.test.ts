@@ -283,3 +283,36 @@ describe('the MCP pool against the test server', () => {
     assert.equal(p2.status()[0].state, 'failed');
   });
 });
+
+describe('resource update notices', () => {
+  it("a server that keeps sending updates for an attached resource is announced once, until it is attached again", async () => {
+    let hooks: import('../../src/mcp/connect').ConnectOptions | undefined;
+    const subscribed: string[] = [];
+    const conn = {
+      tools: [],
+      serverInfo: undefined,
+      subscribe: async (uri: string) => (subscribed.push(uri), true),
+      close: async () => undefined,
+      kill: () => undefined,
+    } as unknown as import('../../src/mcp/connect').McpConnection;
+    const announced: string[] = [];
+    const pool = new McpPool(McpConfigSchema.parse({ servers: { s: { command: 'x' } } }), {
+      cwd: process.cwd(),
+      log: { debug() {}, info() {}, warn() {}, error() {} },
+      clientVersion: 'test',
+      connect: async (_cfg, o) => ((hooks = o), conn),
+      client: { resourceUpdated: (server: string, uri: string) => void announced.push(`${server} ${uri}`) } as unknown as import('../../src/mcp/connect').McpClientHooks,
+    });
+    await pool.ensureStarted({ restartDied: false });
+    pool.watchResource('s', 'test://a');
+    assert.deepEqual(subscribed, ['test://a']);
+    for (let i = 0; i < 5; i++) hooks!.client!.resourceUpdated!('s', 'test://a');
+    hooks!.client!.resourceUpdated!('s', 'test://b');
+    assert.deepEqual(announced, ['s test://a', 's test://b'], 'once per resource');
+    pool.watchResource('s', 'test://a'); // attached again: its next change is news
+    hooks!.client!.resourceUpdated!('s', 'test://a');
+    hooks!.client!.resourceUpdated!('s', 'test://a');
+    assert.deepEqual(announced, ['s test://a', 's test://b', 's test://a']);
+    pool.dispose();
+  });
+});

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { PostEditDiagnostics, MAX_REPORTED, type PostEditOptions } from '../../src/workspace/post-edit-diagnostics';
 import type { BufferDiagnostics, Diagnostic, DiagnosticsSource, WatchPoll, WatchedBuffer } from '../../src/workspace/diagnostics';
 import { openWorkspace } from '../../src/index';
-import type { FileChange } from '../../src/workspace/file-access';
+import type { FileChange } from '../../src/workspace/commit-disk';
 
 const ROOT = '/ws';
 const rel = (abs: string) => path.relative(ROOT, abs);

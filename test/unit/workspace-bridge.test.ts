@@ -5,8 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openWorkspace } from '../../src/index';
-import { bufferTextToBytes, bytesToBufferText, type BufferFormat } from '../../src/workspace/file-access';
-import { FakeBridge, UNIX } from '../support/fake-bridge';
+import { FakeBridge } from '../support/fake-bridge';
 
 /** Tool results with their data opened up for assertions. */
 type R =
@@ -173,17 +172,6 @@ test('without a bridge the tools behave exactly as on disk (no buffer fields)', 
     ws.close();
     fs.rmSync(tmp, { recursive: true, force: true });
   }
-});
-
-test('buffer text ↔ bytes honour fileformat, eol and BOM', () => {
-  const dos: BufferFormat = { eol: '\r\n', finalEol: true, bom: true, fileencoding: 'utf-8' };
-  const bytes = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('a\r\nb\r\n')]);
-  const dec = bytesToBufferText(bytes, dos);
-  assert.deepEqual(dec, { text: 'a\nb\n', finalEol: true, bom: true });
-  assert.ok(bufferTextToBytes(dec.text, dos).equals(bytes));
-  assert.equal(bufferTextToBytes('', UNIX).length, 0, 'an empty buffer writes 0 bytes');
-  assert.equal(bufferTextToBytes('a\n', { ...UNIX, finalEol: false }).toString(), 'a');
-  assert.deepEqual(bytesToBufferText(Buffer.from('x'), UNIX), { text: 'x\n', finalEol: false, bom: false });
 });
 
 test('a data folder inside the workspace is hidden from the tools', async () => {
