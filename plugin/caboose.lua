@@ -22,7 +22,14 @@ end
 
 vim.api.nvim_create_user_command('Caboose', function(o)
   caboose().command_caboose(o)
-end, { nargs = '*', range = true, desc = 'Caboose: send a prompt to the agent (with a range: about the selection)' })
+end, {
+  nargs = '*',
+  range = true,
+  complete = function(lead, line)
+    return require('caboose.prompts').complete_cmdline(lead, line)
+  end,
+  desc = 'Caboose: send a prompt to the agent (with a range: about the selection)',
+})
 
 vim.api.nvim_create_user_command('CabooseEdit', function(o)
   caboose().command_edit(o)
@@ -66,6 +73,10 @@ vim.api.nvim_create_user_command('CabooseSessions', function(o)
   caboose().command_sessions(o)
 end, { nargs = '*', bang = true, desc = 'Caboose: reopen a stored conversation ([search words]; ! deletes one)' })
 
+vim.api.nvim_create_user_command('CaboosePrompts', function(o)
+  require('caboose.prompts').command(o)
+end, { nargs = 0, range = true, desc = 'Caboose: pick a prompt of the library and run it (with a range: on the selection)' })
+
 vim.api.nvim_create_user_command('CabooseRename', function(o)
   caboose().rename(o.args)
 end, { nargs = '*', desc = 'Caboose: rename the current conversation' })
@@ -85,6 +96,10 @@ end, { desc = 'Caboose: list the messages whose file changes can be rewound (dif
 vim.api.nvim_create_user_command('CabooseExport', function(o)
   caboose().export(o.args, o.bang)
 end, { nargs = '?', bang = true, complete = 'file', desc = 'Caboose: the chat as Markdown in a file ([path]; ! a new buffer)' })
+
+vim.api.nvim_create_user_command('CabooseDebug', function()
+  require('caboose.ui.debug').open()
+end, { desc = "Caboose: the chat's last model request (exact JSON) and response summary, secrets masked" })
 
 vim.api.nvim_create_user_command('CabooseAudit', function(o)
   caboose().command_audit(o)

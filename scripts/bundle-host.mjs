@@ -28,7 +28,7 @@ await build({
   target: 'node20',
   external: ['better-sqlite3'],
   define: { __CABOOSE_BUNDLED__: 'true' },
-  minify: true,
+  minify: process.env.CABOOSE_BUNDLE_MINIFY !== "0",
   sourcemap: 'linked',
   legalComments: 'linked',
   logLevel: 'warning',

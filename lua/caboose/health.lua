@@ -91,6 +91,35 @@ H.sum = function(files)
 end
 
 function M.check()
+  H.main()
+  H.report_prompts()
+end
+
+--- The prompt library: how many prompts from where, and the files that cannot be used.
+H.report_prompts = function()
+  local h = vim.health
+  local ok, all = pcall(function()
+    return require('caboose.prompts').all()
+  end)
+  if not ok then
+    return
+  end
+  h.start('caboose: prompt library')
+  local count, broken = {}, 0
+  for _, e in ipairs(all) do
+    count[e.source] = (count[e.source] or 0) + 1
+    if e.error then
+      broken = broken + 1
+      h.warn(string.format('/%s (%s): %s', e.name, require('caboose.prompts').source_text(e), e.error), { 'fix the file; :help caboose-prompts' })
+    end
+  end
+  h.info(string.format('%d project, %d user, %d setup(), %d built-in (:CaboosePrompts lists them)', count.project or 0, count.user or 0, count.setup or 0, count.builtin or 0))
+  if broken == 0 then
+    h.ok('every prompt can be used')
+  end
+end
+
+H.main = function()
   local h = vim.health
   h.start('caboose: editor and runtime')
   local v = vim.version()

@@ -30,6 +30,15 @@ M.start_host = function(prestarting)
   return pcall(rpc.ensure, S.cfg(), M.report)
 end
 
+--- Starts the host's job (not in 'remote' transport, which starts synchronously), quietly: whatever fails
+--- here fails again, and is reported, at the call that follows.
+M.start_early = function()
+  if require('caboose.rpc').is_running() or S.cfg().host.transport == 'remote' then
+    return
+  end
+  M.start_host(true)
+end
+
 --- Start the host (if needed), without waiting for it. Returns true when it is starting or up.
 M.ensure_host = function()
   local ok, err = M.start_host()

@@ -66,6 +66,9 @@ function M.send(text, opts)
     return false
   end
   opts = opts or {}
+  -- A cold start: the host's process starts first, so Node loads while the chat opens and the message is
+  -- expanded (a failure to start is reported by the call below, where the chat shows it).
+  host.start_early()
   if not opts.expanded then
     return require('caboose.insertables').send(text, opts)
   end

@@ -17,6 +17,7 @@ M.methods = {
   session_export = 'session.export',
   session_delete = 'session.delete',
   session_info = 'session.info',
+  session_debug = 'session.debug',
   set_mode = 'mode.set',
   approval_resolve = 'approval.resolve',
   ask_resolve = 'ask.resolve',
@@ -98,6 +99,11 @@ function M.on_event(name, payload)
   if not ok then
     vim.notify('(caboose) error handling ' .. name .. ': ' .. tostring(err), vim.log.levels.ERROR)
   end
+  -- User CabooseProgress (fidget.nvim, statuslines): after the chat has the event.
+  local pok, perr = pcall(require('caboose.progress').on_event, name, payload or {})
+  if not pok then
+    vim.notify('(caboose) progress: ' .. tostring(perr), vim.log.levels.ERROR)
+  end
 end
 
 H.on_reply = function(p)
@@ -152,6 +158,7 @@ H.on_exit = function(job, code)
   if fn then
     pcall(fn, { code = code, expected = expected })
   end
+  pcall(require('caboose.progress').on_event, 'host_exit', {})
 end
 
 H.start_job = function(cfg)

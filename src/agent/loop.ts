@@ -114,11 +114,33 @@ export interface AgentOptions {
 export interface QueuedMessage {
   text: string;
   meta?: unknown;
+  /** The message as content parts (text and images the user attached); `text` is then its text part. */
+  content?: ChatCompletionContentPart[];
+}
+
+/** What a server says when a request carries images the model cannot read. */
+const IMAGE_REJECTION_RE = /image|vision|multi-?modal|modalit|image_url|content.?part|content type|unsupported content|only text/i;
+
+/** True when `m` carries an image part (the user attached one). */
+function hasImage(m: ChatMessage): boolean {
+  return m.role === 'user' && Array.isArray(m.content) && m.content.some((p) => p.type === 'image_url');
+}
+
+/** `m` without its images: its text, and a note the model reads saying which images did not go. */
+function withoutImages(m: ChatMessage, why: string): ChatMessage {
+  if (!hasImage(m) || !Array.isArray(m.content)) return m;
+  const parts = m.content as ChatCompletionContentPart[];
+  const text = parts.map((p) => (p.type === 'text' ? p.text : '')).filter(Boolean).join('\n\n');
+  const n = parts.filter((p) => p.type === 'image_url').length;
+  return { role: 'user', content: `${text}\n\n(${n === 1 ? 'The attached image was' : `The ${n} attached images were`} not sent: ${why}.)` };
 }
 
 export type SendResult = { status: 'started' } | { status: 'queued'; position: number } | { status: 'rejected'; reason: string };
 
 export const DEFAULT_STEP_LIMIT = 50;
+
+/** The setting a user changes when a model cannot read images (issue 22). */
+export const VISION_HINT = 'If this model cannot read images, set provider.vision = false (per model: providers.<name>.models["<model>"].vision = false) so images are never sent to it; use a vision model to send images.';
 export const DEFAULT_MAX_QUEUE = 3;
 
 export class Agent {
@@ -137,6 +159,8 @@ export class Agent {
   private currentState: AgentState = 'idle';
   private running = false;
   private abort: AbortController | null = null;
+  /** The server refused a request for its images: later images are not sent to this model. */
+  private imagesRejected = false;
   /** The prompt within the model's context window, and compaction (context-window.ts). */
   private readonly window: ContextWindow;
 
@@ -243,17 +267,18 @@ export class Agent {
   }
 
   /** Starts a turn, or queues the message while busy (up to `maxQueue`, processed in order). */
-  send(text: string, meta?: unknown): SendResult {
+  send(text: string, meta?: unknown, content?: ChatCompletionContentPart[]): SendResult {
+    const message: QueuedMessage = content ? { text, meta, content } : { text, meta };
     if (!this.running) {
       this.running = true;
-      void this.runLoop({ text, meta });
+      void this.runLoop(message);
       return { status: 'started' };
     }
     const max = this.opts.maxQueue ?? DEFAULT_MAX_QUEUE;
     if (this.queue.length >= max) {
       return { status: 'rejected', reason: `the agent is busy and ${max} messages are already queued` };
     }
-    this.queue.push({ text, meta });
+    this.queue.push(message);
     return { status: 'queued', position: this.queue.length };
   }
 
@@ -336,7 +361,7 @@ export class Agent {
     while (next !== undefined) {
       try {
         this.emit('turnStart', next);
-        await this.runTurn(next.text);
+        await this.runTurn(next.text, next.content);
       } catch (err) {
         // A bug in the loop or an event handler: report it, keep the agent usable.
         const message = err instanceof Error ? err.message : String(err);
@@ -354,11 +379,16 @@ export class Agent {
     for (const w of this.idleWaiters.splice(0)) w();
   }
 
-  private async runTurn(text: string): Promise<void> {
+  private async runTurn(text: string, content?: ChatCompletionContentPart[]): Promise<void> {
     const controller = new AbortController();
     this.abort = controller;
     const signal = controller.signal;
-    this.push(userMessage(text));
+    const user: ChatMessage = content ? { role: 'user', content } : userMessage(text);
+    // A model that refused images before gets the text alone (said once more, so the user knows).
+    if (this.imagesRejected && hasImage(user)) {
+      this.emit('error', { kind: 'image_rejected', message: `${this.model.model} rejected images earlier in this session: the image was not sent, the text was. ${VISION_HINT}` });
+      this.push(withoutImages(user, 'the model does not accept images'));
+    } else this.push(user);
     const stepLimit = this.opts.stepLimit ?? DEFAULT_STEP_LIMIT;
 
     for (let step = 1; ; step++) {
@@ -437,6 +467,13 @@ export class Agent {
       if (partial.length > 0) this.push(interruptedAssistantMessage(partial));
       // Only a reply that showed text was interrupted; a request that failed before any text has nothing to mark.
       this.emit('assistantEnd', { interrupted: partial.length > 0 });
+      // Images the model cannot read: the text goes again without them (once), and the user learns the setting.
+      if (!aborted && partial.length === 0 && e.kind === 'bad_response' && (e.status === undefined || (e.status >= 400 && e.status < 500)) && IMAGE_REJECTION_RE.test(e.message) && this.history.some(hasImage)) {
+        this.imagesRejected = true;
+        for (let i = 0; i < this.history.length; i++) this.history[i] = withoutImages(this.history[i], 'the model rejected images');
+        this.emit('error', { kind: 'image_rejected', message: `${this.model.model} rejected the image (${e.message}): sending the text without it. ${VISION_HINT}` });
+        return this.streamStep(signal, compactedForLength);
+      }
       // The prompt did not fit: compact and try once more instead of ending the turn.
       if (e.kind === 'context_length' && !aborted && !compactedForLength && partial.length === 0) {
         if (await this.window.maybeCompact(signal, true)) return this.streamStep(signal, true);

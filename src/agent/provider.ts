@@ -9,6 +9,7 @@
  * are imported statically (erased at compile time).
  */
 import type OpenAI from 'openai';
+import { nodeFetch } from './node-fetch';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { readSseBatches, StreamAssembler, toWireMessages, type AssembledCall, type StreamErrorInfo, type StreamUsage } from './stream';
 
@@ -61,6 +62,35 @@ export interface ModelRequest {
   maxTokens?: number;
   /** Extra top-level request fields (per-model options such as reasoning_effort, temperature). */
   extraBody?: Record<string, unknown>;
+  /**
+   * Told of each HTTP request as it starts, with a record the client keeps filling in (status, chunks,
+   * finish, usage, error) until the response ends: what :CabooseDebug shows.
+   */
+  observe?: (exchange: Exchange) => void;
+}
+
+/** One HTTP request to the model and what came back (filled in as the response arrives). */
+export interface Exchange {
+  url: string;
+  model: string;
+  /** The JSON body sent, as sent (not a copy: never mutated afterwards). */
+  body: Record<string, unknown>;
+  /** Extra headers configured for the provider (besides Authorization and Content-Type). */
+  headers?: Record<string, string>;
+  /** Whether an API key went in the Authorization header. */
+  authorization: boolean;
+  startedAt: number;
+  status?: number;
+  responseHeaders?: Record<string, string>;
+  /** Milliseconds from the request to the response's headers, and to its end. */
+  headersMs?: number;
+  durationMs?: number;
+  /** Stream chunks (SSE data events) read. */
+  chunks: number;
+  finishReason?: string;
+  usage?: StreamUsage;
+  error?: { kind: string; message: string; status?: number; body?: unknown };
+  done: boolean;
 }
 
 /**
@@ -148,8 +178,8 @@ export class OpenAIProvider implements ModelClient {
 
   async prepare(): Promise<void> {
     await this.ensureClient();
-    // Node loads its fetch implementation on the first call; a data: URL does that without any network.
-    await fetch('data:,').then((r) => r.arrayBuffer());
+    // The SDK builds its requests' headers as a `Headers`: Node loads that class (with its fetch) on first use.
+    void new Headers();
   }
 
   private async ensureClient(): Promise<{ client: OpenAI; sdk: OpenAIModule }> {
@@ -163,6 +193,9 @@ export class OpenAIProvider implements ModelClient {
         maxRetries: 0,
         timeout: this.config.timeoutMs,
         defaultHeaders: this.config.headers,
+        // node:http instead of Node's fetch: the same requests and answers for a fraction of the CPU a
+        // streamed reply costs (src/agent/node-fetch.ts).
+        fetch: nodeFetch as unknown as typeof fetch,
       });
     }
     return { client: this.client, sdk: this.sdk };
@@ -234,6 +267,7 @@ export class OpenAIProvider implements ModelClient {
     req.signal?.addEventListener('abort', onAbort, { once: true });
 
     const asm = new StreamAssembler();
+    let exchange: Exchange | undefined;
     let clean = false;
     let streamError: StreamErrorInfo | undefined;
     try {
@@ -251,9 +285,25 @@ export class OpenAIProvider implements ModelClient {
         ...this.sentOptions(),
         ...(req.extraBody ?? {}),
       };
+      exchange = {
+        url: `${this.config.baseURL}/chat/completions`,
+        model: this.config.model,
+        body,
+        ...(this.config.headers ? { headers: this.config.headers } : {}),
+        authorization: this.config.apiKey !== '',
+        startedAt: Date.now(),
+        chunks: 0,
+        done: false,
+      };
+      req.observe?.(exchange);
       // The SDK sends the request and turns a non-2xx answer into an APIError; the body is read here, so
       // errors inside the 200 stream (`event: error`, llama.cpp's bare `error:` line) are seen too.
       const response = await client.chat.completions.create(body, { signal: controller.signal }).asResponse();
+      if (exchange) {
+        exchange.status = response.status;
+        exchange.responseHeaders = headersOfInterest(response.headers);
+        exchange.headersMs = Date.now() - exchange.startedAt;
+      }
       if (!response.body) throw new ProviderError('bad_response', `empty response from ${this.config.baseURL}`);
       // The events of one read are yielded together, consecutive text (or reasoning) deltas joined into
       // one: the same text, far fewer steps through the generators and the agent loop in a fast stream.
@@ -272,6 +322,7 @@ export class OpenAIProvider implements ModelClient {
             break;
           }
           if (item.kind === 'invalid') continue; // keep-alive noise some proxies send
+          if (exchange) exchange.chunks++;
           for (const ev of asm.push(item.data)) {
             const last = out[out.length - 1];
             if (last && (ev.type === 'text' || ev.type === 'reasoning') && last.type === ev.type) out[out.length - 1] = { type: ev.type, delta: last.delta + ev.delta };
@@ -282,6 +333,7 @@ export class OpenAIProvider implements ModelClient {
         if (stop) break reading;
       }
     } catch (err) {
+      if (exchange) recordFailure(exchange, err, this.mapError(err, req.signal));
       if (req.signal?.aborted) throw new ProviderError('aborted', 'request cancelled', { partialText: asm.text });
       const e = this.mapError(err, req.signal);
       if (asm.sawChunk && (e.kind === 'unreachable' || e.kind === 'bad_response' || e.kind === 'server')) {
@@ -297,7 +349,14 @@ export class OpenAIProvider implements ModelClient {
     } finally {
       req.signal?.removeEventListener('abort', onAbort);
       controller.abort(); // releases the connection when the consumer stops early
+      if (exchange) {
+        exchange.durationMs = Date.now() - exchange.startedAt;
+        exchange.finishReason = asm.finishReason;
+        if (asm.usage) exchange.usage = asm.usage;
+        exchange.done = true;
+      }
     }
+    if (exchange && streamError) exchange.error = { kind: 'stream_error', message: streamError.message, ...(streamError.status !== undefined ? { status: streamError.status } : {}), body: streamError };
     if (req.signal?.aborted) throw new ProviderError('aborted', 'request cancelled', { partialText: asm.text });
     if (streamError) throw this.redact(streamErrorToProviderError(streamError, this.config.baseURL, asm.text));
     const calls = asm.calls();
@@ -436,6 +495,25 @@ export function streamErrorToProviderError(info: StreamErrorInfo, baseURL: strin
   }
   // 400-class or unclassified: the same request would fail the same way.
   return new ProviderError('bad_response', `request rejected${status ? ` (${status})` : ''} by ${baseURL}: ${detail}${kept}`, extra);
+}
+
+/** The response headers :CabooseDebug shows (request ids, rate limits, timing, type). */
+const HEADERS_OF_INTEREST = /^(content-type|date|server|retry-after(-ms)?|x-request-id|request-id|cf-ray|openai-.*|x-ratelimit-.*|anthropic-.*|x-groq-.*|x-litellm-.*)$/i;
+
+function headersOfInterest(h: Headers | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  h?.forEach((v, k) => {
+    if (HEADERS_OF_INTEREST.test(k)) out[k] = v;
+  });
+  return out;
+}
+
+/** A failed request's status, headers and error body, as far as the SDK kept them. */
+function recordFailure(ex: Exchange, err: unknown, mapped: ProviderError): void {
+  const api = err as { status?: unknown; headers?: unknown; error?: unknown };
+  if (typeof api.status === 'number') ex.status = api.status;
+  if (api.headers && typeof (api.headers as Headers).forEach === 'function') ex.responseHeaders = headersOfInterest(api.headers as Headers);
+  ex.error = { kind: mapped.kind, message: mapped.message, ...(mapped.status !== undefined ? { status: mapped.status } : {}), ...(api.error !== undefined ? { body: api.error } : {}) };
 }
 
 function normalizeFinish(r: string): FinishReason {

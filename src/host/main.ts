@@ -42,18 +42,36 @@ function skipClientDefaultLogger(log: Logger): void {
   require.cache[id] = stub;
 }
 
+/**
+ * node-client's NeovimClient, minus its start-up handshake: it asks Neovim for `nvim_get_api_info` and holds
+ * every request and notification that arrives until the answer (the whole API's metadata, ~100 KB of
+ * msgpack) is in and decoded. The host only sends notifications and requests by name, so it needs none of
+ * it: on a cold start that round trip waited for Neovim's main loop — busy opening the chat — before the
+ * first message could even be read. The channel id it would learn is not used (the Lua side knows the job).
+ */
+export function hostClientClass(): typeof import('neovim/lib/api/client').NeovimClient {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { NeovimClient } = require('neovim/lib/api/client') as typeof import('neovim/lib/api/client');
+  return class HostClient extends NeovimClient {
+    override requestApi(): Promise<unknown[]> {
+      return Promise.resolve([0, {}]);
+    }
+  };
+}
+
+function attachStdio(log: Logger) {
+  const HostClient = hostClientClass();
+  const nvim = new HostClient({ logger: clientLogger(log) as never });
+  nvim.attach({ reader: process.stdin, writer: process.stdout });
+  return nvim;
+}
+
 /** Started by the Lua side with jobstart({node, <plugin>/rplugin/node/caboose}, {rpc = true}). */
 export function runStdio(): void {
   const log = makeLogger();
   guardConsole(log); // our own process: stdout belongs to msgpack
   skipClientDefaultLogger(log);
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { attach } = require('neovim/lib/attach/attach') as typeof import('neovim/lib/attach/attach');
-  const nvim = attach({
-    reader: process.stdin,
-    writer: process.stdout,
-    options: { logger: clientLogger(log) as never },
-  });
+  const nvim = attachStdio(log);
   const server = new HostServer(new LuaUi(nvim as unknown as NvimNotifier, log), log);
   nvim.on('request', (method: string, args: unknown[], resp: { send(v: unknown, isError?: boolean): void }) => {
     server.handle(method, args?.[0]).then(

@@ -8,7 +8,8 @@ import { plural } from './summaries';
 
 export interface ContextItem {
   /** `attachment`: text the editor gathered (diagnostics, a git diff, the quickfix list, …). */
-  kind: 'buffer' | 'selection' | 'file' | 'attachment' | 'fetch';
+  /** `image`: a PNG/JPEG file sent as an image part (src/host/image-attachments.ts). */
+  kind: 'buffer' | 'selection' | 'file' | 'attachment' | 'fetch' | 'image';
   /** What the label names (`#buffers`, `#diagnostics`, `/file`); the kind's own tag without it. */
   name?: string;
   /** Path as the user sees it (relative to the workspace when inside it); '' for an unnamed buffer. */
@@ -82,6 +83,10 @@ async function one(item: ContextItem, read: ReadFile, fetchUrl?: FetchUrl): Prom
       text: block(`Fetched ${d.url} (${notes.join(', ')}${cutNote(cut)}):`, undefined, text),
       label: `${what} ${url} (${lines(lineCount(full))}${cutNote(cut)})`,
     };
+  }
+  if (item.kind === 'image') {
+    // Images are read where the agent can send them (image-attachments.ts); one that reaches here cannot go.
+    return { text: `(The user attached the image ${item.path}, but this chat cannot send images.)`, label: `${item.name ?? 'image'} ${item.path} — not attached: this agent takes no images` };
   }
   if (item.kind === 'attachment') {
     const full = item.text ?? '';

@@ -14,6 +14,7 @@ export const METHODS = {
   sessionExport: 'session.export',
   sessionDelete: 'session.delete',
   sessionInfo: 'session.info',
+  sessionDebug: 'session.debug',
   setMode: 'mode.set',
   approvalResolve: 'approval.resolve',
   askResolve: 'ask.resolve',

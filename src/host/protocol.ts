@@ -23,6 +23,8 @@ export const ProviderConfigSchema = z
     max_retries: z.number().int().min(0).optional().nullable(),
     retry_base_delay_ms: z.number().int().min(0).optional().nullable(),
     media: z.array(z.enum(['image', 'audio'])).optional().nullable(),
+    /** false: the model cannot read images; images the user attaches are not sent (the text is). */
+    vision: z.boolean().optional().nullable(),
   })
   .partial();
 
@@ -36,6 +38,8 @@ export const ModelOptionsSchema = z
     max_tokens: z.number().int().positive().optional().nullable(),
     reasoning_effort: z.string().optional().nullable(),
     temperature: z.number().min(0).max(2).optional().nullable(),
+    /** false: this model cannot read images (kept here, never sent as a request field). */
+    vision: z.boolean().optional().nullable(),
   })
   .catchall(z.union([z.string(), z.number(), z.boolean(), z.null()]));
 
@@ -115,7 +119,7 @@ export const SessionDeleteParams = z.object({ id: z.string().min(1).max(200) });
 export const ResetParams = z.object({ cwd: z.string().min(1).optional() });
 const n = z.number().int().positive().optional().nullable();
 export const ContextItemParams = z.object({
-  kind: z.enum(['buffer', 'selection', 'file', 'attachment', 'fetch']),
+  kind: z.enum(['buffer', 'selection', 'file', 'attachment', 'fetch', 'image']),
   url: z.string().max(8192).optional().nullable(),
   path: z.string().default(''),
   /** What the chat label names (`#buffers`, `#diagnostics`, `/file`, …); the kind's own tag without it. */

@@ -12,6 +12,8 @@ export const SINGLE_PROVIDER_NAME = 'default';
 export type ResolvedProvider = ProviderConfig & {
   /** The provider's name (`providers.<name>`), or 'default' for the single-table form. */
   name?: string;
+  /** `vision = false` (the provider's or the model's): images the user attaches are not sent. */
+  vision?: boolean;
 };
 
 type NamedProvider = NonNullable<HostConfig['providers']>[string];
@@ -115,7 +117,9 @@ export async function resolveProvider(config: HostConfig, env: NodeJS.ProcessEnv
   if (p.max_retries !== undefined && p.max_retries !== null) out.maxRetries = p.max_retries;
   if (p.retry_base_delay_ms !== undefined && p.retry_base_delay_ms !== null) out.retryBaseDelayMs = p.retry_base_delay_ms;
   const options: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(mo)) if (k !== 'context_window' && k !== 'max_tokens' && v !== null && v !== undefined) options[k] = v;
+  const vision = mo.vision ?? p.vision;
+  if (typeof vision === 'boolean') out.vision = vision;
+  for (const [k, v] of Object.entries(mo)) if (k !== 'context_window' && k !== 'max_tokens' && k !== 'vision' && v !== null && v !== undefined) options[k] = v;
   if (Object.keys(options).length > 0) out.options = options;
   return out;
 }

@@ -29,6 +29,7 @@ import { openSessionWorkspace } from './session-parts/session-workspace';
 import { ToolLines } from './session-parts/tool-lines';
 import { addSessionTools } from './session-parts/tool-set';
 import { UsageMeter } from './session-parts/usage-meter';
+import { debugView } from './debug-view';
 
 export interface SessionRuntime {
   session: ChatSession;
@@ -59,6 +60,8 @@ export interface SessionRuntime {
   info(): { session: string; title: string | null; cwd: string; messages: number; agent?: string };
   /** :CabooseUndo / :CabooseCheckpoints: the file changes of each user message, rewindable. */
   checkpoints: CheckpointApi;
+  /** :CabooseDebug: the chat's last model request and response, secrets masked (absent for external agents). */
+  debug?(): import('./debug-view').DebugView;
   dispose(): void;
   /** An external agent's chat (src/acp): its agent. */
   acp?: import('../acp/agent').AcpAgent;
@@ -102,6 +105,9 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   todos.onChange((items) => ui.emit(EVENTS.todos, { items }));
   // bash (and MCP servers that opt in) run inside the OS sandbox (issue 19).
   const sandbox = new Sandbox({ root: cwd, dataDir: o.dataDir, config: config.sandbox ?? null });
+  // Its trial run (a child process) goes on while the session loads; the first request's tool
+  // definitions (bash describes the sandbox) wait for it in prepareTools below.
+  const sandboxReady = sandbox.prepare();
   const identity = new SessionIdentity({ ui, sessions, sessionId: session.id, cwd, model: o.provider.model });
   const recorder = new SessionRecorder(sessions, session.id, { cwd, model: o.provider.model, onTitle: identity.onTitle }, (e) =>
     log.error('session store: %s', e instanceof Error ? (e.stack ?? e.message) : String(e)),
@@ -151,7 +157,10 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   });
   const agent = createChatAgent({
     config, cwd, provider: o.provider, current: () => chat.provider, client: chat.client, registry, grants, projectRules,
-    ...(mcp.hooks ? { prepareTools: mcp.hooks.prepare } : {}),
+    prepareTools: async (signal: AbortSignal) => {
+      await sandboxReady;
+      await mcp.hooks?.prepare(signal);
+    },
     recorder, workspace: ws.workspace, session, events, log,
   });
   // What opening the workspace undid of a commit a crash interrupted (issue 18).
@@ -169,6 +178,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       readFile: (p) => ws.call('read_file', { path: p }),
       fetchUrl: (url) => agent.callAsUser('fetch', { url }),
       maxQueue: config.max_queue ?? 3,
+      images: { root: ws.workspace.root, model: () => chat.provider },
     }),
   );
   const selectionEdits = new SelectionEdits(() => chat.fresh());
@@ -200,6 +210,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     restore: (trashId, targetPath) => ws.call('restore_file', { trashId, targetPath }),
     callTool: (name, args) => ws.call(name, args),
     checkpoints: checkpointApi(ws.workspace, () => session.id, () => agent.state !== 'idle', notice),
+    debug: () => debugView(chat.client.lastExchange, chat.secrets),
     mcpClient: mcp.client,
     dispose() {
       // Nothing this session emits while it winds down reaches the chat that replaces it.

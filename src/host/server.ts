@@ -210,6 +210,13 @@ export class HostServer {
         next.session.emitState(next.session.agent.state, next.session.agent.state);
         return { deleted, current: next.session.id };
       }
+      case METHODS.sessionDebug: {
+        // :CabooseDebug: after the messages sent before it (the request they started is the last one).
+        const rt = await this.ensureRuntime();
+        await rt.sent();
+        if (!rt.debug) return { request: null, external: rt.acp?.name ?? true };
+        return rt.debug();
+      }
       case METHODS.sessionInfo: {
         const rt = await this.ensureRuntime();
         return rt.info();

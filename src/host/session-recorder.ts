@@ -83,8 +83,8 @@ export class SessionRecorder {
 
   messageAdded(m: ChatMessage): void {
     this.safely(() => {
-      if (m.role === 'user' && Array.isArray(m.content)) {
-        // Images or audio a tool returned, passed to the model: part of the conversation, not of the chat.
+      if (m.role === 'user' && Array.isArray(m.content) && !this.nextDisplay) {
+        // Images or audio a tool returned (a user's own message with images has its display waiting), passed to the model: part of the conversation, not of the chat.
         this.ensureSession(null);
         this.rowOf.set(m, this.repo.append(this.sessionId, { kind: 'message', role: 'user', message: m, display: { text: '', media: true }, text: '' }));
         return;

@@ -80,8 +80,15 @@ export class DiskCommitter {
    * `signal` is the last failure before the renames (the commit point). Returns the sha256 now at each
    * written path. The folders are not fsynced here (syncDirs).
    */
-  async commit(changes: FileChange[], signal?: AbortSignal, faultHook?: CommitFaultHook): Promise<{ target: string; sha256: string }[]> {
+  async commit(
+    changes: FileChange[],
+    signal?: AbortSignal,
+    faultHook?: CommitFaultHook,
+    /** Awaited just before the commit point (after the temp files are written): its failure changes nothing. */
+    beforeCommitPoint?: () => Promise<void>,
+  ): Promise<{ target: string; sha256: string }[]> {
     if (changes.length === 0) {
+      await beforeCommitPoint?.();
       // Buffer-only commits have their commit point here too.
       throwIfCancelled(signal);
       return [];
@@ -138,6 +145,7 @@ export class DiskCommitter {
         await writeTemp(at(plan[i].tmp!), c.bytes, c.mode, stats[i] ?? undefined);
         temps.set(i, plan[i].tmp!);
       }
+      await beforeCommitPoint?.();
       throwIfCancelled(signal);
       await journal?.mark('pending');
       for (let i = 0; i < changes.length; i++) {

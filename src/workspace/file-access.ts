@@ -25,6 +25,15 @@ import { DiskCommitter, type CommitFaultHook, type FileChange, type HardLinkPoli
 export const DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024;
 
 /** What a commit did besides writing the disk. */
+/** What a commit's buffer gates decided (FileAccess.checkGates). */
+interface GateCheck {
+  status: Map<string, BufferSnapshot>;
+  disk: FileChange[];
+  bufferSets: { change: FileChange & { type: 'write' }; snap: BufferSnapshot; op: BufferOp & { type: 'set' } }[];
+  after: (BufferOp | (() => BufferOp))[];
+  opLines: Map<BufferOp, Buffer>;
+}
+
 export interface CommitReport {
   /** Files whose change went into an unsaved buffer only (not to disk): the sha256 that buffer now writes. */
   buffered: Map<string, { sha256: string }>;
@@ -216,7 +225,73 @@ export class FileAccess {
     }
     const movedFrom = new Set(changes.flatMap((c) => (c.type === 'write' && c.movedFrom ? [c.movedFrom] : [])));
     const paths = [...new Set(changes.flatMap((c) => (c.type === 'write' && c.movedFrom ? [c.abs, c.movedFrom] : [c.abs])))];
-    const status = await this.bridge.status(paths, 'never');
+    // Which changes go to disk follows from their basis alone: one computed from the disk is written to disk
+    // or refused, one computed from an unsaved buffer goes to that buffer or is refused. So the disk part is
+    // prepared (journal, temp files, their fsync) while Neovim answers the buffer status, and the gates
+    // below are checked before the commit point: a refusal there leaves the disk as it was.
+    const diskPlanned = changes.filter((c) => c.type === 'delete' || (c.basis ?? { source: 'disk' }).source !== 'buffer');
+    const validation = this.bridge.status(paths, 'never').then((status) => this.checkGates(changes, status, movedFrom));
+    validation.catch(() => undefined); // awaited below; a disk failure may come first
+    // Its cancel check also guards the buffer updates, which only follow the disk commit.
+    const written = this.commitDisk(diskPlanned, false, signal, async () => {
+      const v = await validation;
+      if (v.disk.length !== diskPlanned.length || v.disk.some((c, i) => c !== diskPlanned[i])) {
+        throw new ToolError('internal_error', 'the buffer gates and the planned disk changes disagree');
+      }
+    });
+    let ops: BufferOp[];
+    let checked: GateCheck;
+    try {
+      checked = await validation;
+      ops = [...checked.bufferSets.map((b) => b.op), ...checked.after.map((a) => (typeof a === 'function' ? a() : a))];
+      await written;
+    } catch (err) {
+      await written.catch(() => undefined);
+      // A gate's refusal is the answer even when the disk part failed too (it was checked first before).
+      throw await validation.then(
+        () => err,
+        (gateErr: unknown) => gateErr,
+      );
+    }
+    const { status, bufferSets, opLines } = checked;
+    // The folders' fsync runs while Neovim updates the buffers; both end before the commit returns.
+    const synced = this.disk.syncDirs(diskPlanned);
+    if (ops.length === 0) {
+      await synced;
+      return report;
+    }
+    let results: BufferOpResult[];
+    try {
+      results = await this.bridge.update(ops);
+    } finally {
+      await synced;
+    }
+    this.known.learn(ops, results, status, opLines);
+    for (let i = 0; i < bufferSets.length; i++) {
+      const r = results[i];
+      const { change, snap } = bufferSets[i];
+      if (!r?.ok) {
+        if (r?.reason === 'changed' || r?.reason === 'skipped') throw bufferChangedError(this.rel(change.abs));
+        throw new ToolError('internal_error', `Could not update the buffer of ${this.rel(change.abs)}: ${r?.message ?? r?.reason ?? 'no reply'}`);
+      }
+      const k = this.known.get(change.abs);
+      const bytes = k?.bytes ?? r.bytes ?? linesToBytes(opLines.get(bufferSets[i].op)!, snap.format);
+      // The buffer usually writes exactly the planned bytes: their sha256 is then already known.
+      const sha = change.sha256 !== undefined && bytes.equals(change.bytes) ? await change.sha256 : sha256Hex(bytes);
+      if (k?.bytes) k.sha = sha;
+      report.buffered.set(change.abs, { sha256: sha });
+      this.gate.remember(change.abs, sha, change.basis?.diskSha256 ?? null);
+    }
+    return report;
+  }
+
+  /**
+   * The buffer gates of a commit, from Neovim's buffer status: a buffer changed since the view → stale_file,
+   * delete/move of an unsaved buffer → unsaved_buffer. Gives the disk changes, the unsaved buffers' updates
+   * and the ops that bring clean buffers in sync once the disk is written (built later, off the disk's path).
+   * Runs before the commit point (it reads the files' present sizes).
+   */
+  private checkGates(changes: FileChange[], status: Map<string, BufferSnapshot>, movedFrom: Set<string>): GateCheck {
     const disk: FileChange[] = [];
     const bufferSets: { change: FileChange & { type: 'write' }; snap: BufferSnapshot; op: BufferOp & { type: 'set' } }[] = [];
     // Clean buffers' ops are built (line hunks computed) while the disk write runs.
@@ -257,48 +332,12 @@ export class FileAccess {
         });
       }
     }
-    // Its cancel check also guards the buffer updates, which only follow the disk commit.
-    const written = this.commitDisk(disk, false, signal);
-    let ops: BufferOp[];
-    try {
-      ops = [...bufferSets.map((b) => b.op), ...after.map((a) => (typeof a === 'function' ? a() : a))];
-    } finally {
-      await written;
-    }
-    // The folders' fsync runs while Neovim updates the buffers; both end before the commit returns.
-    const synced = this.disk.syncDirs(disk);
-    if (ops.length === 0) {
-      await synced;
-      return report;
-    }
-    let results: BufferOpResult[];
-    try {
-      results = await this.bridge.update(ops);
-    } finally {
-      await synced;
-    }
-    this.known.learn(ops, results, status, opLines);
-    for (let i = 0; i < bufferSets.length; i++) {
-      const r = results[i];
-      const { change, snap } = bufferSets[i];
-      if (!r?.ok) {
-        if (r?.reason === 'changed' || r?.reason === 'skipped') throw bufferChangedError(this.rel(change.abs));
-        throw new ToolError('internal_error', `Could not update the buffer of ${this.rel(change.abs)}: ${r?.message ?? r?.reason ?? 'no reply'}`);
-      }
-      const k = this.known.get(change.abs);
-      const bytes = k?.bytes ?? r.bytes ?? linesToBytes(opLines.get(bufferSets[i].op)!, snap.format);
-      // The buffer usually writes exactly the planned bytes: their sha256 is then already known.
-      const sha = change.sha256 !== undefined && bytes.equals(change.bytes) ? await change.sha256 : sha256Hex(bytes);
-      if (k?.bytes) k.sha = sha;
-      report.buffered.set(change.abs, { sha256: sha });
-      this.gate.remember(change.abs, sha, change.basis?.diskSha256 ?? null);
-    }
-    return report;
+    return { status, disk, bufferSets, after, opLines };
   }
 
   /** The disk commit (commit-disk.ts); the agent is given the written files' sha256s; `syncDirs`: the folders are fsynced. */
-  private async commitDisk(changes: FileChange[], syncDirs = true, signal?: AbortSignal): Promise<void> {
-    const written = await this.disk.commit(changes, signal, this.faultHook);
+  private async commitDisk(changes: FileChange[], syncDirs = true, signal?: AbortSignal, beforeCommitPoint?: () => Promise<void>): Promise<void> {
+    const written = await this.disk.commit(changes, signal, this.faultHook, beforeCommitPoint);
     // The write results give these sha256s to the agent.
     for (const w of written) this.gate.noteGiven(w.target, w.sha256);
     if (syncDirs) await this.disk.syncDirs(changes);

@@ -290,7 +290,7 @@ forEachNvim((bin) => {
       await e.t.nvim.input('a/');
       await e.t.waitFor(async () => (await e.t.lua<number>('return vim.fn.pumvisible()')) === 1, 'menu after /');
       const words = await e.t.lua<string[]>("return vim.tbl_map(function(i) return i.word end, vim.fn.complete_info({ 'items' }).items)");
-      for (const w of ['/help', '/clear', '/mode', '/model', '/undo', '/compact', '/file', '/buffer', '/diagnostics', '/gitdiff', '/fetch', '/quickfix']) assert.ok(words.includes(w), w);
+      for (const w of ['/help', '/clear', '/mode', '/model', '/undo', '/compact', '/file', '/buffer', '/diagnostics', '/gitdiff', '/fetch', '/quickfix', '/explain', '/review']) assert.ok(words.includes(w), w);
       await e.t.nvim.input('he<C-n><Esc>');
       await e.t.waitFor(async () => (await e.t.lua<string>('return vim.api.nvim_get_current_line()')) === '/help', '/help completed');
       await e.t.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, { '' })");
@@ -335,8 +335,10 @@ forEachNvim((bin) => {
       assert.deepEqual(r.triggers, ['/', '#']);
       assert.equal(r.cancel, 'function');
       assert.equal(r.res.is_incomplete_forward, false);
-      assert.deepEqual(r.res.items.map((i) => i.insertText), ['/compact']);
+      // The command, then the built-in prompt /commit (caboose.prompts).
+      assert.deepEqual(r.res.items.map((i) => i.insertText), ['/compact', '/commit']);
       assert.equal(r.res.items[0].kind, 3, 'CompletionItemKind.Function');
+      assert.equal(r.res.items[1].kind, 3, 'a prompt is a Function too');
       assert.deepEqual(r.res.items[0].textEdit.range, { start: { line: 0, character: 0 }, end: { line: 0, character: 4 } });
     });
 

@@ -9,9 +9,12 @@ export class FakeBridge implements BufferBridge {
   /** Every update call's ops, in order. */
   ops: BufferOp[][] = [];
   onStatus: ((withBytes: 'modified' | 'never') => void) | undefined;
+  /** Awaited at each status round trip before it answers (a slow or busy Neovim). */
+  statusDelay: ((withBytes: 'modified' | 'never') => Promise<void>) | undefined;
 
   async status(paths: string[], withBytes: 'modified' | 'never') {
     this.onStatus?.(withBytes);
+    await this.statusDelay?.(withBytes);
     const out = new Map<string, BufferSnapshot>();
     for (const p of paths) {
       const b = this.bufs.get(p);

@@ -3,9 +3,10 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { createBashTool, type BashResult } from '../../src/tools/bash';
-import { Sandbox, detectSandbox, findGitEntries } from '../../src/workspace/sandbox/sandbox';
+import { Sandbox, detectSandbox, detectSandboxAsync, findGitEntries, resetSandboxDetection } from '../../src/workspace/sandbox/sandbox';
 import { bwrapArgs, explainBlocked, hostAllowed, networkPolicy, seatbeltProfile, tmpFoldersNamed, type SandboxPolicy } from '../../src/workspace/sandbox/policy';
 import { PERMISSION_MODES, permissionFor } from '../../src/tools/permissions';
 import { testToolContext } from '../support/tool-context';
@@ -106,6 +107,59 @@ test('blocked actions are explained in words the model can act on', () => {
   assert.match(explainBlocked('cat: /root/.ssh/id_rsa: Permission denied', none) ?? '', /secrets/);
   assert.match(explainBlocked('x: blocked by the caboose sandbox: a.b is not in sandbox.network.allow', { ...none, network: { kind: 'allow', hosts: ['c'] } }) ?? '', /not in sandbox.network.allow/);
   assert.equal(explainBlocked('npm ERR! missing script: tes', none), null);
+});
+
+// ------------------------------------------------------------------------------------------------
+// Detection without blocking the host (issue 24: the trial run is off the first request's path)
+
+describe('detectSandboxAsync', { skip: process.platform !== 'linux' ? 'skipped: the bwrap trial is Linux only' : false }, () => {
+  const saved = process.env.CABOOSE_BWRAP;
+  const withBwrap = async <T>(value: string | undefined, fn: () => Promise<T> | T): Promise<T> => {
+    if (value === undefined) delete process.env.CABOOSE_BWRAP;
+    else process.env.CABOOSE_BWRAP = value;
+    resetSandboxDetection();
+    try {
+      return await fn();
+    } finally {
+      if (saved === undefined) delete process.env.CABOOSE_BWRAP;
+      else process.env.CABOOSE_BWRAP = saved;
+      resetSandboxDetection();
+    }
+  };
+
+  test('gives what the synchronous trial gives, for a usable, a failing and a missing bwrap', async () => {
+    for (const value of [undefined, '/bin/false', 'none', '/nonexistent/bwrap']) {
+      const sync = await withBwrap(value, () => detectSandbox());
+      const async = await withBwrap(value, () => detectSandboxAsync());
+      assert.equal(async.available, sync.available, `CABOOSE_BWRAP=${value}`);
+      if (sync.available && async.available) assert.deepEqual(async, sync);
+      if (!sync.available && !async.available) assert.equal(async.fix, sync.fix);
+    }
+  });
+
+  test('a failing trial names bwrap and the failure; one trial serves concurrent callers and the sync detection after it', async () => {
+    await withBwrap('/bin/false', async () => {
+      const [a, b] = await Promise.all([detectSandboxAsync(), detectSandboxAsync()]);
+      assert.equal(a, b);
+      assert.equal(a.available, false);
+      if (!a.available) assert.match(a.reason, /^bwrap \(\/bin\/false\) cannot create a sandbox: exit 1$/);
+      // The answer is cached: the synchronous detection returns it without another trial.
+      assert.equal(detectSandbox(), a);
+    });
+  });
+
+  test('Sandbox.prepare() sets support before anything asks for it', async () => {
+    await withBwrap('/bin/false', async () => {
+      const sb = new Sandbox({ root: os.tmpdir() });
+      await sb.prepare();
+      assert.equal(sb.support.available, false);
+      assert.equal(sb.unavailable, true);
+      const off = new Sandbox({ root: os.tmpdir(), config: { mode: 'off' } });
+      await off.prepare();
+      assert.equal(off.active, false);
+      assert.equal(off.unavailable, false);
+    });
+  });
 });
 
 // ------------------------------------------------------------------------------------------------

@@ -188,3 +188,61 @@ test('a data folder inside the workspace is hidden from the tools', async () => 
     fs.rmSync(tmp, { recursive: true, force: true });
   }
 });
+
+// Issue 24: a commit prepares its disk part (journal, temp file, fsync) while Neovim answers the buffer
+// status; the buffer gate is still checked before anything on disk changes.
+
+/** Resolves true once `dir` holds an entry besides `keep` (a commit's temp file), false after `ms`. */
+async function tempAppears(dir: string, keep: string, ms = 3000): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (fs.readdirSync(dir).some((n) => n !== keep)) return true;
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  return false;
+}
+
+test('a clean buffer\'s edit writes its temp file while Neovim answers the commit\'s buffer status', async () => {
+  const { bridge, ws, abs, root, done } = setup();
+  try {
+    fs.writeFileSync(abs('a.txt'), 'one\ntwo\n');
+    bridge.bufs.set(abs('a.txt'), { text: 'one\ntwo\n', modified: false, tick: 3 });
+    let overlapped: boolean | undefined;
+    bridge.statusDelay = async (withBytes) => {
+      if (withBytes !== 'never' || overlapped !== undefined) return;
+      overlapped = await tempAppears(root, 'a.txt');
+    };
+    const e = await call(ws, 'edit_file', { path: 'a.txt', expectedSha256: sha('one\ntwo\n'), edits: [{ oldText: 'two', newText: 'deux' }] });
+    assert.ok(e.ok, JSON.stringify(e));
+    assert.equal(overlapped, true, 'the temp file was written before the status answered');
+    assert.equal(fs.readFileSync(abs('a.txt'), 'utf8'), 'one\ndeux\n');
+    assert.equal(bridge.bufs.get(abs('a.txt'))!.text, 'one\ndeux\n');
+    assert.deepEqual(fs.readdirSync(root), ['a.txt']);
+  } finally {
+    done();
+  }
+});
+
+test('a buffer changed while the temp file was prepared: stale_file, the disk untouched, no temp file left', async () => {
+  const { bridge, ws, abs, root, done } = setup();
+  try {
+    fs.writeFileSync(abs('a.txt'), 'one\ntwo\n');
+    bridge.bufs.set(abs('a.txt'), { text: 'one\ntwo\n', modified: false, tick: 3 });
+    let prepared: boolean | undefined;
+    bridge.statusDelay = async (withBytes) => {
+      if (withBytes !== 'never' || prepared !== undefined) return;
+      prepared = await tempAppears(root, 'a.txt');
+      // The user types in the buffer meanwhile.
+      bridge.bufs.set(abs('a.txt'), { text: 'one\ntwo\nthree\n', modified: true, tick: 4 });
+    };
+    const e = await call(ws, 'edit_file', { path: 'a.txt', expectedSha256: sha('one\ntwo\n'), edits: [{ oldText: 'two', newText: 'deux' }] });
+    assert.equal(prepared, true);
+    assert.ok(!e.ok);
+    assert.equal(e.error.kind, 'stale_file');
+    assert.equal(fs.readFileSync(abs('a.txt'), 'utf8'), 'one\ntwo\n');
+    assert.deepEqual(fs.readdirSync(root), ['a.txt']);
+    assert.equal(bridge.bufs.get(abs('a.txt'))!.text, 'one\ntwo\nthree\n');
+  } finally {
+    done();
+  }
+});

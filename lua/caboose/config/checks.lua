@@ -84,6 +84,7 @@ H.checks = {
     return true
   end,
   ['provider.retry_base_delay_ms'] = H.opt_type('number'),
+  ['provider.vision'] = H.opt_type('boolean'),
   ['mode'] = H.enum({ 'plan', 'create', 'auto-edit', 'chug' }),
   ['step_limit'] = H.positive,
   ['max_queue'] = function(v)
@@ -149,6 +150,7 @@ H.checks = {
     return type(v) == 'number' and v >= 0, 'a number >= 0'
   end,
   ['approval.style'] = H.enum({ 'inline', 'float' }),
+  ['progress.fidget'] = H.opt_type('boolean'),
   ['edit.keymap'] = function(v)
     return v == nil or v == false or (type(v) == 'string' and v ~= ''), 'nil, false or a key'
   end,
@@ -194,6 +196,7 @@ end
 H.provider_fields = {
   base_url = 'string', api_key = 'string', api_key_env = 'string', model = 'string', max_tokens = 'number',
   context_window = 'number', headers = 'table', timeout_ms = 'number', max_retries = 'number', retry_base_delay_ms = 'number',
+  vision = 'boolean',
 }
 
 --- `providers = { name = {…} }` and `provider = 'name'`.
@@ -227,7 +230,7 @@ H.check_providers = function(cfg)
           H.fail(at .. '.models', 'a list of model names, or a table of model names → options', v)
         end
       elseif not t then
-        H.fail(at .. '.' .. tostring(k), 'one of base_url, api_key, api_key_cmd, api_key_env, model, models, max_tokens, context_window, headers, timeout_ms, max_retries, retry_base_delay_ms', v)
+        H.fail(at .. '.' .. tostring(k), 'one of base_url, api_key, api_key_cmd, api_key_env, model, models, max_tokens, context_window, headers, timeout_ms, max_retries, retry_base_delay_ms, vision', v)
       elseif type(v) ~= t then
         H.fail(at .. '.' .. k, 'a ' .. t, v)
       end
@@ -399,6 +402,7 @@ function M.validate(cfg)
   H.check_mcp_servers(cfg.mcp.servers)
   H.check_providers(cfg)
   H.check_acp_agents(cfg.acp.agents)
+  require('caboose.prompts').check_setup(cfg.prompts, H.fail)
 end
 
 return M

@@ -26,6 +26,7 @@
 ---@field log caboose.LogOptions Host log file.
 ---@field mcp caboose.McpOptions MCP servers whose tools the agent may call.
 ---@field acp caboose.AcpOptions External agents (Claude Code, Codex, Gemini CLI, opencode) :CabooseAgent can run.
+---@field prompts table<string, { description: string|nil, text: string, mode: string|nil, model: string|nil }> The prompt library's setup() prompts, run as `/name` (:help caboose-prompts).
 
 ---@class caboose.AcpOptions
 ---@field agents table<string, { command: string|string[], env: table<string,string>|nil, start_timeout_ms: integer|nil }>
@@ -43,6 +44,7 @@
 ---@field max_retries integer|nil Retries on 429/5xx/network errors (default 3).
 ---@field retry_base_delay_ms integer|nil First backoff delay (default 500 ms, doubled each retry).
 ---@field media ('image'|'audio')[]|nil What the model accepts besides text: images/audio tools return reach it.
+---@field vision boolean|nil false: the model cannot read images; images you attach are not sent (the text is).
 
 ---@class caboose.NamedProvider: caboose.ProviderConfig
 ---@field api_key_env string|nil Name of the environment variable holding the key.
@@ -133,6 +135,8 @@ local defaults = {
   chat = { position = 'right', size = 0.4, min_size = nil, max_size = nil, input_height = 5, show_thinking = true },
   approval = { grace_ms = 400, style = 'inline' },
   edit = { keymap = nil }, -- e.g. '<leader>ce' in Visual mode for <Plug>(CabooseEdit)
+  -- User CabooseProgress events; shown in fidget.nvim when it is installed (false: not).
+  progress = { fidget = true },
   review = {
     keys = { next_hunk = ']c', prev_hunk = '[c', accept = 'ga', reject = 'gr', accept_all = 'gA', reject_all = 'gR', quit = 'q' },
   },
@@ -140,6 +144,7 @@ local defaults = {
   mcp = { servers = {}, start_timeout_ms = 10000 },
   acp = { agents = {} },
   sandbox = { mode = nil, network = { allow = {} }, deny_read = {}, writable = {} },
+  prompts = {},
 }
 
 return defaults

@@ -47,6 +47,10 @@ H.mcp_items = function(kind, prefix)
   return out
 end
 
+local vars_image = function(f)
+  return require('caboose.insertables.variables').is_image_name(f)
+end
+
 --- What the text before the cursor is completing: `{ col = 0-based byte column where the token starts
 --- (its `/` or `#`), items = { { word, abbr, kind = 'command'|'variable', menu, info } } }`, or nil.
 ---@param before string the line up to the cursor
@@ -61,8 +65,27 @@ function M.candidates(before)
         table.insert(items, { word = word, abbr = word .. registry().args_text(c), kind = 'command', menu = '[caboose]', info = c.description .. '\nExample: ' .. c.example })
       end
     end
+    local prompts = require('caboose.prompts')
+    for _, e in ipairs(prompts.list()) do
+      local word = '/' .. e.name
+      if not e.command and vim.startswith(word, slash) then
+        local info = (e.description ~= '' and e.description or 'prompt') .. '\nPrompt from ' .. prompts.source_text(e)
+        table.insert(items, { word = word, abbr = word, kind = 'prompt', menu = '[prompt]', info = e.error and ('error: ' .. e.error) or info })
+      end
+    end
     vim.list_extend(items, H.mcp_items('prompt', slash))
     return #items > 0 and { col = col, items = items } or nil
+  end
+  -- `#image:` completes image files (and folders on the way to them).
+  local istart, ipath = before:match('()#{?image:([^%s}]*)$')
+  if istart and (istart == 1 or not before:sub(istart - 1, istart - 1):match('[%w_#]')) then
+    local lead = before:sub(istart, #before - #ipath)
+    for _, f in ipairs(vim.fn.getcompletion(ipath, 'file')) do
+      if f:sub(-1) == '/' or vars_image(f) then
+        table.insert(items, { word = lead .. f, abbr = f, kind = f:sub(-1) == '/' and 'folder' or 'image', menu = '[caboose]', info = 'attach ' .. f .. ' as an image' })
+      end
+    end
+    return #items > 0 and { col = istart - 1, items = items } or nil
   end
   local start = before:find('#{?[%w_:]*$') or before:find('#mcp:%S*$')
   if start and (start == 1 or not before:sub(start - 1, start - 1):match('[%w_#]')) then
@@ -176,7 +199,7 @@ function M.lsp_items(row, before)
       label = i.abbr,
       filterText = i.word,
       insertText = i.word,
-      kind = (i.kind == 'command' or i.kind == 'mcp' and i.word:sub(1, 1) == '/') and kinds.Function or kinds.Variable,
+      kind = (i.kind == 'command' or i.kind == 'prompt' or i.kind == 'mcp' and i.word:sub(1, 1) == '/') and kinds.Function or kinds.Variable,
       documentation = { kind = 'markdown', value = i.info },
       textEdit = { newText = i.word, range = { start = { line = row, character = c.col }, ['end'] = { line = row, character = #before } } },
     })

@@ -80,6 +80,20 @@ M.variables = {
       return vars().file(arg)
     end,
   },
+  {
+    name = 'image',
+    args = {},
+    takes_path = true,
+    description = 'a PNG or JPEG image, sent as an image to the model (a pasted path to one works too)',
+    example = 'what is wrong in #image:screenshots/bug.png',
+    gather = function(_, arg)
+      if not arg or arg == '' then
+        vim.notify('(caboose) #image needs a path: #image:path/to/shot.png (#{image:with spaces.png})', vim.log.levels.WARN)
+        return {}
+      end
+      return vars().image(arg, '#image')
+    end,
+  },
 }
 
 --- Slash commands. `attach` ones add context and the message goes on (the command line stays in its
@@ -87,7 +101,7 @@ M.variables = {
 M.commands = {
   {
     name = 'help',
-    description = 'list the slash commands and variables',
+    description = 'list the slash commands, variables and prompts',
     example = '/help',
     run = function()
       caboose().open_chat()
@@ -294,15 +308,23 @@ function M.help_text()
   for _, v in ipairs(M.variables) do
     table.insert(out, string.format('- `#%s%s` — %s (e.g. `%s`)', v.name, v.takes_path and ':path' or (v.args and #v.args > 0 and '[:' .. table.concat(v.args, '|') .. ']' or ''), v.description, v.example))
   end
+  vim.list_extend(out, { '', '### Prompts (`:CaboosePrompts` shows their source; `:help caboose-prompts`)', '' })
+  for _, e in ipairs(require('caboose.prompts').list()) do
+    if not e.command then
+      table.insert(out, string.format('- `/%s` — %s (%s)', e.name, e.error and ('error: ' .. e.error) or (e.description ~= '' and e.description or 'no description'), require('caboose.prompts').source_text(e)))
+    end
+  end
   vim.list_extend(out, { '', '`@path` attaches a file; `/server:prompt` runs an MCP prompt; `#mcp:server:uri` attaches an MCP resource.' })
   return table.concat(out, '\n')
 end
 
 --- What a message asks for.
----@return { action: table|nil, arg: string|nil, attach: { cmd: table, arg: string }[], vars: { var: table, arg: string|nil }[], unknown: string|nil }
-function M.parse(text)
+--- `prompt`: the library prompt `/name` runs (with `arg`, the rest of the message). With `opts.text_only`
+--- (a prompt's expanded text), a leading `/word` is neither a command nor a prompt.
+---@return { action: table|nil, prompt: table|nil, arg: string|nil, attach: { cmd: table, arg: string }[], vars: { var: table, arg: string|nil }[], unknown: string|nil }
+function M.parse(text, opts)
   local r = { attach = {}, vars = {} }
-  local first = text:match('^%s*(/[^\n]*)')
+  local first = not (opts and opts.text_only) and text:match('^%s*(/[^\n]*)') or nil
   if first then
     local name, rest = first:match('^/([%w_-]+)(.*)$')
     -- `/usr/bin` (a path) and `/server:prompt` (MCP) are no commands.
@@ -314,6 +336,13 @@ function M.parse(text)
         r.arg = vim.trim((text:gsub('^%s*/[%w_-]+', '', 1)))
         return r
       elseif not cmd then
+        -- A prompt of the library (caboose.prompts): the rest of the message goes with it.
+        local prompt = require('caboose.prompts').get(name)
+        if prompt then
+          r.prompt = prompt
+          r.arg = vim.trim((text:gsub('^%s*/[%w_-]+', '', 1)))
+          return r
+        end
         r.unknown = name
       end
     end
@@ -365,7 +394,10 @@ M.MAX_ITEMS = 50
 --- opts: those of require('caboose').send(), plus `origin` (the buffer the message was written from).
 function M.send(text, opts)
   opts = opts or {}
-  local p = M.parse(text)
+  local p = M.parse(text, { text_only = opts.from_prompt ~= nil })
+  if p.prompt then
+    return require('caboose.prompts').run(p.prompt, p.arg, opts)
+  end
   if p.action then
     p.action.run(p.arg or '')
     if opts.on_done then
@@ -394,6 +426,14 @@ function M.send(text, opts)
       table.insert(refs, { kind = 'file', path = vim.fn.fnamemodify(vim.fn.expand(path), ':.') })
     end
     done(refs)
+  end)
+  -- A path to an image file pasted in the message (screenshots): attached as an image.
+  table.insert(steps, function(done)
+    local imgs = {}
+    for _, path in ipairs(vars().image_paths(text)) do
+      vim.list_extend(imgs, vars().image(path, 'image'))
+    end
+    done(imgs)
   end)
   for _, a in ipairs(p.attach) do
     table.insert(steps, function(done)

@@ -142,6 +142,83 @@ function M.file(path, name)
   return { { kind = 'file', name = name or ('#file:' .. H.display(path)), path = H.display(path) } }
 end
 
+H.IMAGE_EXTS = { png = true, jpg = true, jpeg = true }
+
+--- True when `path` names a .png/.jpg/.jpeg file (by its name).
+function M.is_image_name(path)
+  local ext = (path or ''):match('%.(%w+)$')
+  return ext ~= nil and H.IMAGE_EXTS[ext:lower()] == true
+end
+
+--- `file:///a%20b.png` → '/a b.png'; `~/x.png` → absolute; quotes around it dropped.
+H.unwrap = function(path)
+  path = vim.trim(path or '')
+  local q = path:sub(1, 1)
+  if (q == '"' or q == "'") and path:sub(-1) == q and #path >= 2 then
+    path = path:sub(2, -2)
+  end
+  if path:match('^file://') then
+    path = path:gsub('^file://[^/]*', ''):gsub('%%(%x%x)', function(h)
+      return string.char(tonumber(h, 16))
+    end)
+  end
+  path = path:gsub('\\ ', ' ')
+  if path:sub(1, 1) == '~' then
+    path = vim.fn.expand(path)
+  end
+  return path
+end
+
+--- An image file (PNG/JPEG), read and checked by the host: a relative path must stay in the workspace; an
+--- absolute (or ~) path the user typed may be anywhere.
+function M.image(path, name)
+  path = H.unwrap(path)
+  if not M.is_image_name(path) then
+    vim.notify('(caboose) ' .. (name or '#image') .. ': only .png, .jpg and .jpeg files can be attached as images: ' .. path, vim.log.levels.WARN)
+    return {}
+  end
+  if vim.fn.filereadable(path) ~= 1 then
+    vim.notify('(caboose) ' .. (name or '#image') .. ': cannot read ' .. path, vim.log.levels.WARN)
+    return {}
+  end
+  return { { kind = 'image', name = name or '#image', path = path } }
+end
+
+--- Paths to existing image files pasted in a message: a line that is one (spaces allowed, quoted or not,
+--- `file://` URLs), or a word that is one (`\ ` escapes a space). `#image:` and `@` forms are left to
+--- their own handlers.
+function M.image_paths(text)
+  local found, seen = {}, {}
+  local add = function(candidate)
+    local path = H.unwrap(candidate)
+    if path ~= '' and not seen[path] and M.is_image_name(path) and vim.fn.filereadable(path) == 1 then
+      seen[path] = true
+      table.insert(found, path)
+      return true
+    end
+  end
+  for line in (text .. '\n'):gmatch('([^\n]*)\n') do
+    local l = vim.trim(line)
+    if not (l:match('^#') or l:match('^@')) and not add(l) then
+      for quoted in l:gmatch('"([^"]+)"') do
+        add(quoted)
+      end
+      for quoted in l:gmatch("'([^']+)'") do
+        add(quoted)
+      end
+      -- Words; an escaped space stays inside its word.
+      local words = l:gsub('\\ ', '\0')
+      for word in words:gmatch('%S+') do
+        word = word:gsub('%z', '\\ '):gsub('[,;:!?%)%]]+$', ''):gsub('%.$', '')
+        if not (word:match('^#') or word:match('^@')) then
+          add(word)
+        end
+      end
+    end
+  end
+  return found
+end
+
 function M.buffer(origin, name)
   local buf = H.origin(origin, name or '#buffer')
   if not buf then

@@ -1,10 +1,12 @@
 /** The model of one chat: swapped by :CabooseModel, so the next request (of the chat, its subagents, titles, selection edits) goes to the new one. */
-import { createModelClient, type ModelClient, type ModelEvent, type ModelRequest } from '../../agent/provider';
+import { createModelClient, type Exchange, type ModelClient, type ModelEvent, type ModelRequest } from '../../agent/provider';
 import { configuredProviders, type ResolvedProvider } from '../provider-config';
 import type { HostConfig } from '../protocol';
 
 /** The model client of a chat: the next request goes to the model set last. */
 export class SwitchableModel implements ModelClient {
+  /** The chat's last HTTP request to the model (its agent's or a subagent's): :CabooseDebug. */
+  lastExchange: Exchange | undefined;
   constructor(private current: ModelClient) {}
   get model(): string {
     return this.current.model;
@@ -13,7 +15,14 @@ export class SwitchableModel implements ModelClient {
     this.current = client;
   }
   stream(req: ModelRequest): AsyncIterable<ModelEvent> {
-    return this.current.stream(req);
+    const outer = req.observe;
+    return this.current.stream({
+      ...req,
+      observe: (ex) => {
+        this.lastExchange = ex;
+        outer?.(ex);
+      },
+    });
   }
   prepare(): Promise<void> {
     return this.current.prepare?.() ?? Promise.resolve();

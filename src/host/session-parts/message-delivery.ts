@@ -9,6 +9,8 @@ import type { ToolResult } from '../../tools/tool';
 import type { ToolContext } from '../../tools/tool';
 import type { Checkpoints } from '../../workspace/checkpoints';
 import type { LuaUi } from '../lua-ui';
+import type { ChatCompletionContentPart } from 'openai/resources/chat/completions';
+import { readImages } from '../image-attachments';
 import { composeMessage, type ContextItem, type FetchUrl } from '../message-context';
 import type { ConversationRules } from '../project-rules';
 import { EVENTS } from '../protocol';
@@ -50,6 +52,12 @@ export interface DeliveryOptions {
   checkpoints: Pick<Checkpoints, 'takeNotes' | 'addNote'>;
   ui: Pick<LuaUi, 'emit'>;
   maxQueue: number;
+  /** Images the user attaches (`#image:path`, a pasted path): read from here (the workspace root). */
+  images?: {
+    root: string;
+    /** The model now and its `vision` setting (false: images are not sent). */
+    model(): { model: string; vision?: boolean };
+  };
 }
 
 export type Delivered = { id: number } & SendResult;
@@ -62,11 +70,27 @@ export function messageDelivery(o: DeliveryOptions): (text: string, context: Con
     const id = nextId();
     // `/server:prompt …` and `#mcp:server:uri` (MCP prompts and resources) are expanded first.
     const expanded = await o.mcp.expand(text, o.ask, o.signal);
-    const composed = await composeMessage(expanded?.text ?? text, context, (p) => o.readFile(p), (url) => o.fetchUrl(url));
+    const imageItems = context.filter((c) => c.kind === 'image');
+    const composed = await composeMessage(expanded?.text ?? text, imageItems.length > 0 ? context.filter((c) => c.kind !== 'image') : context, (p) => o.readFile(p), (url) => o.fetchUrl(url));
     if (expanded) composed.labels.unshift(...expanded.labels);
+    let parts: ChatCompletionContentPart[] = [];
+    if (imageItems.length > 0 && o.images) {
+      const images = await readImages(imageItems, o.images.root);
+      composed.labels.push(...images.labels);
+      const model = o.images.model();
+      if (images.parts.length > 0 && model.vision === false) {
+        composed.text += `\n\n(The user attached ${images.parts.length === 1 ? 'an image' : `${images.parts.length} images`}; not sent: this model is configured without vision.)`;
+        o.ui.emit(EVENTS.error, { kind: 'image_rejected', message: `${model.model} is set up without vision (vision = false): the image was not sent, the text was. Set provider.vision = true (or remove it) for a model that reads images.` });
+      } else if (images.parts.length > 0) {
+        composed.text += `\n\n${images.notes.join('\n')}`;
+        parts = images.parts;
+      }
+    }
     // After a rewind the model learns which of its edits are gone.
     const note = o.checkpoints.takeNotes();
-    const r = o.agent.send(note ? `${note}\n\n${composed.text}` : composed.text, { id, display: text, labels: composed.labels } satisfies MessageMeta);
+    const full = note ? `${note}\n\n${composed.text}` : composed.text;
+    const meta = { id, display: text, labels: composed.labels } satisfies MessageMeta;
+    const r = parts.length > 0 ? o.agent.send(full, meta, [{ type: 'text', text: full }, ...parts]) : o.agent.send(full, meta);
     if (r.status === 'queued') o.ui.emit(EVENTS.queued, { id, text, context: composed.labels, position: r.position });
     if (r.status === 'rejected') {
       if (note) o.checkpoints.addNote(note);

@@ -2,7 +2,7 @@
  * The sandbox of one workspace: whether one is available here, the policy, and the command line that runs
  * a program inside it (bwrap on Linux, sandbox-exec on macOS). See policy.ts for what is allowed.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -67,6 +67,60 @@ export function detectSandbox(): SandboxSupport {
   return cached;
 }
 
+let probing: { override: string; done: Promise<SandboxSupport> } | null = null;
+
+/**
+ * detectSandbox() without blocking the host: the trial bwrap run (7–20 ms of fork, exec and namespace
+ * set-up) runs as a child process while the host goes on (the first request's tool definitions wait for
+ * it, not the loading before them). Same trial, same result, same cache as detectSandbox().
+ */
+export function detectSandboxAsync(): Promise<SandboxSupport> {
+  const override = process.env.CABOOSE_BWRAP ?? '';
+  if (cached && cachedFor === override) return Promise.resolve(cached);
+  if (probing && probing.override === override) return probing.done;
+  const done = probeAsync(override).then((support) => {
+    // A synchronous detection that ran meanwhile (or another override) keeps its own answer.
+    if (probing?.done === done) probing = null;
+    if (!(cached && cachedFor === override) && (process.env.CABOOSE_BWRAP ?? '') === override) {
+      cachedFor = override;
+      cached = support;
+    }
+    return support;
+  });
+  probing = { override, done };
+  return done;
+}
+
+const TRIAL_ARGS = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-all', '--die-with-parent', '--new-session', '--cap-drop', 'ALL', 'true'];
+
+function probeAsync(override: string): Promise<SandboxSupport> {
+  if (process.platform !== 'linux') return Promise.resolve(probe(override));
+  const bwrap = override === 'none' ? null : override !== '' ? override : onPath('bwrap');
+  if (!bwrap) return Promise.resolve(probe(override));
+  return new Promise((resolve) => {
+    let stderr = '';
+    let settled = false;
+    const finish = (s: SandboxSupport): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(s);
+    };
+    const failed = (why: string): SandboxSupport => ({ available: false, reason: `bwrap (${bwrap}) cannot create a sandbox: ${why}`, fix: BWRAP_FIX });
+    const child = spawn(bwrap, TRIAL_ARGS, { stdio: ['ignore', 'ignore', 'pipe'] });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      finish(failed('the trial run did not finish within 10 s'));
+    }, 10_000);
+    timer.unref();
+    child.stderr?.on('data', (d: Buffer) => {
+      if (stderr.length < 4096) stderr += d.toString('utf8');
+    });
+    child.once('error', (e) => finish(failed(e.message)));
+    child.once('close', (code, signal) => finish(code === 0 ? { available: true, kind: 'bwrap', path: bwrap } : failed(stderr.trim() || (signal ? `killed by ${signal}` : `exit ${code}`))));
+  });
+}
+
 function probe(override: string): SandboxSupport {
   if (process.platform === 'darwin') {
     const p = '/usr/bin/sandbox-exec';
@@ -77,7 +131,7 @@ function probe(override: string): SandboxSupport {
   }
   const bwrap = override === 'none' ? null : override !== '' ? override : onPath('bwrap');
   if (!bwrap) return { available: false, reason: 'bubblewrap (bwrap) not found on PATH', fix: BWRAP_FIX };
-  const r = spawnSync(bwrap, ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-all', '--die-with-parent', '--new-session', '--cap-drop', 'ALL', 'true'], {
+  const r = spawnSync(bwrap, TRIAL_ARGS, {
     stdio: ['ignore', 'ignore', 'pipe'],
     timeout: 10_000,
   });
@@ -91,6 +145,7 @@ function probe(override: string): SandboxSupport {
 /** For tests: forget the probe's result. */
 export function resetSandboxDetection(): void {
   cached = null;
+  probing = null;
 }
 
 export interface SandboxOptions {
@@ -137,6 +192,16 @@ export class Sandbox {
     this.dataDir = o.dataDir ? path.resolve(o.dataDir) : undefined;
     this.home = o.home ?? os.homedir();
     this.network = networkPolicy(this.config.network?.allow);
+  }
+
+  /**
+   * Detects the sandbox in the background (see detectSandboxAsync); `support` is then known without the
+   * synchronous trial. Never rejects.
+   */
+  async prepare(): Promise<void> {
+    if (this.supportValue) return;
+    const s = await detectSandboxAsync();
+    this.supportValue ??= s;
   }
 
   /** Whether (and how) a sandbox can run here. */

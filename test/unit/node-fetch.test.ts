@@ -1,0 +1,139 @@
+/**
+ * src/agent/node-fetch.ts: the model client's fetch over node:http keeps what the SDK and the provider rely
+ * on from Node's fetch (issue 24).
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import net from 'node:net';
+import zlib from 'node:zlib';
+import type { AddressInfo } from 'node:net';
+import { nodeFetch } from '../../src/agent/node-fetch';
+
+let server: http.Server;
+let base = '';
+const seen: { method?: string; url?: string; headers: http.IncomingHttpHeaders; body: string }[] = [];
+
+before(async () => {
+  server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+    req.on('end', () => {
+      seen.push({ method: req.method, url: req.url, headers: req.headers, body });
+      if (req.url === '/json') {
+        res.writeHead(200, { 'content-type': 'application/json', 'x-request-id': 'r1' });
+        res.end(JSON.stringify({ got: body }));
+      } else if (req.url === '/gzip') {
+        res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' });
+        res.end(zlib.gzipSync('décompressé'));
+      } else if (req.url === '/redirect') {
+        res.writeHead(307, { location: '/json' });
+        res.end();
+      } else if (req.url === '/error') {
+        res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '3' });
+        res.end('{"error":{"message":"slow down"}}');
+      } else if (req.url === '/stream') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('data: one\n\n');
+        setTimeout(() => res.write('data: two\n\n'), 20);
+        setTimeout(() => res.end(), 40);
+      } else if (req.url === '/cut') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('data: one\n\n');
+        setTimeout(() => res.socket?.destroy(), 20);
+      } else if (req.url === '/hang') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('data: one\n\n');
+      } else {
+        res.writeHead(404);
+        res.end('nope');
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+after(async () => {
+  server.closeAllConnections();
+  await new Promise<void>((r) => server.close(() => r()));
+});
+
+const text = async (raw: unknown): Promise<string> => {
+  const body = raw as AsyncIterable<Uint8Array>;
+  let s = '';
+  for await (const c of body) s += Buffer.from(c).toString('utf8');
+  return s;
+};
+
+test('a POST with a Headers object: status, headers, json, the body and the headers fetch sends', async () => {
+  const r = await nodeFetch(`${base}/json`, { method: 'post', headers: new Headers({ Authorization: 'Bearer k', 'Content-Type': 'application/json' }), body: '{"a":"é"}' });
+  assert.equal(r.status, 200);
+  assert.equal(r.ok, true);
+  assert.equal(r.url, `${base}/json`);
+  assert.equal(r.headers.get('x-request-id'), 'r1');
+  assert.deepEqual(await r.json(), { got: '{"a":"é"}' });
+  const req = seen[seen.length - 1];
+  assert.equal(req.method, 'POST');
+  assert.equal(req.headers.authorization, 'Bearer k');
+  assert.equal(req.headers['content-length'], String(Buffer.byteLength('{"a":"é"}')));
+  assert.equal(req.headers['accept-encoding'], 'gzip, deflate, br');
+});
+
+test('a gzip body is decoded; an error status keeps its headers and text', async () => {
+  assert.equal(await (await nodeFetch(`${base}/gzip`)).text(), 'décompressé');
+  const e = await nodeFetch(`${base}/error`, { method: 'POST', body: '{}' });
+  assert.equal(e.ok, false);
+  assert.equal(e.status, 429);
+  assert.equal(e.headers.get('retry-after'), '3');
+  assert.equal(await e.text(), '{"error":{"message":"slow down"}}');
+});
+
+test('a redirect is left to fetch, which follows it', async () => {
+  const r = await nodeFetch(`${base}/redirect`, { method: 'POST', body: 'x' });
+  assert.equal(r.status, 200);
+  assert.deepEqual(await r.json(), { got: 'x' });
+});
+
+test('the body comes as the server writes it', async () => {
+  assert.equal(await text((await nodeFetch(`${base}/stream`)).body), 'data: one\n\ndata: two\n\n');
+});
+
+test('a refused connection rejects as fetch does: TypeError "fetch failed" whose cause has the code', async () => {
+  const port = await new Promise<number>((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const p = (s.address() as AddressInfo).port;
+      s.close(() => resolve(p));
+    });
+  });
+  const err = await nodeFetch(`http://127.0.0.1:${port}/x`).then(
+    () => assert.fail('no error'),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof TypeError);
+  assert.equal(err.message, 'fetch failed');
+  assert.equal((err.cause as { code?: string }).code, 'ECONNREFUSED');
+});
+
+test('a body cut midway fails as TypeError "terminated"', async () => {
+  const r = await nodeFetch(`${base}/cut`);
+  const err = await text(r.body).then(
+    () => assert.fail('no error'),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof TypeError);
+  assert.equal(err.message, 'terminated');
+  assert.ok(err.cause instanceof Error);
+});
+
+test('the signal: aborted before the request, and during the body, rejects with its reason', async () => {
+  const early = new AbortController();
+  early.abort();
+  await assert.rejects(nodeFetch(`${base}/json`, { signal: early.signal }), (e: unknown) => e instanceof Error && e.name === 'AbortError');
+  const late = new AbortController();
+  const r = await nodeFetch(`${base}/hang`, { signal: late.signal });
+  const reading = text(r.body);
+  setTimeout(() => late.abort(), 20);
+  await assert.rejects(reading, (e: unknown) => e instanceof Error && e.name === 'AbortError');
+});
