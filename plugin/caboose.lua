@@ -11,7 +11,8 @@ do
   local txt, tags = doc .. '/caboose.txt', doc .. '/tags'
   local uv = vim.uv or vim.loop
   local src, dst = uv.fs_stat(txt), uv.fs_stat(tags)
-  if src and (not dst or dst.mtime.sec < src.mtime.sec) and vim.fn.filewritable(doc) == 2 then
+  local older = src and dst and (dst.mtime.sec < src.mtime.sec or (dst.mtime.sec == src.mtime.sec and dst.mtime.nsec < src.mtime.nsec))
+  if src and (not dst or older) and vim.fn.filewritable(doc) == 2 then
     pcall(vim.cmd.helptags, vim.fn.fnameescape(doc))
   end
 end
@@ -135,6 +136,18 @@ end, {
   desc = 'Caboose: choose the model of the next request ([provider/model], or check: does each provider stream tool calls)',
   complete = function(lead)
     return require('caboose.model').complete(lead)
+  end,
+})
+
+vim.api.nvim_create_user_command('CabooseRetry', function(o)
+  require('caboose.conversation').command(o)
+end, {
+  nargs = '?',
+  desc = 'Caboose: regenerate the last reply (drops it and asks again; [provider/model]: with that model)',
+  complete = function(lead)
+    return vim.tbl_filter(function(c)
+      return c ~= 'check'
+    end, require('caboose.model').complete(lead))
   end,
 })
 

@@ -24,7 +24,6 @@ import { DiskCommitter, type CommitFaultHook, type FileChange, type HardLinkPoli
 
 export const DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024;
 
-/** What a commit did besides writing the disk. */
 /** What a commit's buffer gates decided (FileAccess.checkGates). */
 interface GateCheck {
   status: Map<string, BufferSnapshot>;
@@ -34,6 +33,7 @@ interface GateCheck {
   opLines: Map<BufferOp, Buffer>;
 }
 
+/** What a commit did besides writing the disk. */
 export interface CommitReport {
   /** Files whose change went into an unsaved buffer only (not to disk): the sha256 that buffer now writes. */
   buffered: Map<string, { sha256: string }>;
@@ -153,6 +153,7 @@ export class FileAccess {
       throw readonlyError(rel, code === 'EROFS' ? 'read-only file system' : 'not writable by you');
     }
   }
+
   /** Records that the agent was given `sha` for `abs` (a read, or a write's result). */
   noteGiven(abs: string, sha: string | null | undefined): void {
     this.gate.noteGiven(abs, sha);
@@ -343,7 +344,6 @@ export class FileAccess {
     if (syncDirs) await this.disk.syncDirs(changes);
   }
 
-
   /**
    * Creates `abs` (never overwriting) from what `fill` writes into a temp file beside it, journaled
    * like a commit: for content too large to hold in memory (restore_file of a large file). A loaded
@@ -355,7 +355,6 @@ export class FileAccess {
     if (this.bridge && (await this.bridge.status([abs], 'never')).has(abs)) await this.bridge.update([{ type: 'reload', abs }]);
   }
 }
-
 
 /**
  * Result fields of a write to `abs` once committed: with a bridge, `savedToDisk` (false when the

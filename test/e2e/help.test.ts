@@ -18,7 +18,7 @@ forEachNvim((bin) => {
         fs.copyFileSync(path.join(REPO_ROOT, 'doc', 'caboose.txt'), path.join(dir, 'doc', 'caboose.txt'));
         await t.cmd(`helptags ${dir}/doc`);
         await t.lua('vim.opt.runtimepath:prepend(...)', [dir]);
-        for (const tag of ['caboose', 'caboose-config', 'caboose-commands', ':Caboose', ':CabooseRestore', ':CabooseUndo', ':CabooseCheckpoints', 'caboose-checkpoints', 'caboose.undo()', ':CabooseRevoke', ':CabooseAudit', 'caboose.audit()', '<Plug>(CabooseApproval)', 'caboose-approval', 'caboose.revoke()', 'caboose.state()', 'caboose-events', 'caboose-highlights', 'caboose-health', 'caboose-rules', 'caboose-diagnostics', 'caboose-safety', ':CabooseMcp', 'caboose-mcp', 'caboose.mcp()', 'caboose.mcp_restart()', 'caboose-sandbox', 'caboose-insertables', 'caboose-slash-commands', 'caboose-variables', 'caboose-completion', 'caboose.compact()', ':CabooseExport', 'caboose.export()', 'caboose-prompts', ':CaboosePrompts', 'caboose-prompts-trust', 'caboose-prompts-placeholders', 'caboose-prompts-builtin']) {
+        for (const tag of ['caboose', 'caboose-config', 'caboose-commands', ':Caboose', ':CabooseRestore', ':CabooseUndo', ':CabooseCheckpoints', 'caboose-checkpoints', 'caboose.undo()', ':CabooseRevoke', ':CabooseAudit', 'caboose.audit()', '<Plug>(CabooseApproval)', 'caboose-approval', 'caboose.revoke()', 'caboose.state()', 'caboose-events', 'caboose-highlights', 'caboose-health', 'caboose-rules', 'caboose-diagnostics', 'caboose-safety', ':CabooseMcp', 'caboose-mcp', 'caboose.mcp()', 'caboose.mcp_restart()', 'caboose-sandbox', 'caboose-insertables', 'caboose-slash-commands', 'caboose-variables', 'caboose-completion', 'caboose.compact()', ':CabooseExport', 'caboose.export()', 'caboose-prompts', ':CaboosePrompts', 'caboose-prompts-trust', 'caboose-prompts-placeholders', 'caboose-prompts-builtin', ':CabooseRetry', 'caboose-conversation']) {
           await t.cmd(`help ${tag}`);
           assert.equal(await t.lua('return vim.bo.buftype'), 'help', tag);
           assert.match(await t.lua<string>("return vim.fn.expand('%:t')"), /caboose\.txt/, tag);
@@ -74,6 +74,23 @@ forEachNvim((bin) => {
         run(dir, 'help caboose');
         assert.equal(fs.statSync(tags).mtimeMs, before);
         assert.equal(fs.readFileSync(tags, 'utf8'), 'caboose\tcaboose.txt\t/*caboose*\n');
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it('tags older than the help file within the same second are regenerated (a doc edit right after helptags)', () => {
+      const dir = checkoutCopy();
+      try {
+        const tags = path.join(dir, 'doc', 'tags');
+        const txt = path.join(dir, 'doc', 'caboose.txt');
+        fs.writeFileSync(tags, 'caboose\tcaboose.txt\t/*caboose*\n');
+        const sec = Math.floor(Date.now() / 1000);
+        fs.utimesSync(tags, sec + 0.1, sec + 0.1);
+        fs.utimesSync(txt, sec + 0.9, sec + 0.9);
+        assert.ok(fs.statSync(tags).mtimeMs < fs.statSync(txt).mtimeMs, 'the file system keeps sub-second times');
+        const out = run(dir, 'help :CabooseRestore', "lua io.stdout:write(vim.bo.buftype .. ' ' .. vim.fn.expand('%:t'))");
+        assert.match(out, /help caboose\.txt/);
       } finally {
         fs.rmSync(dir, { recursive: true, force: true });
       }

@@ -243,6 +243,8 @@ forEachNvim((bin) => {
       assert.match(await err("{ providers = { a = { base_urll = 'x' } } }"), /`providers\.a\.base_urll` should be one of base_url/);
       assert.match(await err("{ provider = 'a' }"), /`provider` should be a table/);
       assert.equal(await err("{ provider = 'a', providers = { a = { model = 'm', models = { x = { temperature = 0.1 } } } } }"), '');
+      assert.equal(await err("{ provider = 'a', providers = { a = { model = 'm', media = { 'image' }, vision = true } } }"), '', 'a named provider takes media, like the single one');
+      assert.match(await err("{ providers = { a = { media = { 'video' } } } }"), /`providers\.a\.media` should be a list of 'image' and\/or 'audio'/);
     });
 
     it('an error inside a 200 stream is shown once and not retried', async () => {

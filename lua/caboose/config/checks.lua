@@ -154,6 +154,17 @@ H.checks = {
   ['edit.keymap'] = function(v)
     return v == nil or v == false or (type(v) == 'string' and v ~= ''), 'nil, false or a key'
   end,
+  ['chat.keys'] = function(v)
+    if type(v) ~= 'table' then
+      return false, 'a table { regenerate = key, edit = key }'
+    end
+    for k, lhs in pairs(v) do
+      if type(lhs) ~= 'string' then
+        return false, string.format('strings (chat.keys.%s is a %s; "" disables a key)', tostring(k), type(lhs))
+      end
+    end
+    return true
+  end,
   ['review.keys'] = function(v)
     if type(v) ~= 'table' then
       return false, 'a table of key names'
@@ -225,12 +236,17 @@ H.check_providers = function(cfg)
         if type(v) ~= 'string' and type(v) ~= 'table' then
           H.fail(at .. '.api_key_cmd', 'a string or a list of strings', v)
         end
+      elseif k == 'media' then
+        local ok, expected = H.checks['provider.media'](v)
+        if not ok then
+          H.fail(at .. '.media', expected, v)
+        end
       elseif k == 'models' then
         if type(v) ~= 'table' then
           H.fail(at .. '.models', 'a list of model names, or a table of model names → options', v)
         end
       elseif not t then
-        H.fail(at .. '.' .. tostring(k), 'one of base_url, api_key, api_key_cmd, api_key_env, model, models, max_tokens, context_window, headers, timeout_ms, max_retries, retry_base_delay_ms, vision', v)
+        H.fail(at .. '.' .. tostring(k), 'one of base_url, api_key, api_key_cmd, api_key_env, model, models, max_tokens, context_window, headers, timeout_ms, max_retries, retry_base_delay_ms, media, vision', v)
       elseif type(v) ~= t then
         H.fail(at .. '.' .. k, 'a ' .. t, v)
       end

@@ -132,7 +132,11 @@ local defaults = {
   diagnostics = { enabled = true, wait_ms = 2000, settle_ms = 300 },
   data_dir = vim.fn.stdpath('data') .. '/caboose',
   host = { node = 'node', transport = 'job', prestart = true },
-  chat = { position = 'right', size = 0.4, min_size = nil, max_size = nil, input_height = 5, show_thinking = true },
+  chat = {
+    position = 'right', size = 0.4, min_size = nil, max_size = nil, input_height = 5, show_thinking = true,
+    -- Transcript keys of issue 22 ("" disables one): regenerate the last reply, edit-and-resend the message under the cursor.
+    keys = { regenerate = 'gR', edit = 'gI' },
+  },
   approval = { grace_ms = 400, style = 'inline' },
   edit = { keymap = nil }, -- e.g. '<leader>ce' in Visual mode for <Plug>(CabooseEdit)
   -- User CabooseProgress events; shown in fidget.nvim when it is installed (false: not).
