@@ -45,7 +45,7 @@ forEachNvim((bin) => {
     };
     /** Puts the cursor of the transcript's window on line `row` (1-based) and focuses it. */
     const focusTranscript = async (row: number) => {
-      await e.t.lua(`local win = vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1]
+      await e.t.lua(`local win = vim.fn.win_findbuf(require('caboose.chat').buf())[1]
         vim.api.nvim_set_current_win(win)
         vim.api.nvim_win_set_cursor(win, { ..., 0 })`, [row]);
     };
@@ -270,7 +270,7 @@ forEachNvim((bin) => {
       await e.start({ initLua: `require('caboose').setup({ mode = 'chug', chat = { keys = { regenerate = '', edit = '<Leader>e' } } })\n${UI_STUB}\n${EVENTS_STUB}` });
       await turn('hello', 'reply hello');
       const maps = await e.t.lua<string[]>(`local out = {}
-        for _, m in ipairs(vim.api.nvim_buf_get_keymap(require('caboose.ui.chat').buf(), 'n')) do
+        for _, m in ipairs(vim.api.nvim_buf_get_keymap(require('caboose.chat').buf(), 'n')) do
           if (m.desc or ''):find('regenerate') or (m.desc or ''):find('resend') then table.insert(out, m.lhs) end
         end
         return out`);
