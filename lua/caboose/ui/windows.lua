@@ -11,4 +11,17 @@ function M.fix_buffer(win, on)
   end
 end
 
+--- The screen rows `lines` take in a window `width` columns wide with 'wrap' on: a float sized with it
+--- shows every line whole (sizing by the line count cuts off what long lines push below, shown as @@@).
+---@param lines string[]
+---@param width integer
+---@return integer
+function M.wrapped_rows(lines, width)
+  local rows = 0
+  for _, l in ipairs(lines) do
+    rows = rows + math.max(1, math.ceil(vim.fn.strdisplaywidth(l) / math.max(1, width)))
+  end
+  return rows
+end
+
 return M
