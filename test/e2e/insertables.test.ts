@@ -314,6 +314,28 @@ forEachNvim((bin) => {
       assert.equal(await e.t.lua("return require('caboose.insertables.complete').candidates('see /he')"), null);
     });
 
+    // UI pass: `#file:` offered only its own name, never a path (`#image:` and `@` complete paths).
+    it('#file: completes paths in the popup as it is typed (and for blink.cmp / nvim-cmp)', async () => {
+      await e.start({ initLua: SETUP });
+      fs.writeFileSync(path.join(e.t.cwd, 'main.lua'), 'return 1\n');
+      fs.mkdirSync(path.join(e.t.cwd, 'lua'), { recursive: true });
+      fs.writeFileSync(path.join(e.t.cwd, 'lua', 'mod.lua'), 'return 2\n');
+      await e.t.cmd('CabooseChat');
+      await e.t.waitFor(async () => (await e.t.lua<string>('return vim.bo.filetype')) === 'markdown', 'the markdown filetype');
+      const menu = () => e.t.lua<string[]>("return vim.fn.pumvisible() == 1 and vim.tbl_map(function(i) return i.word end, vim.fn.complete_info({ 'items' }).items) or {}");
+      await e.t.nvim.input('asee #file:m');
+      const words = await e.t.waitFor(async () => {
+        const w = await menu();
+        return w.includes('#file:main.lua') ? w : null;
+      }, 'paths after #file:');
+      assert.ok(!words.includes('#file:'), JSON.stringify(words));
+      await e.t.nvim.input('<C-n><C-y> and <Esc>');
+      await e.t.waitFor(async () => (await e.t.lua<string>('return vim.api.nvim_get_current_line()')) === 'see #file:main.lua and ', '#file:main.lua completed');
+      const c = await e.t.lua<{ col: number; items: { word: string }[] }>("return require('caboose.insertables.complete').candidates('x #{file:lu')");
+      assert.equal(c.col, 2);
+      assert.deepEqual(c.items.map((i) => i.word), ['#{file:lua/']);
+    });
+
     it('blink.cmp source: new/enabled/get_trigger_characters/get_completions as blink documents them', async () => {
       await e.start({ initLua: SETUP });
       await e.t.cmd('CabooseChat');

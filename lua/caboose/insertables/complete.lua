@@ -87,6 +87,18 @@ function M.candidates(before)
     end
     return #items > 0 and { col = istart - 1, items = items } or nil
   end
+  -- `#file:` completes paths (files and folders), as `@` does.
+  local fstart, fpath = before:match('()#{?file:([^%s}]*)$')
+  if fstart and (fstart == 1 or not before:sub(fstart - 1, fstart - 1):match('[%w_#]')) then
+    local lead = before:sub(fstart, #before - #fpath)
+    for _, f in ipairs(vim.fn.getcompletion(fpath, 'file')) do
+      local folder = f:sub(-1) == '/'
+      table.insert(items, { word = lead .. f, abbr = f, kind = folder and 'folder' or 'file', menu = '[caboose]', info = 'attach ' .. f })
+    end
+    if #items > 0 then
+      return { col = fstart - 1, items = items }
+    end
+  end
   local start = before:find('#{?[%w_:]*$') or before:find('#mcp:%S*$')
   if start and (start == 1 or not before:sub(start - 1, start - 1):match('[%w_#]')) then
     local typed = before:sub(start)
@@ -140,7 +152,9 @@ function M.popup()
   local col = vim.api.nvim_win_get_cursor(0)[2]
   local before = vim.api.nvim_get_current_line():sub(1, col)
   -- Only right after the trigger character: typing on narrows the open menu by itself.
-  if not before:match('[/#]$') and not before:match('#{$') then
+  -- A path after `#file:` or `#image:` completes whenever no menu is open (as `@path` does).
+  local path_token = before:match('#{?file:[^%s}]*$') or before:match('#{?image:[^%s}]*$')
+  if not before:match('[/#]$') and not before:match('#{$') and not path_token then
     return false
   end
   local buf, row = vim.api.nvim_get_current_buf(), vim.api.nvim_win_get_cursor(0)[1]
