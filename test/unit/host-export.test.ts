@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { exportMarkdown } from '../../src/host/export';
+import { exportMarkdown, openFence } from '../../src/host/export';
 
 describe('exportMarkdown', () => {
   it('messages with labels, replies with code intact, tool calls one line each, notices quoted, thinking left out', () => {
@@ -56,5 +56,21 @@ describe('exportMarkdown', () => {
   });
   it('an untitled chat gets a heading', () => {
     assert.match(exportMarkdown(null, []), /^# caboose chat\n/);
+  });
+
+  it('a reply that leaves a code block open (cut off) has it closed: the next message is no code', () => {
+    const md = exportMarkdown(
+      't',
+      [
+        { t: 'user', text: 'show' },
+        { t: 'text', text: 'Here:\n\n````lua\nlocal s = "```"\n```\nreturn s', interrupted: true },
+        { t: 'user', text: 'next' },
+        { t: 'text', text: '~~~\nraw\n' },
+      ],
+      new Date('2026-01-02T03:04:05Z'),
+    );
+    assert.ok(md.includes('return s\n````\n\n_[response interrupted]_\n\n## You\n\nnext'), md);
+    assert.ok(md.endsWith('~~~\nraw\n~~~\n'), md);
+    assert.equal(openFence(md), null);
   });
 });
