@@ -55,7 +55,7 @@ forEachNvim((bin) => {
             text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n') }`);
         assert.match(shown.text, /#buffer/, 'the list has the message-area entries');
         assert.equal(shown.bottom, shown.last, `every line is in the float: ${JSON.stringify(shown)}`);
-        assert.ok(shown.height >= shown.rows, `the float is as high as the wrapped lines: ${JSON.stringify(shown)}`);
+        assert.equal(shown.height, shown.rows, `the float is as high as the wrapped lines, no more: ${JSON.stringify(shown)}`);
         await e.t.nvim.input('q');
       });
     }

@@ -98,7 +98,7 @@ function M.show_keys(opts)
   -- As wide as the longest line (when the screen allows) and as high as the wrapped lines: none cut off.
   local longest = 0
   for _, l in ipairs(lines) do
-    longest = math.max(longest, vim.fn.strdisplaywidth(l) + 1)
+    longest = math.max(longest, vim.api.nvim_strwidth(l) + 1)
   end
   local width = math.max(1, math.min(vim.o.columns - 4, math.max(40, longest)))
   local height = math.max(1, math.min(require('caboose.ui.windows').wrapped_rows(lines, width), vim.o.lines - 4))

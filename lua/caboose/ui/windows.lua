@@ -19,7 +19,10 @@ end
 function M.wrapped_rows(lines, width)
   local rows = 0
   for _, l in ipairs(lines) do
-    rows = rows + math.max(1, math.ceil(vim.fn.strdisplaywidth(l) / math.max(1, width)))
+    -- nvim_strwidth: strdisplaywidth() counts the current window's 'linebreak'/'breakindent' too (the
+    -- chat's). A tab counts as a full 'tabstop' (never fewer rows than drawn).
+    local cells = vim.api.nvim_strwidth((l:gsub('\t', string.rep(' ', math.max(1, vim.o.tabstop)))))
+    rows = rows + math.max(1, math.ceil(cells / math.max(1, width)))
   end
   return rows
 end
