@@ -133,7 +133,11 @@ local defaults = {
   diagnostics = { enabled = true, wait_ms = 2000, settle_ms = 300 },
   data_dir = vim.fn.stdpath('data') .. '/caboose',
   host = { node = 'node', transport = 'job', prestart = true },
-  chat = { position = 'right', size = 0.4, min_size = nil, max_size = nil, input_height = 5, show_thinking = true },
+  chat = {
+    position = 'right', size = 0.4, min_size = nil, max_size = nil, input_height = 5, show_thinking = true,
+    -- Transcript keys of issue 22 ("" disables one): regenerate the last reply, edit-and-resend the message under the cursor.
+    keys = { regenerate = 'gR', edit = 'gI' },
+  },
   approval = { grace_ms = 400, style = 'inline' },
   edit = { keymap = nil }, -- e.g. '<leader>ce' in Visual mode for <Plug>(CabooseEdit)
   -- User CabooseProgress events; shown in fidget.nvim when it is installed (false: not).
@@ -299,6 +303,17 @@ H.checks = {
   ['progress.fidget'] = H.opt_type('boolean'),
   ['edit.keymap'] = function(v)
     return v == nil or v == false or (type(v) == 'string' and v ~= ''), 'nil, false or a key'
+  end,
+  ['chat.keys'] = function(v)
+    if type(v) ~= 'table' then
+      return false, 'a table { regenerate = key, edit = key }'
+    end
+    for k, lhs in pairs(v) do
+      if type(lhs) ~= 'string' then
+        return false, string.format('strings (chat.keys.%s is a %s; "" disables a key)', tostring(k), type(lhs))
+      end
+    end
+    return true
   end,
   ['review.keys'] = function(v)
     if type(v) ~= 'table' then

@@ -117,6 +117,11 @@ H.handlers = {
     H.chat().set_status(nil, nil, fields)
   end,
   transcript = function(p)
+    if p.replaced then
+      -- The same session's chat changed (a regenerated reply): shown as now stored, nothing else happens.
+      H.chat().load(vim.json.decode(p.items_json, { luanil = { object = true, array = true } }))
+      return
+    end
     -- A reopened session: its chat replaces the current one (the unsent draft stays).
     require('caboose.ui.approval').close_all()
     H.chat().load(p.items_json and vim.json.decode(p.items_json, { luanil = { object = true, array = true } }) or p.items or {})
