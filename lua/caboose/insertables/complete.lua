@@ -146,6 +146,8 @@ end
 --- After a typed `/` or `#` (TextChangedI of the message area): opens the built-in popup, offering without
 --- inserting. True when it handled the text before the cursor (else `@path` completion may run).
 function M.popup()
+  local typed = vim.b.caboose_typed_trigger
+  vim.b.caboose_typed_trigger = nil
   if vim.fn.pumvisible() == 1 then
     return false
   end
@@ -154,7 +156,9 @@ function M.popup()
   -- Only right after the trigger character: typing on narrows the open menu by itself.
   -- A path after `#file:` or `#image:` completes whenever no menu is open (as `@path` does).
   local path_token = before:match('#{?file:[^%s}]*$') or before:match('#{?image:[^%s}]*$')
-  if not before:match('[/#]$') and not before:match('#{$') and not path_token then
+  -- Or when a trigger character was typed since the last check: keys arriving in one burst (fast typing
+  -- over ssh, a mapping) give a single TextChangedI, after `#sel` rather than after `#`.
+  if not before:match('[/#]$') and not before:match('#{$') and not path_token and not typed then
     return false
   end
   local buf, row = vim.api.nvim_get_current_buf(), vim.api.nvim_win_get_cursor(0)[1]
@@ -227,5 +231,12 @@ function M.in_message_area(buf)
 end
 
 M.TRIGGERS = { '/', '#' }
+
+--- InsertCharPre of the message area: notes a typed trigger character for the next popup() check.
+function M.note_typed()
+  if vim.v.char == '/' or vim.v.char == '#' then
+    vim.b.caboose_typed_trigger = true
+  end
+end
 
 return M
