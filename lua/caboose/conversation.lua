@@ -75,6 +75,32 @@ H.ask_conflict = function(res, on_force)
   end)
 end
 
+--- Sends `method` with `params`; while the host answers 'ask' (the dropped turns changed files) or
+--- 'conflict' (a rewind met files changed since), asks the user and sends again with the answer. `done`
+--- gets any other answer.
+H.request_asking = function(method, params, what, verb, done)
+  local function go(files, force)
+    local p = vim.tbl_extend('force', params, { files = files, force = force or nil })
+    return H.caboose()._request(method, p, function(err, res)
+      if err or type(res) ~= 'table' then
+        return
+      end
+      if res.status == 'ask' then
+        H.ask_files(what, res.files or {}, verb, function(choice)
+          go(choice)
+        end)
+      elseif res.status == 'conflict' then
+        H.ask_conflict(res, function()
+          go('rewind', true)
+        end)
+      else
+        done(res)
+      end
+    end)
+  end
+  return go('ask')
+end
+
 --- Regenerates the last reply: the host drops the last turn (the reply, its tool calls and results) from
 --- the conversation and the session, and sends the same message again. When that turn changed files,
 --- asks first: rewind them, keep them, or cancel. With {model} ('provider/model', a model of the current
@@ -86,34 +112,17 @@ function M.retry(model)
     H.notify(H.BUSY, vim.log.levels.WARN)
     return false
   end
-  local function go(files, force)
-    local params = { files = files }
-    if model and model ~= '' then
-      params.model = model
-    end
-    params.force = force or nil
-    return H.caboose()._request(H.methods().session_retry, params, function(err, res)
-      if err or type(res) ~= 'table' then
-        return
-      end
-      if res.status == 'ask' then
-        H.ask_files('The replies to your last message', res.files or {}, 'regenerate', function(choice)
-          go(choice)
-        end)
-      elseif res.status == 'conflict' then
-        H.ask_conflict(res, function()
-          go('rewind', true)
-        end)
-      else
-        vim.api.nvim_exec_autocmds('User', {
-          pattern = 'CabooseRegenerated',
-          modeline = false,
-          data = { message = res.message, model = res.model, rewound = res.rewound or {} },
-        })
-      end
-    end)
+  local params = {}
+  if model and model ~= '' then
+    params.model = model
   end
-  return go('ask')
+  return H.request_asking(H.methods().session_retry, params, 'The replies to your last message', 'regenerate', function(res)
+    vim.api.nvim_exec_autocmds('User', {
+      pattern = 'CabooseRegenerated',
+      modeline = false,
+      data = { message = res.message, model = res.model, rewound = res.rewound or {} },
+    })
+  end)
 end
 
 --- :CabooseRetry [model]
@@ -239,34 +248,19 @@ function M.resend(index, original, text)
     H.notify(H.BUSY, vim.log.levels.WARN)
     return false
   end
-  local function go(files, force)
-    local params = { index = index, text = original, files = files }
-    params.force = force or nil
-    return H.caboose()._request(H.methods().session_fork, params, function(err, res)
-      if err or type(res) ~= 'table' then
-        return
-      end
-      if res.status == 'ask' then
-        H.ask_files('The replies from this message on', res.files or {}, 'resend', function(choice)
-          go(choice)
-        end)
-      elseif res.status == 'conflict' then
-        H.ask_conflict(res, function()
-          go('rewind', true)
-        end)
-      elseif res.status == 'forked' then
-        H.close_float()
-        H.caboose()._notify_line(string.format('forked from “%s”: the earlier branch stays in :CabooseSessions', res.forked_from_title or '?'))
-        vim.api.nvim_exec_autocmds('User', {
-          pattern = 'CabooseForked',
-          modeline = false,
-          data = { session = res.session, from = res.from, message = res.message },
-        })
-        H.caboose().send(text)
-      end
-    end)
-  end
-  return go('ask')
+  return H.request_asking(H.methods().session_fork, { index = index, text = original }, 'The replies from this message on', 'resend', function(res)
+    if res.status ~= 'forked' then
+      return
+    end
+    H.close_float()
+    H.caboose()._notify_line(string.format('forked from “%s”: the earlier branch stays in :CabooseSessions', res.forked_from_title or '?'))
+    vim.api.nvim_exec_autocmds('User', {
+      pattern = 'CabooseForked',
+      modeline = false,
+      data = { session = res.session, from = res.from, message = res.message },
+    })
+    H.caboose().send(text)
+  end)
 end
 
 --- Opens the user message under the cursor (in the transcript) in a float to edit it; <C-s> (or <CR> in

@@ -479,6 +479,11 @@ export class HostServer {
     this.init = { config: p.config, cwd: p.cwd, dataDir: p.data_dir, nvimVersion: p.nvim_version };
     if (p.env_api_key) (require('./provider-config') as typeof import('./provider-config')).setEditorApiKey(p.env_api_key);
     this.log.info('init cwd=%s data=%s nvim=%s', p.cwd, p.data_dir, p.nvim_version ?? '?');
+    // The sandbox's trial run (a child process: 10–50 ms of fork, exec and namespaces) starts now, beside the
+    // session's loading; the first request's tool definitions wait for its answer (runtime.ts).
+    if ((p.config.sandbox?.mode ?? 'workspace-write') !== 'off') {
+      void (require('../workspace/sandbox/sandbox') as typeof import('../workspace/sandbox/sandbox')).detectSandboxAsync();
+    }
     // Get the session ready while the user is still typing: the first message then streams at once. Loading
     // happens in this process, so Neovim never waits for it; a failure surfaces again at the first message.
     setImmediate(() => {

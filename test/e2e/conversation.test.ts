@@ -9,29 +9,17 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { forEachNvim, type TestNvim } from '../support/nvim';
 import { useE2E } from '../support/e2e';
+import { UI_STUB } from '../support/ui-stub';
 import type { FakeMessage, FakeRequest } from '../support/fake-openai';
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 
-/** vim.ui.select answered from _G.ui.pick (by substring), its prompts recorded. */
-const UI_STUB = `
-_G.ui = { selects = {}, pick = {} }
-vim.ui.select = function(items, opts, cb)
-  local shown = {}
-  for i, it in ipairs(items) do shown[i] = opts.format_item and opts.format_item(it) or tostring(it) end
-  table.insert(_G.ui.selects, { prompt = opts.prompt, items = shown })
-  local want = table.remove(_G.ui.pick, 1)
-  if want == nil then return cb(nil) end
-  for i, s in ipairs(shown) do
-    if s:find(want, 1, true) then return cb(items[i], i) end
-  end
-  cb(nil)
-end
+const EVENTS_STUB = `
 _G.regenerated, _G.forked = {}, {}
 vim.api.nvim_create_autocmd('User', { pattern = 'CabooseRegenerated', callback = function(ev) table.insert(_G.regenerated, ev.data) end })
 vim.api.nvim_create_autocmd('User', { pattern = 'CabooseForked', callback = function(ev) table.insert(_G.forked, ev.data) end })
 `;
-const SETUP = `require('caboose').setup({ mode = 'chug', provider = { max_retries = 0 } })\n${UI_STUB}`;
+const SETUP = `require('caboose').setup({ mode = 'chug', provider = { max_retries = 0 } })\n${UI_STUB}\n${EVENTS_STUB}`;
 
 /** The conversation a request carried, without the system prompt: `role: text` lines. */
 function conversation(req: FakeRequest | undefined): string[] {
@@ -57,7 +45,7 @@ forEachNvim((bin) => {
     };
     /** Puts the cursor of the transcript's window on line `row` (1-based) and focuses it. */
     const focusTranscript = async (row: number) => {
-      await e.t.lua(`local win = vim.fn.win_findbuf(require('caboose.ui.chat').buf())[1]
+      await e.t.lua(`local win = vim.fn.win_findbuf(require('caboose.chat').buf())[1]
         vim.api.nvim_set_current_win(win)
         vim.api.nvim_win_set_cursor(win, { ..., 0 })`, [row]);
     };
@@ -125,7 +113,7 @@ forEachNvim((bin) => {
 
     it(':CabooseRetry {model} regenerates with that model (request and chat say so) and completes model names', async () => {
       await e.start({
-        initLua: `require('caboose').setup({ mode = 'chug', provider = 'fake', providers = { fake = { base_url = '${e.fake.url}', api_key = 'k', model = 'model-a', models = { 'model-b' }, max_retries = 0 } } })\n${UI_STUB}`,
+        initLua: `require('caboose').setup({ mode = 'chug', provider = 'fake', providers = { fake = { base_url = '${e.fake.url}', api_key = 'k', model = 'model-a', models = { 'model-b' }, max_retries = 0 } } })\n${UI_STUB}\n${EVENTS_STUB}`,
       });
       await turn('which model are you', 'I am model a');
       assert.equal(e.fake.chatRequests[0].body?.model, 'model-a');
@@ -279,10 +267,10 @@ forEachNvim((bin) => {
     });
 
     it('gI outside a user message says where to put the cursor; chat.keys renames and disables the keys', async () => {
-      await e.start({ initLua: `require('caboose').setup({ mode = 'chug', chat = { keys = { regenerate = '', edit = '<Leader>e' } } })\n${UI_STUB}` });
+      await e.start({ initLua: `require('caboose').setup({ mode = 'chug', chat = { keys = { regenerate = '', edit = '<Leader>e' } } })\n${UI_STUB}\n${EVENTS_STUB}` });
       await turn('hello', 'reply hello');
       const maps = await e.t.lua<string[]>(`local out = {}
-        for _, m in ipairs(vim.api.nvim_buf_get_keymap(require('caboose.ui.chat').buf(), 'n')) do
+        for _, m in ipairs(vim.api.nvim_buf_get_keymap(require('caboose.chat').buf(), 'n')) do
           if (m.desc or ''):find('regenerate') or (m.desc or ''):find('resend') then table.insert(out, m.lhs) end
         end
         return out`);
