@@ -27,6 +27,9 @@ const closed = (text: string) => {
   return fence === null ? text : `${text}${text.endsWith('\n') ? '' : '\n'}${fence}`;
 };
 
+/** A tool line's summary after its text: ` — 3 lines`, but `→ exit 0` already has its arrow (no `— →`). */
+const summary = (text: string | undefined) => (!text ? '' : /^[→—]/.test(text) ? ` ${text}` : ` — ${text}`);
+
 export function exportMarkdown(title: string | null, items: readonly TranscriptItem[], when = new Date()): string {
   const out: string[] = [`# ${title && title.trim() !== '' ? title.trim() : 'caboose chat'}`, '', `_Exported ${when.toISOString()}_`];
   let inReply = false;
@@ -47,7 +50,7 @@ export function exportMarkdown(title: string | null, items: readonly TranscriptI
       case 'tool':
         if (!inReply) out.push('', '## Caboose');
         inReply = true;
-        out.push('', `- ${STATUS[it.status] ?? '?'} ${it.text}${it.summary ? ` — ${it.summary}` : ''}`);
+        out.push('', `- ${STATUS[it.status] ?? '?'} ${it.text}${summary(it.summary)}`);
         break;
       case 'notice':
         out.push('', quote(it.text));

@@ -54,6 +54,15 @@ describe('exportMarkdown', () => {
     );
     assert.ok(!md.includes('secret musings') && !md.includes('ARGUMENT DETAIL'));
   });
+  it('a summary that starts with its own arrow is not given a dash too', () => {
+    const md = exportMarkdown('t', [
+      { t: 'user', text: 'run' },
+      { t: 'tool', id: 'c1', text: 'bash echo hi', status: 'ok', summary: '→ exit 0' },
+      { t: 'tool', id: 'c2', text: 'read_file a.lua', status: 'ok', summary: '3 lines' },
+    ]);
+    assert.match(md, /^- ✓ bash echo hi → exit 0$/m);
+    assert.match(md, /^- ✓ read_file a\.lua — 3 lines$/m);
+  });
   it('an untitled chat gets a heading', () => {
     assert.match(exportMarkdown(null, []), /^# caboose chat\n/);
   });
