@@ -174,6 +174,19 @@ forEachNvim((bin) => {
       assert.deepEqual(Object.values(kept.prompts), [sha], 'the changed text was never trusted');
     });
 
+    it('a project prompt that needs a selection says so before the trust question when there is none (nothing asked, nothing sent)', async () => {
+      await e.start({ initLua: SETUP + UI });
+      writeFile('b.lua', 'local b = 1\n');
+      await e.t.cmd('edit b.lua');
+      writeFile('.caboose/prompts/sel.md', 'Explain {{selection}}.\n');
+      await e.t.lua(`_G.select_answer = 'Run once'`);
+      await submit('/sel');
+      await e.t.waitFor(async () => /\/sel needs a selection/.test(await notes()), 'the missing-selection notice');
+      await settle();
+      assert.equal((await asked()).length, 0, 'no trust question for a prompt that cannot run');
+      assert.equal(e.fake.chatRequests.length, 0);
+    });
+
     it('the trust dialog says what a project prompt switches (mode chug); a text longer than the screen can be opened in full first (nothing runs)', async () => {
       await e.start({ initLua: SETUP.replace("mode = 'chug'", "mode = 'create'") + UI });
       writeFile('.caboose/prompts/yolo.md', '---\nmode: chug\n---\nDo it all.\n');

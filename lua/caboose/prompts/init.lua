@@ -172,12 +172,14 @@ function M.run(e, arg, opts)
     end
     go()
   end
-  local expand = function()
-    local ph = M.placeholders(entry.text)
-    H.gather(entry, ph.names, opts, function(values, items)
-      if not values then
-        return
-      end
+  -- What the placeholders need is checked first (a missing selection says so before any question); a
+  -- project's prompt is then trusted or not before its inputs are asked and anything is sent.
+  local ph = M.placeholders(entry.text)
+  H.gather(entry, ph.names, opts, function(values, items)
+    if not values then
+      return
+    end
+    local expand = function()
       H.ask_inputs(entry, ph.inputs, arg, function(answers)
         if not answers then
           return cancelled('input cancelled')
@@ -190,22 +192,21 @@ function M.run(e, arg, opts)
         end
         send(text, items)
       end)
-    end)
-  end
-  if entry.source == 'project' then
-    local trust = require('caboose.prompts.trust')
-    if not trust.is_trusted(entry.path, content) then
-      trust.ask(entry, content, function(ok)
-        if ok then
-          expand()
-        else
-          cancelled('not trusted')
-        end
-      end)
-      return true
     end
-  end
-  expand()
+    if entry.source == 'project' then
+      local trust = require('caboose.prompts.trust')
+      if not trust.is_trusted(entry.path, content) then
+        return trust.ask(entry, content, function(ok)
+          if ok then
+            expand()
+          else
+            cancelled('not trusted')
+          end
+        end)
+      end
+    end
+    expand()
+  end)
   return true
 end
 
