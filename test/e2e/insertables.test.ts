@@ -264,6 +264,28 @@ forEachNvim((bin) => {
       await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes(`📎 /fetch ${url} (1 line)`), 'the label');
     });
 
+    it('a secret file (secret_globs) named by #file:, /file or #buffer asks first, in chug mode too, as read_file does', async () => {
+      await e.start({ initLua: `require('caboose').setup({ mode = 'chug', provider = { max_retries = 0 }, approval = { style = 'float' } })` });
+      fs.writeFileSync(path.join(e.t.cwd, '.env'), 'API_TOKEN=hunter2-secret\n');
+      e.fake.script({ text: 'refused' }, { text: 'read' });
+      await e.t.lua('require("caboose").send(...)', ['check #file:.env please']);
+      const float = await waitApprovalFloat(e.t, 'read_file');
+      assert.match(float.text + float.title, /\.env/);
+      assert.equal(e.fake.chatRequests.length, 0, 'nothing goes to the model before the answer');
+      await e.t.lua("require('caboose').approval_respond('reject')");
+      await e.fake.waitForRequest(1);
+      const refused = String(e.fake.chatRequests[0].body!.messages!.filter((m) => m.role === 'user').at(-1)!.content);
+      assert.ok(!refused.includes('hunter2'), 'a refused secret is not sent');
+      assert.match(refused, /could not be read: rejected_by_user/);
+      await e.t.waitFor(async () => (await e.t.lua<string>("return require('caboose').state().state")) === 'idle', 'idle');
+      await e.t.lua('require("caboose").send(...)', ['/file .env\nnow read it']);
+      await waitApprovalFloat(e.t, 'read_file');
+      await e.t.lua("require('caboose').approval_respond('once')");
+      await e.fake.waitForRequest(2);
+      const allowed = String(e.fake.chatRequests[1].body!.messages!.filter((m) => m.role === 'user').at(-1)!.content);
+      assert.match(allowed, /API_TOKEN=hunter2-secret/);
+    });
+
     it('the fetch rules apply: a private host not allowed is not attached, and the label says why', async () => {
       await e.start({ initLua: `require('caboose').setup({ mode = 'chug', provider = { max_retries = 0 } })` });
       const url = await serve();
