@@ -162,6 +162,28 @@ forEachNvim((bin) => {
         assert.match(text, label);
     });
 
+    it('paths with braces, %, spaces and unicode attach as typed; `@word{` in text is no error; /gitdiff outside a repository says so in one line', async () => {
+      await e.start({ initLua: SETUP });
+      const cwd = e.t.cwd;
+      fs.writeFileSync(path.join(cwd, 'a{b}.lua'), 'braces body\n');
+      fs.writeFileSync(path.join(cwd, '100%.txt'), 'percent body\n');
+      fs.writeFileSync(path.join(cwd, 'my ünï file.lua'), 'unicode body\n');
+      e.fake.script({ text: 'seen' }, { text: 'no diff' });
+      await submit('see #{file:a{b}.lua}, #file:100%.txt and #{file:my ünï file.lua}; mail @bob{x');
+      await e.fake.waitForRequest(1);
+      const msg = lastUser(0);
+      assert.match(msg, /File a\{b\}\.lua \(1 line, sha256 [0-9a-f]+\):\n```\nbraces body/);
+      assert.match(msg, /File 100%\.txt \(1 line, sha256 [0-9a-f]+\):\n```\npercent body/);
+      assert.match(msg, /File my ünï file\.lua \(1 line, sha256 [0-9a-f]+\):\n```\nunicode body/);
+      await waitChat(/📎 #file:a\{b\}\.lua a\{b\}\.lua \(1 line\)/);
+      await idle();
+      assert.ok(!fs.existsSync(path.join(cwd, '.git')), 'precondition: the workspace is no git repository');
+      await submit('/gitdiff\nwhat changed?');
+      await e.fake.waitForRequest(2);
+      await e.t.waitFor(async () => /\/gitdiff: nothing attached: not a git repository/.test(await notes()), 'the one-line reason');
+      assert.ok(!/usage: git diff/.test(await notes()), "git's usage text is not shown");
+    });
+
     it('#buffers with more buffers than one message carries: the first 50 go, the rest are named in a warning', async () => {
       await e.start({ initLua: SETUP });
       await e.t.lua(`for i = 1, 53 do

@@ -50,7 +50,7 @@ function M.export(path, to_buffer, on_done)
     end
     local target
     if path and path ~= '' then
-      target = vim.fn.expand(path)
+      target = require('caboose.context').expand_path(path)
       if vim.uv.fs_stat(target) then
         caboose._notify(target .. ' exists: not overwritten (give another path, or :CabooseExport! for a buffer)', vim.log.levels.ERROR)
         return done(nil)
