@@ -139,6 +139,18 @@ end, {
   end,
 })
 
+vim.api.nvim_create_user_command('CabooseRetry', function(o)
+  require('caboose.conversation').command(o)
+end, {
+  nargs = '?',
+  desc = 'Caboose: regenerate the last reply (drops it and asks again; [provider/model]: with that model)',
+  complete = function(lead)
+    return vim.tbl_filter(function(c)
+      return c ~= 'check'
+    end, require('caboose.model').complete(lead))
+  end,
+})
+
 vim.api.nvim_create_user_command('CabooseAgent', function(o)
   caboose().command_agent(o)
 end, {

@@ -150,7 +150,13 @@ export async function nodeFetch(input: string | URL | Request, init: FetchInit =
           }
         },
         async return() {
-          destroy();
+          // The reader stopped early (the stream's `[DONE]`): a response the server already finished is
+          // drained, so its connection goes back to the pool for the next request (a TLS handshake saved);
+          // one still running is cut.
+          if (stream === res && res.complete) {
+            ended = true;
+            res.resume();
+          } else destroy();
           done();
           return { done: true, value: undefined };
         },

@@ -5,7 +5,7 @@ export interface LuaRunner {
   lua<T>(code: string, args?: unknown[]): Promise<T>;
 }
 
-/** A snapshot as lua/caboose/buffers.lua returns it (bytes base64-encoded: msgpack strings decode as UTF-8). */
+/** A snapshot as lua/caboose/buffers/snapshot.lua makes it (bytes base64-encoded: msgpack strings decode as UTF-8). */
 interface RawSnapshot {
   bufnr: number;
   modified: boolean;
@@ -49,7 +49,7 @@ function entries<T>(v: unknown): [string, T][] {
 
 /**
  * BufferBridge over the Neovim RPC channel: every method is one `nvim_exec_lua` request into
- * lua/caboose/buffers.lua (lines and options read together, never per line).
+ * lua/caboose/buffers/init.lua (lines and options read together, never per line).
  */
 export class NvimBufferBridge implements BufferBridge {
   constructor(private readonly nvim: LuaRunner) {}

@@ -14,6 +14,10 @@ export const METHODS = {
   sessionExport: 'session.export',
   sessionDelete: 'session.delete',
   sessionInfo: 'session.info',
+  /** Regenerate the last reply (:CabooseRetry): `{ model?, files?: 'ask'|'rewind'|'keep', force? }`. */
+  sessionRetry: 'session.retry',
+  /** Edit-and-resend: fork the chat before its `index`-th user message (`text`: what the chat shows there). */
+  sessionFork: 'session.fork',
   sessionDebug: 'session.debug',
   setMode: 'mode.set',
   approvalResolve: 'approval.resolve',
@@ -72,7 +76,10 @@ export const EVENTS = {
   usage: 'usage',
   retry: 'retry',
   sessionInfo: 'session_info',
-  /** A reopened session's chat, rendered at once: `{ session, title, items_json }` (the items as JSON text). */
+  /**
+   * A reopened session's chat, rendered at once: `{ session, title, items_json }` (the items as JSON text).
+   * With `replaced: true` the same session's chat changed (a regenerated reply): no session was opened.
+   */
   transcript: 'transcript',
   /** The project rules files a new conversation follows, as the chat's first lines: `{ lines }`. */
   rules: 'rules',

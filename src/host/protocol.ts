@@ -114,6 +114,16 @@ export const ModelSetParams = z.object({ provider: z.string().min(1).max(200).op
 
 export const SessionListParams = z.object({ query: z.string().max(1000).optional().nullable() });
 export const SessionOpenParams = z.object({ id: z.string().min(1).max(200) });
+const FilesChoice = z.enum(['ask', 'rewind', 'keep']).optional().nullable();
+/** :CabooseRetry [model]: `files` says what to do with the files the dropped turn changed (default: ask). */
+export const SessionRetryParams = z.object({ model: z.string().min(1).max(500).optional().nullable(), files: FilesChoice, force: z.boolean().optional().nullable() });
+/** Edit-and-resend: the chat's `index`-th user message (1-based), whose text the chat shows as `text`. */
+export const SessionForkParams = z.object({
+  index: z.number().int().positive(),
+  text: z.string().max(1_000_000),
+  files: FilesChoice,
+  force: z.boolean().optional().nullable(),
+});
 export const SessionRenameParams = z.object({ title: z.string().min(1).max(1000) });
 export const SessionDeleteParams = z.object({ id: z.string().min(1).max(200) });
 export const ResetParams = z.object({ cwd: z.string().min(1).optional() });

@@ -19,6 +19,8 @@ import { checkpointApi, type CheckpointApi } from './checkpoints';
 import { ConversationRules, rulesOptions } from './project-rules';
 import { chatEvents } from './session-parts/agent-events';
 import { ChatModel } from './session-parts/chat-model';
+import { forkAt, regenerate, type FilesChoice, type ForkReply, type RetryReply } from './session-parts/conversation-control';
+import { transcriptItems } from './session-history';
 import { attachSessionMcp } from './session-parts/mcp-attachment';
 import { messageDelivery, restoreOnce } from './session-parts/message-delivery';
 import { MessageQueue } from './session-parts/message-queue';
@@ -61,6 +63,11 @@ export interface SessionRuntime {
   info(): { session: string; title: string | null; cwd: string; messages: number; agent?: string };
   /** :CabooseUndo / :CabooseCheckpoints: the file changes of each user message, rewindable. */
   checkpoints: CheckpointApi;
+  /** Regenerate and edit-and-resend (issue 22); absent in an external agent's chat. */
+  conversation?: {
+    retry(opts: { files: FilesChoice; force?: boolean; model?: string; beforeCut?: () => void }): Promise<RetryReply>;
+    fork(p: { index: number; text: string; files: FilesChoice; force?: boolean; newId: string }): Promise<ForkReply>;
+  };
   /** :CabooseDebug: the chat's last model request and response, secrets masked (absent for external agents). */
   debug?(): import('./debug-view').DebugView;
   dispose(): void;
@@ -185,6 +192,21 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     }),
   );
   const selectionEdits = new SelectionEdits(() => chat.fresh());
+  const checkpointsApi = checkpointApi(ws.workspace, () => session.id, () => agent.state !== 'idle', notice);
+  const control = {
+    sessionId: session.id,
+    sessions,
+    agent,
+    recorder,
+    checkpoints: checkpointsApi,
+    notes: { take: () => checkpoints.takeNotes(), add: (text: string) => checkpoints.addNote(text) },
+    ensureRestored,
+    nextId: () => messages.takeId(),
+    showTranscript: () => {
+      const items = transcriptItems(sessions.displayRows(session.id));
+      ui.emit(EVENTS.transcript, { session: session.id, title: sessions.get(session.id)?.title ?? null, replaced: true, items_json: Buffer.from(JSON.stringify(items)) });
+    },
+  };
   return {
     session,
     sessions,
@@ -212,7 +234,11 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     listTrash: () => ws.workspace.trash.list(),
     restore: (trashId, targetPath) => ws.call('restore_file', { trashId, targetPath }),
     callTool: (name, args) => ws.call(name, args),
-    checkpoints: checkpointApi(ws.workspace, () => session.id, () => agent.state !== 'idle', notice),
+    checkpoints: checkpointsApi,
+    conversation: {
+      retry: (opts) => regenerate(control, opts),
+      fork: (p) => forkAt(control, p),
+    },
     debug: () => debugView(chat.client.lastExchange, chat.secrets),
     mcpClient: mcp.client,
     dispose() {

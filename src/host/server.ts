@@ -125,6 +125,8 @@ export class HostServer {
           current: s.id === current,
           updated_at: s.updatedAt,
           message_count: s.messageCount,
+          // Edit-and-resend's branches: the session this one was forked from (its title then).
+          ...(s.forkedFrom ? { forked_from: { id: s.forkedFrom, title: repo.get(s.forkedFrom)?.title ?? '(deleted session)' } } : {}),
           ...(s.snippet ? { snippet: s.snippet } : {}),
         });
         const found = query && query.trim() !== '' ? repo.search(query, { cwd }) : repo.list({ cwd });
@@ -270,20 +272,47 @@ export class HostServer {
       }
       case METHODS.modelSet: {
         const p = parse(protocol().ModelSetParams, params, method);
-        const { resolveProvider, modelLabel } = require('./provider-config') as typeof import('./provider-config');
-        const config = this.requireInit().config;
         const rt = await this.ensureRuntime();
-        const choice = p.provider ? { provider: p.provider, model: p.model } : await this.catalogue().parse(p.model, (rt.model() ?? (await this.currentProvider())).name);
-        let resolved;
-        try {
-          resolved = await resolveProvider(config, process.env, choice);
-        } catch (err) {
-          userError(err);
-        }
-        this.choice = { provider: resolved.name ?? choice.provider, model: resolved.model };
-        const label = modelLabel(config, resolved);
-        rt.setModel(resolved, label);
+        const m = await this.resolveModel(rt, p.model, p.provider ?? undefined);
+        this.applyModel(rt, m);
+        const { resolved, label } = m;
         return { provider: resolved.name, model: resolved.model, label, base_url: resolved.baseURL };
+      }
+      case METHODS.sessionRetry: {
+        // Regenerate (:CabooseRetry [model]): after the messages sent before it; refused while a turn runs.
+        const p = parse(protocol().SessionRetryParams, params, method);
+        await this.switching;
+        const rt = await this.ensureRuntime();
+        await rt.sent();
+        if (!rt.conversation) throw new HostError('regenerate is not available in an external agent’s chat');
+        // An unknown model is refused before anything is dropped; the switch happens just before the cut.
+        const model = p.model ? await this.resolveModel(rt, p.model) : null;
+        const r = await rt.conversation
+          .retry({ files: p.files ?? 'ask', force: p.force ?? false, model: model?.label, beforeCut: model ? () => this.applyModel(rt, model) : undefined })
+          .catch(userError);
+        return { ...r, ...(model && r.status !== 'ask' && r.status !== 'conflict' ? { model: model.label } : {}) };
+      }
+      case METHODS.sessionFork: {
+        // Edit-and-resend: a new session (branch) with the history before the edited message; the chat
+        // switches to it and sends the edited text next (Lua). The earlier branch stays stored as it was.
+        const p = parse(protocol().SessionForkParams, params, method);
+        await this.switching;
+        const rt = await this.ensureRuntime();
+        await rt.sent();
+        if (!rt.conversation) throw new HostError('edit-and-resend is not available in an external agent’s chat');
+        const { randomUUID } = require('node:crypto') as typeof import('node:crypto');
+        const r = await rt.conversation.fork({ index: p.index, text: p.text, files: p.files ?? 'ask', force: p.force ?? false, newId: randomUUID() }).catch(userError);
+        if (r.status !== 'forked') return r;
+        const fromTitle = rt.sessions.get(r.from)?.title ?? '(untitled)';
+        rt.sessions.append(r.session, { kind: 'notice', text: `⑂ forked from "${fromTitle}" before the message "${oneLine(r.message)}" (that branch stays in :CabooseSessions)`, inContext: false });
+        const { transcriptItems } = require('./session-history') as typeof import('./session-history');
+        const itemsJson = JSON.stringify(transcriptItems(rt.sessions.displayRows(r.session)));
+        const title = rt.sessions.get(r.session)?.title ?? null;
+        const next = await this.replaceRuntime(r.session, () => {
+          this.ui.emit(EVENTS.transcript, { session: r.session, title, items_json: Buffer.from(itemsJson) });
+        });
+        next.session.emitState(next.session.agent.state, next.session.agent.state);
+        return { ...r, forked_from_title: fromTitle, ...next.info() };
       }
       case METHODS.modelCheck: {
         const { configuredProviders, resolveProvider } = require('./provider-config') as typeof import('./provider-config');
@@ -419,6 +448,25 @@ export class HostServer {
     return this.catalogueInstance;
   }
 
+  /** A model spec as :CabooseModel takes it ('provider/model', a model of the current provider, a provider), resolved. */
+  private async resolveModel(rt: SessionRuntime, model: string, provider?: string) {
+    const { resolveProvider, modelLabel } = require('./provider-config') as typeof import('./provider-config');
+    const config = this.requireInit().config;
+    const choice = provider ? { provider, model } : await this.catalogue().parse(model, (rt.model() ?? (await this.currentProvider())).name);
+    try {
+      const resolved = await resolveProvider(config, process.env, choice);
+      return { resolved, label: modelLabel(config, resolved), provider: resolved.name ?? choice.provider };
+    } catch (err) {
+      userError(err);
+    }
+  }
+
+  /** The chat's next requests (and later chats') use this model. */
+  private applyModel(rt: SessionRuntime, m: { resolved: import('./provider-config').ResolvedProvider; label: string; provider: string }): void {
+    this.choice = { provider: m.provider, model: m.resolved.model };
+    rt.setModel(m.resolved, m.label);
+  }
+
   /** The provider and model the next session would use. */
   private async currentProvider(): Promise<import('./provider-config').ResolvedProvider> {
     const { resolveProvider } = require('./provider-config') as typeof import('./provider-config');
@@ -431,6 +479,11 @@ export class HostServer {
     this.init = { config: p.config, cwd: p.cwd, dataDir: p.data_dir, nvimVersion: p.nvim_version };
     if (p.env_api_key) (require('./provider-config') as typeof import('./provider-config')).setEditorApiKey(p.env_api_key);
     this.log.info('init cwd=%s data=%s nvim=%s', p.cwd, p.data_dir, p.nvim_version ?? '?');
+    // The sandbox's trial run (a child process: 10–50 ms of fork, exec and namespaces) starts now, beside the
+    // session's loading; the first request's tool definitions wait for its answer (runtime.ts).
+    if ((p.config.sandbox?.mode ?? 'workspace-write') !== 'off') {
+      void (require('../workspace/sandbox/sandbox') as typeof import('../workspace/sandbox/sandbox')).detectSandboxAsync();
+    }
     // Get the session ready while the user is still typing: the first message then streams at once. Loading
     // happens in this process, so Neovim never waits for it; a failure surfaces again at the first message.
     setImmediate(() => {
@@ -526,6 +579,11 @@ export class HostServer {
     }
     return this.starting;
   }
+}
+
+function oneLine(s: string, max = 60): string {
+  const l = [...s.replace(/\s+/g, ' ').trim()];
+  return l.length > max ? `${l.slice(0, max - 1).join('')}…` : l.join('');
 }
 
 /** Refusals and tool errors of a user command reach the user as their message alone. */

@@ -188,6 +188,16 @@ ALTER TABLE sessions ADD COLUMN prompt_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE sessions ADD COLUMN completion_tokens INTEGER NOT NULL DEFAULT 0;
 `,
   },
+  {
+    // Issue 22: edit-and-resend forks a chat into a new session; the fork names the session it came from
+    // (and the row it was cut before). The earlier branch stays as it was.
+    version: 9,
+    name: 'session_forks',
+    sql: `
+ALTER TABLE sessions ADD COLUMN forked_from TEXT;
+ALTER TABLE sessions ADD COLUMN forked_at INTEGER;
+`,
+  },
 ];
 
 /** Applies every migration newer than `PRAGMA user_version`, each in its own transaction. */

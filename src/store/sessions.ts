@@ -24,6 +24,19 @@ export interface SessionInfo {
   messageCount: number;
   /** Tokens the session's requests used so far (subagents included). */
   usage: { prompt: number; completion: number };
+  /** Edit-and-resend: the session this one was forked from (null: not a fork). */
+  forkedFrom: string | null;
+}
+
+/** A message the user typed, as the chat showed it (for regenerate and edit-and-resend). */
+export interface UserTurnRow {
+  id: number;
+  /** The words the chat showed (without attached context). */
+  text: string;
+  /** The message as the model got it (attached context included). */
+  message: unknown;
+  labels: string[];
+  createdAt: number;
 }
 
 export interface SessionRow {
@@ -66,6 +79,7 @@ interface RawSession {
   message_count: number;
   prompt_tokens: number | null;
   completion_tokens: number | null;
+  forked_from?: string | null;
 }
 
 interface RawRow {
@@ -95,6 +109,7 @@ function toInfo(r: RawSession): SessionInfo {
     updatedAt: r.updated_at,
     messageCount: r.message_count,
     usage: { prompt: r.prompt_tokens ?? 0, completion: r.completion_tokens ?? 0 },
+    forkedFrom: r.forked_from ?? null,
   };
 }
 
@@ -318,6 +333,100 @@ export class SessionRepository {
   row(sessionId: string, rowId: number): SessionRow | null {
     const r = this.db.prepare('SELECT * FROM session_messages WHERE session_id = ? AND id = ?').get(sessionId, rowId) as RawRow | undefined;
     return r ? toRow(r) : null;
+  }
+
+  /**
+   * The messages the user typed, oldest first (a tool's images passed to the model are not among them):
+   * the chat's "## You" entries, in the order the transcript shows them.
+   */
+  userTurns(sessionId: string): UserTurnRow[] {
+    const rows = this.db
+      .prepare("SELECT * FROM session_messages WHERE session_id = ? AND kind = 'message' AND role = 'user' ORDER BY id")
+      .all(sessionId) as RawRow[];
+    const out: UserTurnRow[] = [];
+    for (const r of rows.map(toRow)) {
+      const d = (r.display ?? null) as { text?: unknown; labels?: unknown; media?: unknown } | null;
+      if (d?.media) continue;
+      const content = (r.message as { content?: unknown } | null)?.content;
+      const text = typeof d?.text === 'string' ? d.text : typeof content === 'string' ? content : '';
+      const labels = Array.isArray(d?.labels) ? d.labels.map(String) : [];
+      out.push({ id: r.id, text, message: r.message, labels, createdAt: r.createdAt });
+    }
+    return out;
+  }
+
+  /**
+   * Regenerate: the rows from `rowId` on leave the session (the user message there, the replies and tool
+   * results after it, the chat lines between them). The conversation's rules, the notes waiting for the
+   * next message and a compaction's summary written meanwhile stay: the summary stands for turns before
+   * the cut (compaction keeps the current turn), as in the agent's history. Returns how many rows went.
+   */
+  truncateFrom(sessionId: string, rowId: number): number {
+    return this.db.transaction(() => {
+      const gone = this.db
+        .prepare("SELECT id, kind FROM session_messages WHERE session_id = ? AND id >= ? AND kind NOT IN ('rules', 'note', 'summary')")
+        .all(sessionId, rowId) as { id: number; kind: string }[];
+      if (gone.length === 0) return 0;
+      this.db.prepare("DELETE FROM session_messages WHERE session_id = ? AND id >= ? AND kind NOT IN ('rules', 'note', 'summary')").run(sessionId, rowId);
+      const counted = gone.filter((g) => g.kind === 'message' || g.kind === 'summary').length;
+      this.db.prepare('UPDATE sessions SET message_count = MAX(0, message_count - ?), updated_at = ? WHERE id = ?').run(counted, Date.now(), sessionId);
+      return gone.length;
+    })();
+  }
+
+  /**
+   * Edit-and-resend: a new session `newId` holding a copy of `sourceId`'s rows before `beforeRowId` (the
+   * edited message and everything after it stay only in the source, which is not changed). Messages a
+   * later summary archived are in the copy's context again (the summary is not copied); a summary before
+   * the cut keeps standing for the rows it archived. Waiting notes are not copied (they are about the
+   * source's later turns).
+   */
+  fork(sourceId: string, beforeRowId: number, newId: string): SessionInfo {
+    return this.db.transaction(() => {
+      const src = this.db.prepare('SELECT * FROM sessions WHERE id = ?').get(sourceId) as RawSession | undefined;
+      if (!src) throw new Error(`no stored session ${sourceId}`);
+      const now = Date.now();
+      this.db
+        .prepare(
+          `INSERT INTO sessions (id, cwd, title, title_source, model, created_at, updated_at, message_count, forked_from, forked_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)`,
+        )
+        .run(newId, src.cwd, src.title, src.title_source, src.model, now, now, sourceId, beforeRowId);
+      const rows = this.db
+        .prepare("SELECT * FROM session_messages WHERE session_id = ? AND id < ? AND kind != 'note' ORDER BY id")
+        .all(sourceId, beforeRowId) as RawRow[];
+      const insert = this.db.prepare(
+        `INSERT INTO session_messages (session_id, kind, role, in_context, partial, archived_by, created_at, display_json, text, message_json)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      );
+      const newIdOf = new Map<number, number>();
+      const archivedLater: { row: number; by: number }[] = [];
+      let count = 0;
+      for (const r of rows) {
+        // A summary is always written after the rows it archives: when it is before the cut, it was copied.
+        const keepArchived = r.archived_by !== null && r.archived_by < beforeRowId;
+        const info = insert.run(
+          newId,
+          r.kind,
+          r.role,
+          keepArchived ? 0 : r.archived_by !== null ? 1 : r.in_context,
+          r.partial,
+          null,
+          r.created_at,
+          r.display_json,
+          r.text,
+          r.message_json,
+        );
+        const id = Number(info.lastInsertRowid);
+        newIdOf.set(r.id, id);
+        if (keepArchived) archivedLater.push({ row: id, by: r.archived_by! });
+        if (r.kind === 'message' || r.kind === 'summary') count++;
+      }
+      const setArchived = this.db.prepare('UPDATE session_messages SET archived_by = ? WHERE id = ?');
+      for (const a of archivedLater) setArchived.run(newIdOf.get(a.by) ?? null, a.row);
+      this.db.prepare('UPDATE sessions SET message_count = ? WHERE id = ?').run(count, newId);
+      return toInfo(this.db.prepare('SELECT * FROM sessions WHERE id = ?').get(newId) as RawSession);
+    })();
   }
 
   /** The rows a summary row replaced (an archived conversation segment). */

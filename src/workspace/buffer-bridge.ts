@@ -1,7 +1,7 @@
 /**
  * The seam to Neovim's loaded buffers (issue 4): what the bridge reports of a buffer and what it is asked
  * to do, and the conversion between a file's bytes and a buffer's lines ('fileformat', 'eol', 'bomb').
- * The Neovim side is src/host/nvim-buffers.ts and lua/caboose/buffers.lua.
+ * The Neovim side is src/host/nvim-buffers.ts and lua/caboose/buffers/init.lua.
  */
 import type { LineHunk } from './buffer-hunks';
 

@@ -388,9 +388,13 @@ forEachNvim((bin) => {
       const n = e.fake.chatRequests.length;
       await e.t.cmd('Caboose m1');
       await waitState('streaming');
-      for (const m of ['m2', 'm3', 'm4', 'm5']) await e.t.cmd(`Caboose ${m}`);
-      await e.t.waitFor(async () => /3 messages are already queued/.test((await e.t.chatLines()).join('\n')), 'queue-full message');
+      for (const m of ['m2', 'm3', 'm4']) await e.t.cmd(`Caboose ${m}`);
+      // The fourth is refused while the reply streams (its answer says so at once). The chat holds notices
+      // while a reply streams and shows them when it ends: the refusal's notice is looked for after that.
+      await e.t.lua("_G.m5_result = nil; require('caboose').send('m5', { on_done = function(err, res) _G.m5_result = err and { err = err } or res end })");
+      await e.t.waitFor(async () => (await e.t.lua<{ status?: string } | null>('return _G.m5_result'))?.status === 'rejected', 'm5 refused');
       release();
+      await e.t.waitFor(async () => /3 messages are already queued/.test((await e.t.chatLines()).join('\n')), 'queue-full message');
       await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('r4'), 'all replies');
       await waitState('idle');
       const lastUsers = e.fake.chatRequests.slice(n).map((r) => r.body!.messages!.filter((m) => m.role === 'user').at(-1)!.content);

@@ -376,23 +376,5 @@ forEachNvim((bin) => {
         fs.rmSync(dir, { recursive: true, force: true });
       }
     });
-
-    it(':help resolves the new tags', async () => {
-      const t = await e.start();
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-help-'));
-      try {
-        fs.mkdirSync(path.join(dir, 'doc'));
-        fs.copyFileSync(path.join(REPO_ROOT, 'doc', 'caboose.txt'), path.join(dir, 'doc', 'caboose.txt'));
-        await t.cmd(`helptags ${dir}/doc`);
-        await t.lua('vim.opt.runtimepath:prepend(...)', [dir]);
-        for (const tag of [':CabooseDebug', 'caboose-images', 'caboose-progress', 'caboose-lualine']) {
-          await t.cmd(`help ${tag}`);
-          assert.equal(await t.lua('return vim.bo.buftype'), 'help', tag);
-          await t.cmd('helpclose');
-        }
-      } finally {
-        fs.rmSync(dir, { recursive: true, force: true });
-      }
-    });
   });
 });

@@ -63,7 +63,7 @@ forEachNvim((bin) => {
     const waitChat = (re: RegExp, what = String(re)) => e.t.waitFor(async () => re.test(await chat()), what);
     const idle = () => e.t.waitFor(async () => (await e.t.lua<State>("return require('caboose').state()")).state === 'idle', 'idle');
     const lastUser = (i: number) => String(e.fake.chatRequests[i].body!.messages!.filter((m) => m.role === 'user').at(-1)!.content);
-    const inputArea = () => e.t.lua<string>("return table.concat(vim.api.nvim_buf_get_lines(require('caboose.ui.chat').input_buf(), 0, -1, false), '\\n')");
+    const inputArea = () => e.t.lua<string>("return table.concat(vim.api.nvim_buf_get_lines(require('caboose.chat').input_buf(), 0, -1, false), '\\n')");
     const submit = async (text: string) => {
       await e.t.cmd('CabooseChat');
       await e.t.lua('vim.api.nvim_buf_set_lines(0, 0, -1, false, vim.split(..., "\\n"))', [text]);

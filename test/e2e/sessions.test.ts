@@ -6,27 +6,9 @@ import path from 'node:path';
 import { forEachNvim, startNvim, type TestNvim } from '../support/nvim';
 import { processAlive as alive } from '../support/processes';
 import { useE2E } from '../support/e2e';
+import { UI_STUB } from '../support/ui-stub';
 import type { FakeMessage } from '../support/fake-openai';
 
-/** vim.ui.select / vim.ui.input answered from queues; what was shown is recorded. */
-const UI_STUB = `
-_G.ui = { selects = {}, inputs = {}, pick = {}, answer = {} }
-vim.ui.select = function(items, opts, cb)
-  local shown = {}
-  for i, it in ipairs(items) do shown[i] = opts.format_item and opts.format_item(it) or tostring(it) end
-  table.insert(_G.ui.selects, { prompt = opts.prompt, items = shown })
-  local want = table.remove(_G.ui.pick, 1)
-  if want == nil then return cb(nil) end
-  for i, s in ipairs(shown) do
-    if s:find(want, 1, true) then return cb(items[i], i) end
-  end
-  cb(nil)
-end
-vim.ui.input = function(opts, cb)
-  table.insert(_G.ui.inputs, { prompt = opts.prompt, default = opts.default })
-  cb(table.remove(_G.ui.answer, 1))
-end
-`;
 
 const chatText = async (t: TestNvim) => (await t.chatLines()).join('\n');
 const idle = (t: TestNvim) => t.waitFor(async () => (await t.lua<{ state: string }>("return require('caboose').state()")).state === 'idle', 'idle');

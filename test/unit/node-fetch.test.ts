@@ -137,3 +137,32 @@ test('the signal: aborted before the request, and during the body, rejects with 
   setTimeout(() => late.abort(), 20);
   await assert.rejects(reading, (e: unknown) => e instanceof Error && e.name === 'AbortError');
 });
+
+test('a reader that stops at the end of a finished response leaves the connection to the next request', async () => {
+  const ports: number[] = [];
+  const onRequest = (req: http.IncomingMessage): void => {
+    ports.push(req.socket.remotePort ?? -1);
+  };
+  server.on('request', onRequest);
+  try {
+    for (let i = 0; i < 2; i++) {
+      const r = await nodeFetch(`${base}/stream`, { method: 'POST', body: '{}' });
+      const it = (r.body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+      let seen = '';
+      while (!seen.includes('two')) {
+        const n = await it.next();
+        if (n.done) break;
+        seen += Buffer.from(n.value).toString('utf8');
+      }
+      // As the provider does at `[DONE]`: stop reading (the server ends the response right after).
+      await new Promise((res) => setTimeout(res, 60));
+      await it.return?.();
+      // The socket goes back to the pool once the drained response has ended (a turn of the loop later).
+      await new Promise((res) => setTimeout(res, 20));
+    }
+    assert.equal(ports.length, 2);
+    assert.equal(ports[0], ports[1], 'the second request reused the first one\'s connection');
+  } finally {
+    server.off('request', onRequest);
+  }
+});

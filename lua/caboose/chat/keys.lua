@@ -18,12 +18,31 @@ H.keys = {
   { 'n', 'za zo zc', 'open/close a tool call\'s details (on its line)' },
   { 'n', 'ga', 'go to the pending approval or question (:CabooseApproval)' },
   { 'n', 'gL', 'choose the model of the next request (:CabooseModel)' },
+  -- (chat.keys: regenerate, edit — inserted here by H.list)
   { 'n', 'q', 'transcript: close the chat' },
   { 'n', 'g?', 'this list (? stays backward search)' },
   { 'i', '@', 'complete a file path to attach' },
   { 'i', '#buffer', 'attach the buffer you came from' },
   { 'i', '/ #', 'slash commands, variables (/help lists them)' },
 }
+
+--- The g? list: the fixed keys, with the configurable ones (chat.keys, issue 22) after gL.
+H.list = function()
+  local out = {}
+  for _, k in ipairs(H.keys) do
+    table.insert(out, k)
+    if k[2] == 'gL' then
+      local keys = require('caboose.conversation').keys()
+      if keys.regenerate ~= '' then
+        table.insert(out, { 'n', keys.regenerate, 'regenerate the last reply (:CabooseRetry [model])' })
+      end
+      if keys.edit ~= '' then
+        table.insert(out, { 'n', keys.edit, 'edit your message under the cursor, resend (forks)' })
+      end
+    end
+  end
+  return out
+end
 
 H.map = function(buf, modes, lhs, fn, desc, expr)
   vim.keymap.set(modes, lhs, fn, { buffer = buf, desc = 'Caboose: ' .. desc, nowait = true, expr = expr })
@@ -72,6 +91,18 @@ M.transcript = function(buf)
   H.map(buf, 'n', 'gL', function()
     require('caboose.model').pick()
   end, 'choose the model')
+  -- Regenerate and edit-and-resend (chat.keys; "" disables one).
+  local conv = require('caboose.conversation').keys()
+  if conv.regenerate ~= '' then
+    H.map(buf, 'n', conv.regenerate, function()
+      require('caboose.conversation').retry()
+    end, 'regenerate the last reply (:CabooseRetry)')
+  end
+  if conv.edit ~= '' then
+    H.map(buf, 'n', conv.edit, function()
+      require('caboose.conversation').edit_at_cursor()
+    end, 'edit the message under the cursor and resend it (forks the chat)')
+  end
   H.map(buf, 'n', 'g?', M.show_keys, 'list the chat keys')
 end
 
@@ -88,7 +119,7 @@ end
 function M.show_keys(opts)
   opts = type(opts) == 'table' and opts or {}
   local lines = {}
-  for _, k in ipairs(opts.keys or H.keys) do
+  for _, k in ipairs(opts.keys or H.list()) do
     table.insert(lines, string.format(' %-12s %s', k[2], k[3]))
   end
   local buf = vim.api.nvim_create_buf(false, true)

@@ -20,11 +20,15 @@ function M.load(items)
   local icons = {} ---@type { row: integer, status: string }[]
   local folds = {} ---@type integer[][]
   local rules = nil ---@type { row: integer, count: integer }|nil
+  local users = {} ---@type { row: integer, text: string }[]
   local reply = { open = false, last = nil }
   for _, it in ipairs(items or {}) do
     if it.t == 'user' then
       reply = { open = false, last = nil }
-      w.block(T.user_text(it.text, it.labels))
+      local text = T.user_text(it.text, it.labels)
+      w.block(text)
+      local _, breaks = text:gsub('\n', '')
+      table.insert(users, { row = w.row() - breaks, text = it.text or '' })
     elseif it.t == 'text' then
       T.reply_part(reply, 'text', w)
       w.append(it.text or '')
@@ -61,6 +65,8 @@ function M.load(items)
   for _, ns in ipairs({ S.ns, S.ns_hint, S.ns_queue, S.ns_rules }) do
     vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
   end
+  local conversation = require('caboose.conversation')
+  conversation.clear_marks(buf)
   S.hint = false
   S.clear_state()
   S.status.usage, S.status.retry = nil, nil
@@ -78,6 +84,9 @@ function M.load(items)
     vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   end)
   tools.fold(buf, folds, wins)
+  for _, u in ipairs(users) do
+    conversation.mark_user(buf, u.row, u.text)
+  end
   for _, ic in ipairs(icons) do
     tools.mark_icon(buf, ic.row, ic.status)
   end

@@ -140,7 +140,11 @@ function M.user_message(p)
   require('caboose.chat.queue').remove({ p.id })
   require('caboose.chat.thinking').close()
   S.reply = { open = false, last = nil }
-  M.block(T.user_text(p.text, p.context))
+  local text = T.user_text(p.text, p.context)
+  M.block(text)
+  -- Edit-and-resend finds the message by this mark (caboose.conversation).
+  local _, breaks = text:gsub('\n', '')
+  require('caboose.conversation').mark_user(S.buf, vim.api.nvim_buf_line_count(S.buf) - 1 - breaks, p.text or '')
 end
 
 function M.assistant_start()

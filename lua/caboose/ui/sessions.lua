@@ -30,6 +30,10 @@ end
 --- One line per session: title, last activity, message count; the folder when it is not this one.
 function M.format(s)
   local parts = { s.title or '(untitled)', M.age(s.updated_at), string.format('%d message%s', s.message_count, s.message_count == 1 and '' or 's') }
+  if type(s.forked_from) == 'table' then
+    -- Edit-and-resend's branch (the earlier branch is listed as it was).
+    table.insert(parts, 2, '⑂ forked from ' .. tostring(s.forked_from.title or '?'))
+  end
   if not s.here then
     table.insert(parts, vim.fn.fnamemodify(s.cwd, ':~'))
   end

@@ -38,6 +38,11 @@ export class MessageQueue<R> {
     return next;
   }
 
+  /** A number for a message that reaches the agent another way (a regenerated one). */
+  takeId(): number {
+    return ++this.count;
+  }
+
   /** Resolves once every message sent so far reached the agent (started or queued). */
   sent(): Promise<unknown> {
     return this.sending;

@@ -1,0 +1,87 @@
+--- caboose's shared state on the Lua side: the configuration, the state shown to the user (and the host's
+--- own), and the small helpers every part uses (notify). caboose (init.lua), caboose.host and
+--- caboose.events read and write it here.
+local S = {}
+local H = {}
+
+S.config = nil ---@type caboose.Config|nil
+S.state = { state = 'idle', mode = nil, session = nil, grants = {} }
+
+S.notify = function(msg, level)
+  vim.notify('(caboose) ' .. msg, level or vim.log.levels.INFO)
+end
+
+--- A message that also stands in the chat (or a list): cut to one command line, so it never stops the
+--- editor with a hit-enter prompt. `cut` is the part that gives way (by default the end of `msg`).
+S.notify_line = function(msg, level, cut)
+  local room = vim.v.echospace - vim.api.nvim_strwidth('(caboose) ' .. msg)
+  if room < 0 then
+    cut = cut or msg
+    local keep = math.max(8, vim.api.nvim_strwidth(cut) + room - 1)
+    msg = msg:gsub(vim.pesc(cut), (vim.fn.strcharpart(cut, 0, keep):gsub('%%', '%%%%')) .. '…', 1)
+  end
+  vim.cmd('redraw') -- a choice list or a float's closing may have scrolled the screen
+  S.notify(msg, level)
+end
+
+S.cfg = function()
+  if not S.config then
+    S.config = require('caboose.config').build(vim.g.caboose_config)
+    S.state.mode = S.config.mode
+    require('caboose.highlights').setup()
+  end
+  return S.config
+end
+
+S.agent_state = 'idle' -- the host's state; S.state.state is the one shown to the user
+
+--- The main agent keeps executing its `agent` calls while a subagent's request waits: for the user, that
+--- is a pending approval (winbar, state(), CabooseStateChanged).
+H.shown_state = function(agent)
+  local approval = package.loaded['caboose.ui.approval']
+  if agent == 'executing_tools' and approval and approval.subagent_waiting() then
+    return 'pending_approval'
+  end
+  return agent
+end
+
+S.set_state = function(new, fields)
+  S.agent_state = new
+  new = H.shown_state(new)
+  local previous = S.state.state
+  S.state.state = new
+  for k, v in pairs(fields or {}) do
+    S.state[k] = v
+  end
+  local extra = { grants = S.state.grants }
+  if new == 'idle' then
+    extra.retry = false
+  end
+  S.chat().set_status(new, S.state.mode, extra)
+  if fields and fields.mode and package.loaded['caboose.ui.approval'] then
+    require('caboose.ui.approval').mode_changed(fields.mode)
+  end
+  if previous ~= new or (fields and fields.mode) then
+    vim.api.nvim_exec_autocmds('User', {
+      pattern = 'CabooseStateChanged',
+      modeline = false,
+      data = { state = new, previous = previous, mode = S.state.mode, session = S.state.session, grants = vim.deepcopy(S.state.grants) },
+    })
+  end
+end
+
+S.chat = function()
+  return require('caboose.chat')
+end
+
+S.mode_changes = 0
+
+S.grants_text = function()
+  local grants = S.state.grants or {}
+  if #grants == 0 then
+    return 'no tool is always allowed'
+  end
+  return 'always allowed this session: ' .. table.concat(grants, ', ')
+end
+
+return S
