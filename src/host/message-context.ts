@@ -66,6 +66,9 @@ function capped(text: string): { text: string; cut: boolean } {
 }
 const cutNote = (cut: boolean) => (cut ? `, cut at ${MAX_ATTACHMENT_CHARS} characters` : '');
 
+/** Read errors after which a buffer's own text (sent by Lua) is attached instead. */
+const TEXT_FALLBACK = new Set<string>(['outside_workspace', 'not_found', 'file_too_large', 'binary_file']);
+
 /** One attached item; `file` is the workspace path it was read from (the same file is attached once). */
 async function one(item: ContextItem, read: ReadFile, fetchUrl?: FetchUrl): Promise<{ text: string; label: string; file?: string }> {
   const name = item.path || '[No Name]';
@@ -122,7 +125,9 @@ async function one(item: ContextItem, read: ReadFile, fetchUrl?: FetchUrl): Prom
         file: d.path,
       };
     }
-    if (item.kind === 'file' || item.text === undefined) {
+    // The text Lua sent stands in only for a file the workspace cannot give (outside it, not on disk, too big
+    // or binary): one the user refused (a secret file), or deny_globs, is not attached at all.
+    if (item.kind === 'file' || item.text === undefined || !TEXT_FALLBACK.has(r.error.kind)) {
       return {
         text: `(The user attached ${tag}, but it could not be read: ${r.error.kind}: ${r.error.message})`,
         label: `${tag} — not attached: ${r.error.kind}`,

@@ -306,6 +306,16 @@ forEachNvim((bin) => {
       await e.fake.waitForRequest(2);
       const allowed = String(e.fake.chatRequests[1].body!.messages!.filter((m) => m.role === 'user').at(-1)!.content);
       assert.match(allowed, /API_TOKEN=hunter2-secret/);
+      await e.t.waitFor(async () => (await e.t.lua<string>("return require('caboose').state().state")) === 'idle', 'idle');
+      // The open .env buffer: refused, its text does not stand in for the file.
+      await e.t.cmd('edit .env');
+      e.fake.script({ text: 'buffer refused' });
+      await e.t.lua('require("caboose").send(...)', ['and #buffer']);
+      await waitApprovalFloat(e.t, 'read_file');
+      await e.t.lua("require('caboose').approval_respond('reject')");
+      await e.fake.waitForRequest(3);
+      const buffer = String(e.fake.chatRequests[2].body!.messages!.filter((m) => m.role === 'user').at(-1)!.content);
+      assert.ok(!buffer.includes('hunter2'), "a refused secret buffer's text is not sent");
     });
 
     it('the fetch rules apply: a private host not allowed is not attached, and the label says why', async () => {
