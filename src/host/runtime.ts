@@ -186,6 +186,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       // A file the user attaches (#file:, #buffer, /file, @path) is read as the agent reads it; one that
       // usually holds secrets (secret_globs) asks first, as read_file does, in every mode.
       readFile: (p) => (secretTargets('read_file', { path: p }, ws.workspace).length > 0 ? agent.callAsUser('read_file', { path: p }) : ws.call('read_file', { path: p })),
+      isSecret: (p) => secretTargets('read_file', { path: p }, ws.workspace).length > 0,
       fetchUrl: (url) => agent.callAsUser('fetch', { url }),
       maxQueue: config.max_queue ?? 3,
       images: { root: ws.workspace.root, model: () => chat.provider },

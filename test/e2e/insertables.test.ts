@@ -316,6 +316,16 @@ forEachNvim((bin) => {
       await e.fake.waitForRequest(3);
       const buffer = String(e.fake.chatRequests[2].body!.messages!.filter((m) => m.role === 'user').at(-1)!.content);
       assert.ok(!buffer.includes('hunter2'), "a refused secret buffer's text is not sent");
+      await e.t.waitFor(async () => (await e.t.lua<string>("return require('caboose').state().state")) === 'idle', 'idle');
+      await e.t.lua("vim.api.nvim_buf_set_mark(0, '<', 1, 0, {}) vim.api.nvim_buf_set_mark(0, '>', 1, 0, {})");
+      e.fake.script({ text: 'selection refused' });
+      await e.t.lua('require("caboose").send(...)', ['and #selection']);
+      await waitApprovalFloat(e.t, 'read_file');
+      await e.t.lua("require('caboose').approval_respond('reject')");
+      await e.fake.waitForRequest(4);
+      const selection = String(e.fake.chatRequests[3].body!.messages!.filter((m) => m.role === 'user').at(-1)!.content);
+      assert.ok(!selection.includes('hunter2'), 'a refused selection from a secret file is not sent');
+      assert.match(selection, /#selection from \.env, but it could not be read: rejected_by_user/);
     });
 
     it('the fetch rules apply: a private host not allowed is not attached, and the label says why', async () => {
