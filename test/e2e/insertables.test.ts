@@ -491,6 +491,12 @@ forEachNvim((bin) => {
       await e.t.cmd('CabooseExport keep.md');
       await e.t.waitFor(async () => /keep\.md exists: not overwritten/.test(JSON.stringify(await e.t.notifications())), 'the refusal');
       assert.equal(fs.readFileSync(path.join(e.t.cwd, 'keep.md'), 'utf8'), 'mine\n');
+      // A link (even a dangling one) is not written through.
+      const target = path.join(e.t.cwd, 'elsewhere', 'target.md');
+      fs.symlinkSync(target, path.join(e.t.cwd, 'link.md'));
+      await e.t.cmd('CabooseExport link.md');
+      await e.t.waitFor(async () => /link\.md exists: not overwritten/.test(JSON.stringify(await e.t.notifications())), 'the refusal of the link');
+      assert.ok(!fs.existsSync(target), 'nothing written through the link');
       await e.t.cmd('CabooseExport!');
       await e.t.waitFor(async () => (await e.t.lua<string>("return vim.bo.filetype == 'markdown' and vim.bo.buftype == '' and vim.api.nvim_buf_get_lines(0, 0, 1, false)[1] or ''")) === '# Parser chat: one', 'the export buffer');
       await e.t.lua("require('caboose').send('/export out/chat.md')");
