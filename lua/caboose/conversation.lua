@@ -268,22 +268,15 @@ end
 function M.edit_at_cursor()
   local buf = vim.api.nvim_get_current_buf()
   local row = vim.api.nvim_win_get_cursor(0)[1]
-  local marked, text = H.marked_at(buf, row)
-  if marked ~= false then
-    if not marked or not text then
-      H.notify('put the cursor on one of your messages (under a "## You" heading) to edit and resend it', vim.log.levels.WARN)
-      return false
-    end
-    if H.busy() then
-      H.notify(H.BUSY, vim.log.levels.WARN)
-      return false
-    end
-    return M.edit(marked, text)
+  local index, text = H.marked_at(buf, row)
+  if index == false then
+    -- No marks (a transcript written another way): the headings tell.
+    local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+    local at
+    index, at = M.user_message_at(lines, row)
+    text = index and H.text_after(lines, at) or nil
   end
-  -- No marks (a transcript written another way): the headings tell.
-  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
-  local index, at = M.user_message_at(lines, row)
-  if not index then
+  if not index or not text then
     H.notify('put the cursor on one of your messages (under a "## You" heading) to edit and resend it', vim.log.levels.WARN)
     return false
   end
@@ -291,7 +284,7 @@ function M.edit_at_cursor()
     H.notify(H.BUSY, vim.log.levels.WARN)
     return false
   end
-  return M.edit(index, H.text_after(lines, at))
+  return M.edit(index, text)
 end
 
 --- The editor float for user message `index` (its text `original`).

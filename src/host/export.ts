@@ -9,6 +9,27 @@ const STATUS: Record<string, string> = { ok: '✓', error: '✗', rejected: '⊘
 /** Text as a Markdown quote (every line). */
 const quote = (text: string) => text.split('\n').map((l) => (l === '' ? '>' : `> ${l}`)).join('\n');
 
+/** The fence (``` or ~~~, as long as it was) of a code block `text` leaves open, or null. */
+export function openFence(text: string): string | null {
+  let open: string | null = null;
+  for (const line of text.split('\n')) {
+    const f = /^ {0,3}(`{3,}|~{3,})/.exec(line)?.[1];
+    if (f === undefined) continue;
+    if (open === null) open = f;
+    else if (f[0] === open[0] && f.length >= open.length && /^\s*[`~]+\s*$/.test(line)) open = null;
+  }
+  return open;
+}
+
+/** A reply's text with the code block it leaves open (a cut-off reply) closed: the rest of the file stays prose. */
+const closed = (text: string) => {
+  const fence = openFence(text);
+  return fence === null ? text : `${text}${text.endsWith('\n') ? '' : '\n'}${fence}`;
+};
+
+/** A tool line's summary after its text: ` — 3 lines`, but `→ exit 0` already has its arrow (no `— →`). */
+const summary = (text: string | undefined) => (!text ? '' : /^[→—]/.test(text) ? ` ${text}` : ` — ${text}`);
+
 export function exportMarkdown(title: string | null, items: readonly TranscriptItem[], when = new Date()): string {
   const out: string[] = [`# ${title && title.trim() !== '' ? title.trim() : 'caboose chat'}`, '', `_Exported ${when.toISOString()}_`];
   let inReply = false;
@@ -22,14 +43,14 @@ export function exportMarkdown(title: string | null, items: readonly TranscriptI
       case 'text':
         if (!inReply) out.push('', '## Caboose');
         inReply = true;
-        out.push('', it.text + (it.interrupted ? '\n\n_[response interrupted]_' : ''));
+        out.push('', closed(it.text) + (it.interrupted ? '\n\n_[response interrupted]_' : ''));
         break;
       case 'thinking':
         break;
       case 'tool':
         if (!inReply) out.push('', '## Caboose');
         inReply = true;
-        out.push('', `- ${STATUS[it.status] ?? '?'} ${it.text}${it.summary ? ` — ${it.summary}` : ''}`);
+        out.push('', `- ${STATUS[it.status] ?? '?'} ${it.text}${summary(it.summary)}`);
         break;
       case 'notice':
         out.push('', quote(it.text));

@@ -62,6 +62,9 @@ forEachNvim((bin) => {
       assert.match(text, /"Authorization": "Bearer \[redacted\]"/);
       assert.match(text, /"X-Api-Key": "\[redacted\]"/);
       assert.match(text, /"X-Trace": "visible-trace"/);
+      // UI pass: the headers read as sent (vim.json.encode wrote `application\/json`).
+      assert.match(text, /"Content-Type": "application\/json"/);
+      assert.doesNotMatch(text, /\\\//, 'no escaped slash');
       assert.match(text, /`POST http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions`/);
       const body = JSON.parse(block(lines, '## Request body')) as Record<string, unknown>;
       const sent = JSON.parse(req.rawBody.split(KEY).join('[redacted]')) as Record<string, unknown>;

@@ -35,6 +35,31 @@ forEachNvim((bin) => {
       });
     }
 
+    // UI pass: the float was 60 columns wide and as high as its line count, so the long entries wrapped
+    // and pushed the last ones (#buffer, / #) out of it, at 160 columns as at 80.
+    for (const [columns, lines] of [[160, 45], [80, 24]] as const) {
+      it(`g? shows every key whole at ${columns}x${lines}`, async () => {
+        await e.start({ initLua: SETUP });
+        await e.t.lua(`vim.o.columns = ${columns}; vim.o.lines = ${lines}`);
+        await e.t.cmd('CabooseChat');
+        await e.t.lua("vim.api.nvim_set_current_win(vim.fn.win_findbuf(require('caboose.chat').buf())[1])");
+        await e.t.nvim.input('g?');
+        await e.t.waitFor(keysFloat, 'the keys float');
+        const shown = await e.t.lua<{ last: number; bottom: number; rows: number; height: number; text: string }>(`
+          local win = vim.api.nvim_get_current_win()
+          local rows = 0
+          for _, l in ipairs(vim.api.nvim_buf_get_lines(0, 0, -1, false)) do
+            rows = rows + math.max(1, math.ceil(vim.fn.strdisplaywidth(l) / vim.api.nvim_win_get_width(win)))
+          end
+          return { last = vim.fn.line('$'), bottom = vim.fn.line('w$'), rows = rows, height = vim.api.nvim_win_get_height(win),
+            text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n') }`);
+        assert.match(shown.text, /#buffer/, 'the list has the message-area entries');
+        assert.equal(shown.bottom, shown.last, `every line is in the float: ${JSON.stringify(shown)}`);
+        assert.equal(shown.height, shown.rows, `the float is as high as the wrapped lines, no more: ${JSON.stringify(shown)}`);
+        await e.t.nvim.input('q');
+      });
+    }
+
     it('the empty-chat hint and the message area name g?', async () => {
       await e.start({ initLua: SETUP });
       await e.t.cmd('CabooseChat');

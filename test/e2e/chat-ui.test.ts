@@ -86,6 +86,47 @@ forEachNvim((bin) => {
       assert.doesNotMatch(await winbar(), /queued/);
     });
 
+    // UI pass: :CabooseStop in the middle of a code block left the fence open, so the marker, "> stopped"
+    // and every later message rendered (and exported) as code.
+    it(':CabooseStop inside a code block closes it before the marker: live, reopened and exported', async () => {
+      await e.start({ initLua: SETUP() });
+      e.fake.script(
+        { text: 'Here:\n\n```lua\nlocal x = 1\nreturn x', chunks: ['Here:\n\n```lua\n', 'local x = 1\n', 'return x'], gate: new Promise(() => undefined), gateAfterChunks: 2 },
+        { text: 'After.' },
+      );
+      await e.t.cmd('Caboose show code');
+      await waitChat(/local x = 1/);
+      const id = await e.t.lua<string>("return require('caboose').state().session");
+      await e.t.cmd('CabooseStop');
+      await waitChat(/response interrupted/);
+      await waitState('idle');
+      const fenced = /```lua\nlocal x = 1\n```\n\n_\[response interrupted\]_/;
+      assert.match(await chat(), fenced, 'live: the block closed before the marker');
+      await e.t.cmd('Caboose next');
+      await waitChat(/After\./);
+      await waitState('idle');
+      // The transcript's Markdown after the cut has no open fence: "## You" of the next message is prose.
+      const after = await e.t.lua<boolean>(`local lines = vim.api.nvim_buf_get_lines(require('caboose.chat').buf(), 0, -1, false)
+        local open = false
+        for _, l in ipairs(lines) do
+          if l:match('^%s*\`\`\`') then open = not open end
+          if l == '## You' and open then return false end
+        end
+        return true`);
+      assert.ok(after, 'no "## You" inside a code block');
+      await e.t.cmd('CabooseExport!');
+      const md = await e.t.waitFor(async () => {
+        const t = await e.t.lua<string>("return vim.bo.filetype == 'markdown' and vim.bo.buftype == '' and table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n') or ''");
+        return t.includes('After.') ? t : null;
+      }, 'the export buffer');
+      assert.match(md, fenced, 'export: the block closed');
+      assert.ok(typeof id === 'string' && id !== '', `precondition: a session id (${id})`);
+      await e.t.cmd('CabooseNew');
+      await e.t.lua(`require('caboose.ui.sessions').open(...)`, [id]);
+      await e.t.waitFor(async () => /After\./.test(await chat()), 'the session reopened');
+      assert.match(await chat(), fenced, 'reopened: the block closed');
+    });
+
     it(':CabooseStop says which queued messages it discarded', async () => {
       await e.start({ initLua: SETUP() });
       e.fake.script({ text: 'partial answer, never finished', chunks: ['partial answer', ', never finished'], gate: new Promise(() => undefined) });

@@ -378,6 +378,50 @@ forEachNvim((bin) => {
       assert.equal(await e.t.lua("return require('caboose.insertables.complete').candidates('see /he')"), null);
     });
 
+    // UI pass: keys arriving in one burst (tmux, ssh, a mapping) give one TextChangedI, after `#sel`: the
+    // popup waited for a line ending in `#` and never opened, so `#sel` went out as text.
+    it('the popup opens when `#sel` or `/ex` arrive in one burst of keys', async () => {
+      await e.start({ initLua: SETUP });
+      await e.t.cmd('CabooseChat');
+      await e.t.waitFor(async () => (await e.t.lua<string>('return vim.bo.filetype')) === 'markdown', 'the markdown filetype');
+      const menu = () => e.t.lua<string[]>("return vim.fn.pumvisible() == 1 and vim.tbl_map(function(i) return i.word end, vim.fn.complete_info({ 'items' }).items) or {}");
+      await e.t.nvim.input('afix #sel');
+      await e.t.waitFor(async () => (await menu()).includes('#selection'), 'the menu after a burst ending in #sel');
+      await e.t.nvim.input('<C-n><C-y><Esc>');
+      await e.t.waitFor(async () => (await e.t.lua<string>('return vim.api.nvim_get_current_line()')) === 'fix #selection', '#selection completed');
+      await e.t.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, { '' })");
+      await e.t.nvim.input('a/ex');
+      await e.t.waitFor(async () => (await menu()).includes('/explain'), 'the menu after a burst ending in /ex');
+      await e.t.nvim.input('<C-e><Esc>');
+      // Without a trigger typed, words alone open nothing.
+      await e.t.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, { '' })");
+      await e.t.nvim.input('aplain words here');
+      for (let i = 0; i < 5; i++) await e.t.lua('return 1');
+      assert.deepEqual(await menu(), []);
+    });
+
+    // UI pass: `#file:` offered only its own name, never a path (`#image:` and `@` complete paths).
+    it('#file: completes paths in the popup as it is typed (and for blink.cmp / nvim-cmp)', async () => {
+      await e.start({ initLua: SETUP });
+      fs.writeFileSync(path.join(e.t.cwd, 'main.lua'), 'return 1\n');
+      fs.mkdirSync(path.join(e.t.cwd, 'lua'), { recursive: true });
+      fs.writeFileSync(path.join(e.t.cwd, 'lua', 'mod.lua'), 'return 2\n');
+      await e.t.cmd('CabooseChat');
+      await e.t.waitFor(async () => (await e.t.lua<string>('return vim.bo.filetype')) === 'markdown', 'the markdown filetype');
+      const menu = () => e.t.lua<string[]>("return vim.fn.pumvisible() == 1 and vim.tbl_map(function(i) return i.word end, vim.fn.complete_info({ 'items' }).items) or {}");
+      await e.t.nvim.input('asee #file:m');
+      const words = await e.t.waitFor(async () => {
+        const w = await menu();
+        return w.includes('#file:main.lua') ? w : null;
+      }, 'paths after #file:');
+      assert.ok(!words.includes('#file:'), JSON.stringify(words));
+      await e.t.nvim.input('<C-n><C-y> and <Esc>');
+      await e.t.waitFor(async () => (await e.t.lua<string>('return vim.api.nvim_get_current_line()')) === 'see #file:main.lua and ', '#file:main.lua completed');
+      const c = await e.t.lua<{ col: number; items: { word: string }[] }>("return require('caboose.insertables.complete').candidates('x #{file:lu')");
+      assert.equal(c.col, 2);
+      assert.deepEqual(c.items.map((i) => i.word), ['#{file:lua/']);
+    });
+
     it('blink.cmp source: new/enabled/get_trigger_characters/get_completions as blink documents them', async () => {
       await e.start({ initLua: SETUP });
       await e.t.cmd('CabooseChat');

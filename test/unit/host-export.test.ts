@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { exportMarkdown } from '../../src/host/export';
+import { exportMarkdown, openFence } from '../../src/host/export';
 
 describe('exportMarkdown', () => {
   it('messages with labels, replies with code intact, tool calls one line each, notices quoted, thinking left out', () => {
@@ -54,7 +54,32 @@ describe('exportMarkdown', () => {
     );
     assert.ok(!md.includes('secret musings') && !md.includes('ARGUMENT DETAIL'));
   });
+  it('a summary that starts with its own arrow is not given a dash too', () => {
+    const md = exportMarkdown('t', [
+      { t: 'user', text: 'run' },
+      { t: 'tool', id: 'c1', text: 'bash echo hi', status: 'ok', summary: '→ exit 0' },
+      { t: 'tool', id: 'c2', text: 'read_file a.lua', status: 'ok', summary: '3 lines' },
+    ]);
+    assert.match(md, /^- ✓ bash echo hi → exit 0$/m);
+    assert.match(md, /^- ✓ read_file a\.lua — 3 lines$/m);
+  });
   it('an untitled chat gets a heading', () => {
     assert.match(exportMarkdown(null, []), /^# caboose chat\n/);
+  });
+
+  it('a reply that leaves a code block open (cut off) has it closed: the next message is no code', () => {
+    const md = exportMarkdown(
+      't',
+      [
+        { t: 'user', text: 'show' },
+        { t: 'text', text: 'Here:\n\n````lua\nlocal s = "```"\n```\nreturn s', interrupted: true },
+        { t: 'user', text: 'next' },
+        { t: 'text', text: '~~~\nraw\n' },
+      ],
+      new Date('2026-01-02T03:04:05Z'),
+    );
+    assert.ok(md.includes('return s\n````\n\n_[response interrupted]_\n\n## You\n\nnext'), md);
+    assert.ok(md.endsWith('~~~\nraw\n~~~\n'), md);
+    assert.equal(openFence(md), null);
   });
 });

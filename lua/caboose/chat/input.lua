@@ -26,6 +26,12 @@ function M.input_buf()
       end
     end,
   })
+  vim.api.nvim_create_autocmd('InsertCharPre', {
+    buffer = buf,
+    callback = function()
+      require('caboose.insertables.complete').note_typed()
+    end,
+  })
   require('caboose.insertables.sources').attach(buf)
   vim.api.nvim_create_autocmd('InsertEnter', {
     buffer = buf,

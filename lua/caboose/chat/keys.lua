@@ -126,12 +126,18 @@ function M.show_keys(opts)
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modifiable = false
   vim.bo[buf].filetype = 'caboose_keys'
-  local width = math.min(vim.o.columns - 4, 60)
+  -- As wide as the longest line (when the screen allows) and as high as the wrapped lines: none cut off.
+  local longest = 0
+  for _, l in ipairs(lines) do
+    longest = math.max(longest, vim.api.nvim_strwidth(l) + 1)
+  end
+  local width = math.max(1, math.min(vim.o.columns - 4, math.max(40, longest)))
+  local height = math.max(1, math.min(require('caboose.ui.windows').wrapped_rows(lines, width), vim.o.lines - 4))
   local win = vim.api.nvim_open_win(buf, true, {
     relative = 'editor',
     width = width,
-    height = math.min(#lines, vim.o.lines - 4),
-    row = math.max(0, math.floor((vim.o.lines - #lines) / 2) - 1),
+    height = height,
+    row = math.max(0, math.floor((vim.o.lines - height) / 2) - 1),
     col = math.floor((vim.o.columns - width) / 2),
     style = 'minimal',
     border = 'rounded',

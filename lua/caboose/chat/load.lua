@@ -33,7 +33,7 @@ function M.load(items)
       T.reply_part(reply, 'text', w)
       w.append(it.text or '')
       if it.interrupted then
-        w.append(T.INTERRUPTED)
+        w.append(T.interrupted(it.text))
       end
     elseif it.t == 'tool' then
       T.put_tool_line(reply, tools.tool_line(it.status, it.text or '?', it.summary), w)

@@ -24,7 +24,7 @@ S.hint = false
 
 -- What the transcript's rendering keeps about its text: reset with a new buffer or a reopened session.
 -- One "## Caboose" heading per reply, however many model steps (text, tool calls) it takes.
-S.reply = { open = false, last = nil } ---@type { open: boolean, last: 'text'|'tool'|'notice'|nil }
+S.reply = { open = false, last = nil } ---@type { open: boolean, last: 'text'|'tool'|'notice'|nil, parts: string[]|nil }
 S.tools = {} ---@type table<string, { mark: integer, text: string, icon: integer|nil, done: boolean|nil }>
 S.queue = {} ---@type { id: integer, text: string }[]
 S.thinking = nil ---@type { row: integer, parts: string[], lines: integer, last: string, shown: boolean, written: integer }|nil

@@ -11,6 +11,30 @@ local H = {}
 M.REPLY_HEADING = '## Caboose\n\n'
 M.INTERRUPTED = '\n\n_[response interrupted]_'
 
+--- The fence (``` or ~~~, as long as it was) of a code block `text` leaves open, or nil.
+M.open_fence = function(text)
+  local open ---@type string|nil
+  for line in ((text or '') .. '\n'):gmatch('([^\n]*)\n') do
+    local f = line:match('^ ? ? ?(```+)') or line:match('^ ? ? ?(~~~+)')
+    if f and not open then
+      open = f
+    elseif f and open and f:sub(1, 1) == open:sub(1, 1) and #f >= #open and line:match('^%s*[`~]+%s*$') then
+      open = nil
+    end
+  end
+  return open
+end
+
+--- What marks a reply cut short after `text` (its streamed text part): a code block it leaves open is
+--- closed first, so the marker and every later message do not render as code.
+M.interrupted = function(text)
+  local fence = M.open_fence(text)
+  if not fence then
+    return M.INTERRUPTED
+  end
+  return ((text or ''):sub(-1) == '\n' and '' or '\n') .. fence .. M.INTERRUPTED
+end
+
 M.user_text = function(text, labels)
   local out = '## You\n\n' .. table.concat(M.clean_lines(text, math.huge), '\n')
   for _, label in ipairs(labels or {}) do

@@ -159,6 +159,11 @@ function M.assistant_delta(text)
     chat().set_status(nil, nil, { retry = false })
   end
   require('caboose.chat.thinking').close()
+  -- The text part's text so far: an interrupted reply closes the code block it leaves open.
+  if not (S.reply.open and S.reply.last == 'text' and S.reply.parts) then
+    S.reply.parts = {}
+  end
+  table.insert(S.reply.parts, text)
   H.ensure_reply('text')
   S.streaming = true
   M.append(text)
@@ -167,8 +172,9 @@ end
 function M.assistant_end(info)
   require('caboose.chat.thinking').close()
   if info and info.interrupted then
+    local text = S.reply.open and S.reply.last == 'text' and table.concat(S.reply.parts or {}) or ''
     H.ensure_reply('text')
-    M.append(T.INTERRUPTED)
+    M.append(T.interrupted(text))
   end
   M.release_held()
 end

@@ -87,6 +87,18 @@ function M.candidates(before)
     end
     return #items > 0 and { col = istart - 1, items = items } or nil
   end
+  -- `#file:` completes paths (files and folders), as `@` does.
+  local fstart, fpath = before:match('()#{?file:([^%s}]*)$')
+  if fstart and (fstart == 1 or not before:sub(fstart - 1, fstart - 1):match('[%w_#]')) then
+    local lead = before:sub(fstart, #before - #fpath)
+    for _, f in ipairs(vim.fn.getcompletion(fpath, 'file')) do
+      local folder = f:sub(-1) == '/'
+      table.insert(items, { word = lead .. f, abbr = f, kind = folder and 'folder' or 'file', menu = '[caboose]', info = 'attach ' .. f })
+    end
+    if #items > 0 then
+      return { col = fstart - 1, items = items }
+    end
+  end
   local start = before:find('#{?[%w_:]*$') or before:find('#mcp:%S*$')
   if start and (start == 1 or not before:sub(start - 1, start - 1):match('[%w_#]')) then
     local typed = before:sub(start)
@@ -134,13 +146,19 @@ end
 --- After a typed `/` or `#` (TextChangedI of the message area): opens the built-in popup, offering without
 --- inserting. True when it handled the text before the cursor (else `@path` completion may run).
 function M.popup()
+  local typed = vim.b.caboose_typed_trigger
+  vim.b.caboose_typed_trigger = nil
   if vim.fn.pumvisible() == 1 then
     return false
   end
   local col = vim.api.nvim_win_get_cursor(0)[2]
   local before = vim.api.nvim_get_current_line():sub(1, col)
   -- Only right after the trigger character: typing on narrows the open menu by itself.
-  if not before:match('[/#]$') and not before:match('#{$') then
+  -- A path after `#file:` or `#image:` completes whenever no menu is open (as `@path` does).
+  local path_token = before:match('#{?file:[^%s}]*$') or before:match('#{?image:[^%s}]*$')
+  -- Or when a trigger character was typed since the last check: keys arriving in one burst (fast typing
+  -- over ssh, a mapping) give a single TextChangedI, after `#sel` rather than after `#`.
+  if not before:match('[/#]$') and not before:match('#{$') and not path_token and not typed then
     return false
   end
   local buf, row = vim.api.nvim_get_current_buf(), vim.api.nvim_win_get_cursor(0)[1]
@@ -213,5 +231,12 @@ function M.in_message_area(buf)
 end
 
 M.TRIGGERS = { '/', '#' }
+
+--- InsertCharPre of the message area: notes a typed trigger character for the next popup() check.
+function M.note_typed()
+  if vim.v.char == '/' or vim.v.char == '#' then
+    vim.b.caboose_typed_trigger = true
+  end
+end
 
 return M

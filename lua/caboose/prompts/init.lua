@@ -12,309 +12,15 @@
 local M = {}
 local H = {}
 
-M.MODES = { 'plan', 'create', 'auto-edit', 'chug' }
---- Sources, highest precedence first.
-M.SOURCES = { 'project', 'user', 'setup', 'builtin' }
-M.SOURCE_LABEL = { project = 'project', user = 'user', setup = 'setup()', builtin = 'built-in' }
---- What `/name` can be (the chat's slash-command syntax).
-M.NAME_PATTERN = '^[%w_-]+$'
---- The front matter keys.
-M.FIELDS = { description = true, mode = true, model = true }
+-- The parsing and the sources are their own modules (parse.lua, library.lua); their API is this module's.
+for _, mod in ipairs({ 'caboose.prompts.parse', 'caboose.prompts.library' }) do
+  for k, v in pairs(require(mod)) do
+    M[k] = v
+  end
+end
 
 local caboose = function()
   return require('caboose')
-end
-
--- Parsing -------------------------------------------------------------------------------------------
-
-H.unquote = function(value)
-  local dq = value:match('^"(.*)"$')
-  if dq then
-    return (dq:gsub('\\(.)', { ['"'] = '"', ['\\'] = '\\', n = '\n', t = '\t' }))
-  end
-  local sq = value:match("^'(.*)'$")
-  if sq then
-    return (sq:gsub("''", "'"))
-  end
-  -- A ` # comment` after a plain value.
-  return (value:gsub('%s+#.*$', ''))
-end
-
---- Checks one prompt's fields; returns the normalized prompt or nil and what is wrong.
----@return { description: string, text: string, mode: string|nil, model: string|nil }|nil, string|nil
-function M.check(p)
-  if type(p.text) ~= 'string' or vim.trim(p.text) == '' then
-    return nil, 'the prompt has no text'
-  end
-  if p.description ~= nil and type(p.description) ~= 'string' then
-    return nil, '`description` should be a string'
-  end
-  local mode = p.mode
-  if mode == '' then
-    mode = nil
-  end
-  if mode ~= nil and not vim.tbl_contains(M.MODES, mode) then
-    return nil, string.format('`mode` should be one of %s, got %s', table.concat(M.MODES, ', '), vim.inspect(mode))
-  end
-  local model = p.model
-  if model == '' then
-    model = nil
-  end
-  if model ~= nil and type(model) ~= 'string' then
-    return nil, '`model` should be a string (provider/model)'
-  end
-  return { description = p.description or '', text = p.text, mode = mode, model = model }
-end
-
---- Parses a prompt file: optional front matter between `---` lines (`key: value`, quotes optional, `#`
---- comments), then the prompt text.
----@param content string
----@return { description: string, text: string, mode: string|nil, model: string|nil }|nil prompt
----@return string|string[] error (when nil) or warnings
-function M.parse(content)
-  content = content:gsub('^\239\187\191', ''):gsub('\r\n', '\n')
-  local lines = vim.split(content, '\n', { plain = true })
-  local meta, warnings, start = {}, {}, 1
-  if lines[1] and lines[1]:match('^%-%-%-%s*$') then
-    local close
-    for i = 2, #lines do
-      if lines[i]:match('^%-%-%-%s*$') or lines[i]:match('^%.%.%.%s*$') then
-        close = i
-        break
-      end
-    end
-    if not close then
-      return nil, 'the front matter is not closed (a line `---` ends it)'
-    end
-    for i = 2, close - 1 do
-      local l = lines[i]
-      if not (l:match('^%s*$') or l:match('^%s*#')) then
-        local key, value = l:match('^%s*([%w_-]+)%s*:%s*(.-)%s*$')
-        if not key then
-          return nil, string.format('front matter line %d is not `key: value`: %s', i, l)
-        end
-        if M.FIELDS[key] then
-          meta[key] = H.unquote(value)
-        else
-          table.insert(warnings, string.format('unknown front matter key `%s` (ignored; known: description, mode, model)', key))
-        end
-      end
-    end
-    start = close + 1
-  end
-  meta.text = vim.trim(table.concat(lines, '\n', start))
-  local p, err = M.check(meta)
-  if not p then
-    return nil, err
-  end
-  return p, warnings
-end
-
--- Placeholders --------------------------------------------------------------------------------------
-
-M.PLACEHOLDERS = { selection = true, buffer = true, code = true, file = true, filetype = true, input = true }
-
---- The placeholder inside `{{…}}`: its name and, for `input:Question`, the question; nil when unknown.
-H.placeholder = function(inner)
-  local q = inner:match('^%s*input%s*:%s*(.-)%s*$')
-  if q then
-    return 'input', q
-  end
-  local name = inner:match('^%s*([%a_]+)%s*$')
-  if name and M.PLACEHOLDERS[name] then
-    return name, name == 'input' and '' or nil
-  end
-end
-
---- The placeholders `text` uses: `names` (a set) and `inputs` (the questions, in order, once each; '' is
---- the plain `{{input}}`).
----@return { names: table<string, boolean>, inputs: string[] }
-function M.placeholders(text)
-  local out = { names = {}, inputs = {} }
-  local seen = {}
-  for inner in text:gmatch('{{(.-)}}') do
-    local name, q = H.placeholder(inner)
-    if name then
-      out.names[name] = true
-      if name == 'input' and not seen[q] then
-        seen[q] = true
-        table.insert(out.inputs, q)
-      end
-    end
-  end
-  return out
-end
-
---- Replaces the placeholders in one pass (an answer that contains `{{…}}` stays as typed). `values`: one
---- string per placeholder name, and `input = { [question] = answer }`. Unknown or missing ones stay.
-function M.substitute(text, values)
-  return (text:gsub('{{(.-)}}', function(inner)
-    local name, q = H.placeholder(inner)
-    if not name then
-      return nil
-    end
-    local v
-    if name == 'input' then
-      v = (values.input or {})[q]
-    else
-      v = values[name]
-    end
-    return v
-  end))
-end
-
--- Loading -------------------------------------------------------------------------------------------
-
---- The prompt folders: { project = …, user = … }.
-function M.dirs()
-  return {
-    project = vim.fs.joinpath(vim.fn.getcwd(), '.caboose', 'prompts'),
-    user = vim.fs.joinpath(vim.fn.stdpath('config'), 'caboose', 'prompts'),
-  }
-end
-
---- A prompt file larger than this is refused (a prompt is a message, not a data set).
-M.MAX_BYTES = 256 * 1024
-
-H.read = function(path)
-  local fd = io.open(path, 'rb')
-  if not fd then
-    return nil
-  end
-  local content = fd:read('*a')
-  fd:close()
-  return content
-end
-
-H.cache = {} -- path -> { key = 'mtime:size', entry }
-
---- One prompt file as an entry (parsed again only when it changed).
-H.file_entry = function(path, source)
-  local stat = vim.uv.fs_stat(path)
-  if not stat or stat.type ~= 'file' then
-    return nil
-  end
-  local key = string.format('%d.%d:%d', stat.mtime.sec, stat.mtime.nsec or 0, stat.size)
-  local hit = H.cache[path]
-  if hit and hit.key == key then
-    return vim.deepcopy(hit.entry)
-  end
-  local name = vim.fn.fnamemodify(path, ':t:r')
-  local entry = { name = name, source = source, path = path, description = '' }
-  local content = stat.size <= M.MAX_BYTES and H.read(path) or nil
-  if stat.size > M.MAX_BYTES then
-    entry.error = string.format('larger than %d bytes', M.MAX_BYTES)
-  elseif not content then
-    entry.error = 'cannot read ' .. path
-  elseif not name:match(M.NAME_PATTERN) then
-    entry.error = 'a prompt file is named with letters, digits, - and _ (it is run as /name)'
-  else
-    local p, err = M.parse(content)
-    if p then
-      entry = vim.tbl_extend('force', entry, p)
-      entry.warnings = err
-    else
-      entry.error = err
-    end
-  end
-  H.cache[path] = { key = key, entry = entry }
-  return vim.deepcopy(entry)
-end
-
-H.dir_entries = function(dir, source)
-  local out = {}
-  if vim.fn.isdirectory(dir) == 0 then
-    return out
-  end
-  for name, type in vim.fs.dir(dir) do
-    if name:match('%.md$') and (type == 'file' or type == 'link') then
-      local e = H.file_entry(vim.fs.joinpath(dir, name), source)
-      if e then
-        table.insert(out, e)
-      end
-    end
-  end
-  return out
-end
-
-H.table_entries = function(tbl, source)
-  local out = {}
-  for name, p in pairs(tbl or {}) do
-    local entry = { name = name, source = source, description = '' }
-    local ok, err = M.check(type(p) == 'table' and p or {})
-    if ok then
-      entry = vim.tbl_extend('force', entry, ok)
-    else
-      entry.error = err
-    end
-    table.insert(out, entry)
-  end
-  return out
-end
-
---- Every prompt of every source, sorted by name, then precedence. Each: `{ name, description, text, mode,
---- model, source, path?, error?, warnings?, overrides = {sources}, shadowed_by = source|nil,
---- command = true when a slash command of that name runs instead of `/name` }`.
-function M.all()
-  local dirs = M.dirs()
-  local by_source = {
-    project = H.dir_entries(dirs.project, 'project'),
-    user = H.dir_entries(dirs.user, 'user'),
-    setup = H.table_entries(caboose().config().prompts, 'setup'),
-    builtin = H.table_entries(require('caboose.prompts.builtin'), 'builtin'),
-  }
-  if dirs.project == dirs.user then
-    by_source.project = {} -- working in the config folder: its prompts are the user's
-  end
-  local rank, all = {}, {}
-  for i, s in ipairs(M.SOURCES) do
-    rank[s] = i
-    vim.list_extend(all, by_source[s])
-  end
-  table.sort(all, function(a, b)
-    if a.name ~= b.name then
-      return a.name < b.name
-    end
-    return rank[a.source] < rank[b.source]
-  end)
-  local insertables = require('caboose.insertables')
-  local winner = {}
-  for _, e in ipairs(all) do
-    e.overrides = {}
-    e.command = insertables.command(e.name) ~= nil
-    if winner[e.name] then
-      e.shadowed_by = winner[e.name].source
-      table.insert(winner[e.name].overrides, e.source)
-    else
-      winner[e.name] = e
-    end
-  end
-  return all
-end
-
---- The prompts `/name` runs (one per name, the highest precedence), sorted by name.
-function M.list()
-  return vim.tbl_filter(function(e)
-    return not e.shadowed_by
-  end, M.all())
-end
-
---- The prompt `/name` runs, or nil.
-function M.get(name)
-  for _, e in ipairs(M.all()) do
-    if e.name == name and not e.shadowed_by then
-      return e
-    end
-  end
-end
-
---- Where a prompt comes from, for lists: 'project .caboose/prompts/x.md', 'built-in', …
-function M.source_text(e)
-  local s = M.SOURCE_LABEL[e.source] or e.source
-  if e.path then
-    s = s .. ' ' .. vim.fn.fnamemodify(e.path, ':~:.')
-  end
-  return s
 end
 
 -- Running -------------------------------------------------------------------------------------------
@@ -415,7 +121,7 @@ H.fresh = function(e)
   if not e.path then
     return e, nil
   end
-  local content = H.read(e.path)
+  local content = require('caboose.prompts.library').read(e.path)
   if not content then
     return nil, 'cannot read ' .. e.path
   end
@@ -466,12 +172,14 @@ function M.run(e, arg, opts)
     end
     go()
   end
-  local expand = function()
-    local ph = M.placeholders(entry.text)
-    H.gather(entry, ph.names, opts, function(values, items)
-      if not values then
-        return
-      end
+  -- What the placeholders need is checked first (a missing selection says so before any question); a
+  -- project's prompt is then trusted or not before its inputs are asked and anything is sent.
+  local ph = M.placeholders(entry.text)
+  H.gather(entry, ph.names, opts, function(values, items)
+    if not values then
+      return
+    end
+    local expand = function()
       H.ask_inputs(entry, ph.inputs, arg, function(answers)
         if not answers then
           return cancelled('input cancelled')
@@ -484,22 +192,21 @@ function M.run(e, arg, opts)
         end
         send(text, items)
       end)
-    end)
-  end
-  if entry.source == 'project' then
-    local trust = require('caboose.prompts.trust')
-    if not trust.is_trusted(entry.path, content) then
-      trust.ask(entry, content, function(ok)
-        if ok then
-          expand()
-        else
-          cancelled('not trusted')
-        end
-      end)
-      return true
     end
-  end
-  expand()
+    if entry.source == 'project' then
+      local trust = require('caboose.prompts.trust')
+      if not trust.is_trusted(entry.path, content) then
+        return trust.ask(entry, content, function(ok)
+          if ok then
+            expand()
+          else
+            cancelled('not trusted')
+          end
+        end)
+      end
+    end
+    expand()
+  end)
   return true
 end
 

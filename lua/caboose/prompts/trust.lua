@@ -97,17 +97,26 @@ H.preview = function(e, content)
   vim.b[buf].caboose_prompt_preview = e.path
   local width = math.min(math.max(60, vim.o.columns - 10), 100)
   width = math.min(width, vim.o.columns - 4)
-  local height = math.max(3, math.min(#lines, vim.o.lines - 8))
-  local fits = height >= #lines
+  width = math.max(10, width)
+  -- Long lines wrap: size by screen rows, else the last lines fall out of the float (shown as @@@)
+  -- while it claims to show all of the text.
+  local windows = require('caboose.ui.windows')
+  local rows = windows.wrapped_rows(lines, width)
+  local height = math.max(3, math.min(rows, vim.o.lines - 8))
+  local fits = height >= rows
+  local whole = #lines -- the lines shown whole when not all fit
+  while whole > 0 and windows.wrapped_rows(vim.list_slice(lines, 1, whole), width) > height do
+    whole = whole - 1
+  end
   local ok, win = pcall(vim.api.nvim_open_win, buf, false, {
     relative = 'editor',
     row = 1,
     col = math.max(0, math.floor((vim.o.columns - width) / 2)),
-    width = math.max(10, width),
+    width = width,
     height = height,
     style = 'minimal',
     border = 'rounded',
-    title = fits and ' untrusted project prompt ' or string.format(' untrusted project prompt: lines 1-%d of %d shown ', height - header, #lines - header),
+    title = fits and ' untrusted project prompt ' or string.format(' untrusted project prompt: lines 1-%d of %d shown ', math.max(0, whole - header), #lines - header),
     title_pos = 'center',
     focusable = false,
     zindex = 60,

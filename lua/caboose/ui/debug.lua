@@ -13,8 +13,13 @@ H.fence = function(out, lang, text)
   table.insert(out, '```')
 end
 
+--- vim.json.encode writes `/` as `\/` (valid JSON, but not what went over the wire: `application\/json`).
+H.encode = function(v)
+  return (vim.json.encode(v):gsub('\\/', '/'))
+end
+
 H.json = function(v)
-  local ok, s = pcall(vim.json.encode, v)
+  local ok, s = pcall(H.encode, v)
   if not ok then
     return vim.inspect(v)
   end
@@ -24,7 +29,7 @@ H.json = function(v)
     table.sort(keys)
     local lines = {}
     for i, k in ipairs(keys) do
-      table.insert(lines, string.format('  %s: %s%s', vim.json.encode(k), vim.json.encode(v[k]), i < #keys and ',' or ''))
+      table.insert(lines, string.format('  %s: %s%s', H.encode(k), H.encode(v[k]), i < #keys and ',' or ''))
     end
     return '{\n' .. table.concat(lines, '\n') .. '\n}'
   end

@@ -11,4 +11,20 @@ function M.fix_buffer(win, on)
   end
 end
 
+--- The screen rows `lines` take in a window `width` columns wide with 'wrap' on: a float sized with it
+--- shows every line whole (sizing by the line count cuts off what long lines push below, shown as @@@).
+---@param lines string[]
+---@param width integer
+---@return integer
+function M.wrapped_rows(lines, width)
+  local rows = 0
+  for _, l in ipairs(lines) do
+    -- nvim_strwidth: strdisplaywidth() counts the current window's 'linebreak'/'breakindent' too (the
+    -- chat's). A tab counts as a full 'tabstop' (never fewer rows than drawn).
+    local cells = vim.api.nvim_strwidth((l:gsub('\t', string.rep(' ', math.max(1, vim.o.tabstop)))))
+    rows = rows + math.max(1, math.ceil(cells / math.max(1, width)))
+  end
+  return rows
+end
+
 return M
