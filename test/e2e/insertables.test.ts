@@ -94,6 +94,23 @@ forEachNvim((bin) => {
       assert.equal(e.fake.chatRequests.length, 1, 'no command reached the model');
     });
 
+    it('on an empty chat /compact, /undo, /mode with a bad mode and /quickfix with an empty list say so and never crash', async () => {
+      await e.start({ initLua: SETUP });
+      await submit('/compact');
+      await e.t.waitFor(async () => /nothing to compact yet/.test(await notes()), '/compact: nothing yet');
+      await submit('/undo');
+      await e.t.waitFor(async () => /nothing to rewind/.test(await notes()), '/undo: nothing to rewind');
+      await submit('/mode bogus');
+      await e.t.waitFor(async () => /unknown mode bogus \(plan, create, auto-edit, chug\)/.test(await notes()), '/mode: the modes');
+      assert.equal((await e.t.lua<State>("return require('caboose').state()")).mode, 'chug', 'the mode is unchanged');
+      assert.equal(e.fake.chatRequests.length, 0, 'no command reached the model');
+      e.fake.script({ text: 'empty list' });
+      await e.t.lua('vim.fn.setqflist({})');
+      await submit('/quickfix');
+      await e.fake.waitForRequest(1);
+      assert.match(lastUser(0), /\/quickfix \(1 line\):\n```\nthe quickfix list is empty\n```/);
+    });
+
     it('/compact summarizes the conversation now', async () => {
       await e.start({ initLua: SETUP });
       e.fake.script({ text: 'one' }, { text: 'two' }, { text: 'SUMMARY of it all' }, { text: 'three' });
