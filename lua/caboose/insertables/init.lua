@@ -425,7 +425,8 @@ function M.send(text, opts)
   table.insert(steps, function(done)
     local refs = {}
     for _, path in ipairs(require('caboose.context').file_refs(text)) do
-      table.insert(refs, { kind = 'file', path = vim.fn.fnamemodify(require('caboose.context').expand_path(path), ':.') })
+      local full = require('caboose.context').expand_path(path)
+      table.insert(refs, { kind = 'file', path = vim.fn.fnamemodify(full, ':.'), filetype = vars().filetype(full) })
     end
     done(refs)
   end)

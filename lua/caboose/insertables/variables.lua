@@ -136,6 +136,18 @@ function M.quickfix(_, _, name)
   return { { kind = 'attachment', name = name or '#quickfix', path = '', text = (title ~= '' and ('title: ' .. title .. '\n') or '') .. table.concat(lines, '\n') } }
 end
 
+--- The filetype Neovim gives `path` (its loaded buffer's, else by name and content), or nil.
+function M.filetype(path)
+  local full = vim.fn.fnamemodify(path, ':p')
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_get_name(buf) == full and vim.bo[buf].filetype ~= '' then
+      return vim.bo[buf].filetype
+    end
+  end
+  local ok, ft = pcall(vim.filetype.match, { filename = path })
+  return ok and ft or nil
+end
+
 --- A file (read by the host, buffer-aware); a loaded buffer with unsaved text sends that text.
 function M.file(path, name)
   path = context().expand_path(path)
@@ -143,7 +155,7 @@ function M.file(path, name)
     vim.notify('(caboose) ' .. (name or '#file') .. ': cannot read ' .. path, vim.log.levels.WARN)
     return {}
   end
-  return { { kind = 'file', name = name or ('#file:' .. H.display(path)), path = H.display(path) } }
+  return { { kind = 'file', name = name or ('#file:' .. H.display(path)), path = H.display(path), filetype = M.filetype(path) } }
 end
 
 H.IMAGE_EXTS = { png = true, jpg = true, jpeg = true }
