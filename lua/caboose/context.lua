@@ -61,12 +61,21 @@ function M.selection(buf, line1, line2)
   }
 end
 
+--- `path` as typed, with a leading `~` expanded; nothing else (vim.fn.expand would read `%`, `#`, `<cword>`
+--- as the current file, a word…, and throws E220 on an unbalanced `{`: a path such as `a{b}.lua` or `100%.md`).
+function M.expand_path(path)
+  if path == '~' or path:match('^~/') then
+    return vim.fn.expand('~') .. path:sub(2)
+  end
+  return path
+end
+
 --- `@path` references in `text` that name readable files (trailing punctuation is not part of the path).
 function M.file_refs(text)
   local refs, seen = {}, {}
   for path in (' ' .. text):gmatch('%s@([^%s@]+)') do
     path = path:gsub('[%.,;:!?%)%]}\'"]+$', '')
-    if path ~= '' and not seen[path] and vim.fn.filereadable(vim.fn.expand(path)) == 1 then
+    if path ~= '' and not seen[path] and vim.fn.filereadable(M.expand_path(path)) == 1 then
       seen[path] = true
       table.insert(refs, path)
     end
@@ -88,7 +97,7 @@ function M.collect(text, origin)
     end
   end
   for _, path in ipairs(M.file_refs(text)) do
-    table.insert(items, { kind = 'file', path = vim.fn.fnamemodify(vim.fn.expand(path), ':.') })
+    table.insert(items, { kind = 'file', path = vim.fn.fnamemodify(M.expand_path(path), ':.') })
   end
   return items
 end

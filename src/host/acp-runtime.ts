@@ -3,10 +3,13 @@
  * audit), session store, approvals and chat events as the built-in agent's runtime, with the turns run by
  * the agent's process.
  */
+import { randomUUID } from 'node:crypto';
 import { AcpAgent } from '../acp/agent';
 import type { AcpAgentConfig } from '../acp/config';
 import { createExecTools } from '../tools/exec-tools';
 import { TodoList } from '../tools/todo-list';
+import { secretReason, secretTargets } from '../tools/secret-targets';
+import type { ToolResult } from '../tools/tool';
 import { openSessionWorkspace } from './session-parts/session-workspace';
 import { Sandbox } from '../workspace/sandbox/sandbox';
 import type { HostConfig } from './protocol';
@@ -160,9 +163,20 @@ export async function createAcpRuntime(o: AcpRuntimeOptions): Promise<SessionRun
   });
   session.bind(agent);
   ui.emit(EVENTS.sessionInfo, { session: session.id, model: label, agent: o.agentName, cwd: o.cwd, title: sessions.get(session.id)?.title ?? null });
+  // A file the user attaches that usually holds secrets (secret_globs) asks first, as the agent's reads do.
+  const isSecret = (p: string) => secretTargets('read_file', { path: p }, ws.workspace).length > 0;
+  const readForUser = async (p: string): Promise<ToolResult> => {
+    const rels = secretTargets('read_file', { path: p }, ws.workspace);
+    if (rels.length > 0) {
+      const id = randomUUID();
+      const d = await session.requestApproval({ id, toolCallId: id, tool: 'read_file', args: { path: rels[0] }, reason: secretReason('read_file', rels) });
+      if (d.decision === 'reject') return { ok: false, error: { kind: 'rejected_by_user', message: `The user did not allow attaching ${rels.join(', ')}, a file that usually holds secrets.` } };
+    }
+    return ws.call('read_file', { path: p });
+  };
   const sendNow = async (text: string, context: ContextItem[]) => {
     const id = ++messageCount;
-    const composed = await composeMessage(text, context, (p) => ws.call('read_file', { path: p }));
+    const composed = await composeMessage(text, context, readForUser, undefined, isSecret);
     const r = agent.send(text, composed.text, id);
     if (r.status === 'queued') ui.emit(EVENTS.queued, { id, text, context: composed.labels, position: r.position });
     if (r.status === 'rejected') {

@@ -30,6 +30,9 @@ export type ReadFile = (path: string) => Promise<ToolResult>;
 /** The fetch tool run for the user (mode, approval, fetch rules); absent where no agent of ours runs. */
 export type FetchUrl = (url: string) => Promise<ToolResult>;
 
+/** A workspace file that usually holds secrets (secret_globs): `read` asks the user before it is read. */
+export type IsSecret = (path: string) => boolean;
+
 export interface ComposedMessage {
   /** What the model receives. */
   text: string;
@@ -66,8 +69,11 @@ function capped(text: string): { text: string; cut: boolean } {
 }
 const cutNote = (cut: boolean) => (cut ? `, cut at ${MAX_ATTACHMENT_CHARS} characters` : '');
 
+/** Read errors after which a buffer's own text (sent by Lua) is attached instead. */
+const TEXT_FALLBACK = new Set<string>(['outside_workspace', 'not_found', 'file_too_large', 'binary_file']);
+
 /** One attached item; `file` is the workspace path it was read from (the same file is attached once). */
-async function one(item: ContextItem, read: ReadFile, fetchUrl?: FetchUrl): Promise<{ text: string; label: string; file?: string }> {
+async function one(item: ContextItem, read: ReadFile, fetchUrl?: FetchUrl, isSecret?: IsSecret): Promise<{ text: string; label: string; file?: string }> {
   const name = item.path || '[No Name]';
   if (item.kind === 'fetch') {
     const url = item.url ?? '';
@@ -100,6 +106,14 @@ async function one(item: ContextItem, read: ReadFile, fetchUrl?: FetchUrl): Prom
     };
   }
   if (item.kind === 'selection') {
+    // A selection from a file that usually holds secrets goes only after the read the user is asked for.
+    if (item.path !== '' && isSecret?.(item.path)) {
+      const r = await read(item.path);
+      if (!r.ok) {
+        const tag = item.name ?? 'selection';
+        return { text: `(The user attached ${tag} from ${name}, but it could not be read: ${r.error.kind}: ${r.error.message})`, label: `${tag} ${name} — not attached: ${r.error.kind}` };
+      }
+    }
     const { text, cut } = capped(item.text ?? '');
     const range = `lines ${item.startLine ?? '?'}-${item.endLine ?? '?'}`;
     return {
@@ -122,7 +136,9 @@ async function one(item: ContextItem, read: ReadFile, fetchUrl?: FetchUrl): Prom
         file: d.path,
       };
     }
-    if (item.kind === 'file' || item.text === undefined) {
+    // The text Lua sent stands in only for a file the workspace cannot give (outside it, not on disk, too big
+    // or binary): one the user refused (a secret file), or deny_globs, is not attached at all.
+    if (item.kind === 'file' || item.text === undefined || !TEXT_FALLBACK.has(r.error.kind)) {
       return {
         text: `(The user attached ${tag}, but it could not be read: ${r.error.kind}: ${r.error.message})`,
         label: `${tag} — not attached: ${r.error.kind}`,
@@ -140,10 +156,10 @@ async function one(item: ContextItem, read: ReadFile, fetchUrl?: FetchUrl): Prom
 }
 
 /** The message text followed by each attached item, in order; a file named twice (`#buffer` and `@path`) once. */
-export async function composeMessage(text: string, items: ContextItem[], read: ReadFile, fetchUrl?: FetchUrl): Promise<ComposedMessage> {
+export async function composeMessage(text: string, items: ContextItem[], read: ReadFile, fetchUrl?: FetchUrl, isSecret?: IsSecret): Promise<ComposedMessage> {
   if (items.length === 0) return { text, labels: [] };
   const seen = new Set<string>();
-  const parts = (await Promise.all(items.map((i) => one(i, read, fetchUrl)))).filter((p) => {
+  const parts = (await Promise.all(items.map((i) => one(i, read, fetchUrl, isSecret)))).filter((p) => {
     if (p.file === undefined) return true;
     if (seen.has(p.file)) return false;
     seen.add(p.file);

@@ -3,6 +3,7 @@ import type { Usage } from '../agent/provider';
 import type { McpPool } from '../mcp/client-pool';
 import { isOffered } from '../tools/offered';
 import { TodoList } from '../tools/todo-list';
+import { secretTargets } from '../tools/secret-targets';
 import { Sandbox } from '../workspace/sandbox/sandbox';
 import { recoveryNotice } from '../workspace/commit-journal';
 import type { SessionRepository } from '../store/sessions';
@@ -182,7 +183,10 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   const messages = new MessageQueue(
     messageDelivery({
       agent, ensureRestored, rules, mcp, ask: session.askOutsideTurn, signal: closing.signal, checkpoints, ui,
-      readFile: (p) => ws.call('read_file', { path: p }),
+      // A file the user attaches (#file:, #buffer, /file, @path) is read as the agent reads it; one that
+      // usually holds secrets (secret_globs) asks first, as read_file does, in every mode.
+      readFile: (p) => (secretTargets('read_file', { path: p }, ws.workspace).length > 0 ? agent.callAsUser('read_file', { path: p }) : ws.call('read_file', { path: p })),
+      isSecret: (p) => secretTargets('read_file', { path: p }, ws.workspace).length > 0,
       fetchUrl: (url) => agent.callAsUser('fetch', { url }),
       maxQueue: config.max_queue ?? 3,
       images: { root: ws.workspace.root, model: () => chat.provider },

@@ -238,6 +238,19 @@ forEachNvim((bin) => {
       assert.equal(await approvalFloat(e.t), null);
     });
 
+    it('a secret file the user attaches (#file:.env) asks first; refused, nothing of it reaches the agent', async () => {
+      await e.start({ initLua: SETUP('chug') });
+      fs.writeFileSync(path.join(e.t.cwd, '.env'), 'API_TOKEN=hunter2\n');
+      await pick();
+      await send('look at #file:.env');
+      const f = await waitApprovalFloat(e.t, 'read_file');
+      assert.match(f.text, /secret/);
+      await e.t.lua("require('caboose').approval_respond('reject')");
+      await chatHas(/ECHO look at #file:\.env[\s\S]*could not be read: rejected_by_user/);
+      await idle();
+      assert.doesNotMatch(await chat(), /hunter2/, 'the refused file is not sent');
+    });
+
     it('plan mode refuses writes; an ACP chat is stored and reopened with session/load', async () => {
       await e.start({ initLua: SETUP('plan', { ACP_TEST_LOAD: '1' }) });
       const file = path.join(e.t.cwd, 'b.txt');

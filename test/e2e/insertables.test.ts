@@ -94,6 +94,23 @@ forEachNvim((bin) => {
       assert.equal(e.fake.chatRequests.length, 1, 'no command reached the model');
     });
 
+    it('on an empty chat /compact, /undo, /mode with a bad mode and /quickfix with an empty list say so and never crash', async () => {
+      await e.start({ initLua: SETUP });
+      await submit('/compact');
+      await e.t.waitFor(async () => /nothing to compact yet/.test(await notes()), '/compact: nothing yet');
+      await submit('/undo');
+      await e.t.waitFor(async () => /nothing to rewind/.test(await notes()), '/undo: nothing to rewind');
+      await submit('/mode bogus');
+      await e.t.waitFor(async () => /unknown mode bogus \(plan, create, auto-edit, chug\)/.test(await notes()), '/mode: the modes');
+      assert.equal((await e.t.lua<State>("return require('caboose').state()")).mode, 'chug', 'the mode is unchanged');
+      assert.equal(e.fake.chatRequests.length, 0, 'no command reached the model');
+      e.fake.script({ text: 'empty list' });
+      await e.t.lua('vim.fn.setqflist({})');
+      await submit('/quickfix');
+      await e.fake.waitForRequest(1);
+      assert.match(lastUser(0), /\/quickfix \(1 line\):\n```\nthe quickfix list is empty\n```/);
+    });
+
     it('/compact summarizes the conversation now', async () => {
       await e.start({ initLua: SETUP });
       e.fake.script({ text: 'one' }, { text: 'two' }, { text: 'SUMMARY of it all' }, { text: 'three' });
@@ -147,7 +164,7 @@ forEachNvim((bin) => {
       assert.match(msg, /#diagnostics a\.lua \(1 line\):\n```\na\.lua:2:7: WARN: b is odd \[lint\]\n```/);
       assert.match(msg, /#gitdiff \(\d+ lines, diff\):\n````?diff\n[\s\S]*-local b = 2\n\+local b = 22/);
       assert.match(msg, /#quickfix \(1 line\):\n```\na\.lua:3:1: E: qf entry here\n```/);
-      assert.match(msg, /File notes\.txt \(1 line, sha256 [0-9a-f]{64}\):\n```\nnote body\n```/);
+      assert.match(msg, /File notes\.txt \(1 line(?:, text)?, sha256 [0-9a-f]{64}\):\n```(?:text)?\nnote body\n```/);
       await waitChat(/seen all/);
       const text = await chat();
       for (const label of [
@@ -160,6 +177,29 @@ forEachNvim((bin) => {
         /📎 #file:notes\.txt notes\.txt \(1 line\)/,
       ])
         assert.match(text, label);
+    });
+
+    it('paths with braces, %, spaces and unicode attach as typed; `@word{` in text is no error; /gitdiff outside a repository says so in one line', async () => {
+      await e.start({ initLua: SETUP });
+      const cwd = e.t.cwd;
+      fs.writeFileSync(path.join(cwd, 'a{b}.lua'), 'braces body\n');
+      fs.writeFileSync(path.join(cwd, '100%.txt'), 'percent body\n');
+      fs.writeFileSync(path.join(cwd, 'my ünï file.lua'), 'unicode body\n');
+      e.fake.script({ text: 'seen' }, { text: 'no diff' });
+      await submit('see #{file:a{b}.lua}, #file:100%.txt and #{file:my ünï file.lua}; mail @bob{x');
+      await e.fake.waitForRequest(1);
+      const msg = lastUser(0);
+      // #file: is sent with its filetype, as #buffer is (.txt has none on 0.10, text on 0.12).
+      assert.match(msg, /File a\{b\}\.lua \(1 line, lua, sha256 [0-9a-f]+\):\n```lua\nbraces body/);
+      assert.match(msg, /File 100%\.txt \(1 line(?:, text)?, sha256 [0-9a-f]+\):\n```(?:text)?\npercent body/);
+      assert.match(msg, /File my ünï file\.lua \(1 line, lua, sha256 [0-9a-f]+\):\n```lua\nunicode body/);
+      await waitChat(/📎 #file:a\{b\}\.lua a\{b\}\.lua \(1 line\)/);
+      await idle();
+      assert.ok(!fs.existsSync(path.join(cwd, '.git')), 'precondition: the workspace is no git repository');
+      await submit('/gitdiff\nwhat changed?');
+      await e.fake.waitForRequest(2);
+      await e.t.waitFor(async () => /\/gitdiff: nothing attached: not a git repository/.test(await notes()), 'the one-line reason');
+      assert.ok(!/usage: git diff/.test(await notes()), "git's usage text is not shown");
     });
 
     it('#buffers with more buffers than one message carries: the first 50 go, the rest are named in a warning', async () => {
@@ -221,7 +261,7 @@ forEachNvim((bin) => {
       assert.match(msg, /^\/file\n\/buffer\n\/quickfix\n\/diagnostics\n\/gitdiff staged\nuse these/);
       assert.match(msg, /\/diagnostics scratch\.md \(1 line\):\n```\nscratch\.md:1:1: ERROR: scratch problem\n```/);
       assert.match(msg, /\/gitdiff \(staged\) \(\d+ lines, diff\):\n```diff\n[\s\S]*\+staged line/);
-      assert.match(msg, /File pick\.txt \(1 line, sha256 [0-9a-f]{64}\):\n```\npicked file\n```/);
+      assert.match(msg, /File pick\.txt \(1 line(?:, text)?, sha256 [0-9a-f]{64}\):\n```(?:text)?\npicked file\n```/);
       assert.match(msg, /never saved/);
       assert.match(msg, /\/quickfix \(1 line\):\n```\npick\.txt:1:1: qf\n```/);
       assert.deepEqual(await e.t.lua('return _G.prompts'), ['Attach file', 'Attach buffer']);
@@ -262,6 +302,48 @@ forEachNvim((bin) => {
       const msg = String(e.fake.chatRequests[0].body!.messages!.filter((m) => m.role === 'user').at(-1)!.content);
       assert.match(msg, new RegExp(`Fetched ${url.replace(/[.?]/g, '\\$&')} \\(HTTP 200, text/plain[^)]*\\):\\n\`\`\`\\npage body from the server`));
       await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes(`📎 /fetch ${url} (1 line)`), 'the label');
+    });
+
+    it('a secret file (secret_globs) named by #file:, /file or #buffer asks first, in chug mode too, as read_file does', async () => {
+      await e.start({ initLua: `require('caboose').setup({ mode = 'chug', provider = { max_retries = 0 }, approval = { style = 'float' } })` });
+      fs.writeFileSync(path.join(e.t.cwd, '.env'), 'API_TOKEN=hunter2-secret\n');
+      e.fake.script({ text: 'refused' }, { text: 'read' });
+      await e.t.lua('require("caboose").send(...)', ['check #file:.env please']);
+      const float = await waitApprovalFloat(e.t, 'read_file');
+      assert.match(float.text + float.title, /\.env/);
+      assert.equal(e.fake.chatRequests.length, 0, 'nothing goes to the model before the answer');
+      await e.t.lua("require('caboose').approval_respond('reject')");
+      await e.fake.waitForRequest(1);
+      const refused = String(e.fake.chatRequests[0].body!.messages!.filter((m) => m.role === 'user').at(-1)!.content);
+      assert.ok(!refused.includes('hunter2'), 'a refused secret is not sent');
+      assert.match(refused, /could not be read: rejected_by_user/);
+      await e.t.waitFor(async () => (await e.t.lua<string>("return require('caboose').state().state")) === 'idle', 'idle');
+      await e.t.lua('require("caboose").send(...)', ['/file .env\nnow read it']);
+      await waitApprovalFloat(e.t, 'read_file');
+      await e.t.lua("require('caboose').approval_respond('once')");
+      await e.fake.waitForRequest(2);
+      const allowed = String(e.fake.chatRequests[1].body!.messages!.filter((m) => m.role === 'user').at(-1)!.content);
+      assert.match(allowed, /API_TOKEN=hunter2-secret/);
+      await e.t.waitFor(async () => (await e.t.lua<string>("return require('caboose').state().state")) === 'idle', 'idle');
+      // The open .env buffer: refused, its text does not stand in for the file.
+      await e.t.cmd('edit .env');
+      e.fake.script({ text: 'buffer refused' });
+      await e.t.lua('require("caboose").send(...)', ['and #buffer']);
+      await waitApprovalFloat(e.t, 'read_file');
+      await e.t.lua("require('caboose').approval_respond('reject')");
+      await e.fake.waitForRequest(3);
+      const buffer = String(e.fake.chatRequests[2].body!.messages!.filter((m) => m.role === 'user').at(-1)!.content);
+      assert.ok(!buffer.includes('hunter2'), "a refused secret buffer's text is not sent");
+      await e.t.waitFor(async () => (await e.t.lua<string>("return require('caboose').state().state")) === 'idle', 'idle');
+      await e.t.lua("vim.api.nvim_buf_set_mark(0, '<', 1, 0, {}) vim.api.nvim_buf_set_mark(0, '>', 1, 0, {})");
+      e.fake.script({ text: 'selection refused' });
+      await e.t.lua('require("caboose").send(...)', ['and #selection']);
+      await waitApprovalFloat(e.t, 'read_file');
+      await e.t.lua("require('caboose').approval_respond('reject')");
+      await e.fake.waitForRequest(4);
+      const selection = String(e.fake.chatRequests[3].body!.messages!.filter((m) => m.role === 'user').at(-1)!.content);
+      assert.ok(!selection.includes('hunter2'), 'a refused selection from a secret file is not sent');
+      assert.match(selection, /#selection from \.env, but it could not be read: rejected_by_user/);
     });
 
     it('the fetch rules apply: a private host not allowed is not attached, and the label says why', async () => {
@@ -471,6 +553,12 @@ forEachNvim((bin) => {
       await e.t.cmd('CabooseExport keep.md');
       await e.t.waitFor(async () => /keep\.md exists: not overwritten/.test(JSON.stringify(await e.t.notifications())), 'the refusal');
       assert.equal(fs.readFileSync(path.join(e.t.cwd, 'keep.md'), 'utf8'), 'mine\n');
+      // A link (even a dangling one) is not written through.
+      const target = path.join(e.t.cwd, 'elsewhere', 'target.md');
+      fs.symlinkSync(target, path.join(e.t.cwd, 'link.md'));
+      await e.t.cmd('CabooseExport link.md');
+      await e.t.waitFor(async () => /link\.md exists: not overwritten/.test(JSON.stringify(await e.t.notifications())), 'the refusal of the link');
+      assert.ok(!fs.existsSync(target), 'nothing written through the link');
       await e.t.cmd('CabooseExport!');
       await e.t.waitFor(async () => (await e.t.lua<string>("return vim.bo.filetype == 'markdown' and vim.bo.buftype == '' and vim.api.nvim_buf_get_lines(0, 0, 1, false)[1] or ''")) === '# Parser chat: one', 'the export buffer');
       await e.t.lua("require('caboose').send('/export out/chat.md')");

@@ -26,6 +26,37 @@ describe('composeMessage: attachments from the insertables registry', () => {
     }
   });
 
+  it("a buffer whose read the user refused (a secret file) or a rule denied is not attached: its text never stands in", async () => {
+    for (const kind of ['rejected_by_user', 'permission_denied', 'cancelled'] as const) {
+      const r = await composeMessage('m', [{ kind: 'buffer', path: '.env', text: 'TOKEN=hunter2' }], async () => ({ ok: false, error: { kind, message: 'no' } }));
+      assert.ok(!r.text.includes('hunter2'), kind);
+      assert.deepEqual(r.labels, [`#buffer — not attached: ${kind}`], kind);
+    }
+    const outside = await composeMessage('m', [{ kind: 'buffer', path: '/tmp/x.lua', text: 'local x' }], async () => ({ ok: false, error: { kind: 'outside_workspace', message: 'no' } }));
+    assert.match(outside.text, /not a workspace file[\s\S]*local x/);
+  });
+
+  it('a selection from a secret file goes only after the read (which asks) succeeds', async () => {
+    const sel = { kind: 'selection' as const, name: '#selection', path: '.env', text: 'TOKEN=hunter2', startLine: 1, endLine: 1 };
+    const isSecret = (p: string) => p === '.env';
+    const refused = await composeMessage('m', [sel], async () => ({ ok: false, error: { kind: 'rejected_by_user', message: 'no' } }), undefined, isSecret);
+    assert.ok(!refused.text.includes('hunter2'));
+    assert.deepEqual(refused.labels, ['#selection .env — not attached: rejected_by_user']);
+    let reads = 0;
+    const allowed = await composeMessage('m', [sel], async () => {
+      reads++;
+      return { ok: true, data: {} };
+    }, undefined, isSecret);
+    assert.equal(reads, 1);
+    assert.match(allowed.text, /TOKEN=hunter2/);
+    const plain = await composeMessage('m', [{ ...sel, path: 'a.lua' }], async () => {
+      reads++;
+      return { ok: true, data: {} };
+    }, undefined, isSecret);
+    assert.equal(reads, 1, 'a selection from another file is not read again');
+    assert.match(plain.text, /TOKEN=hunter2/);
+  });
+
   it('a fetch item runs the fetch callback; a failure is labelled; without one (ACP) it is not attached', async () => {
     const page = { url: 'https://x.test/p', status: 200, contentType: 'text/plain', content: 'hello\nworld', truncated: false };
     const ok = await composeMessage('read', [{ kind: 'fetch', name: '/fetch', path: '', url: 'https://x.test/p' }], noRead, async (url) => {

@@ -1,6 +1,6 @@
 --- :CabooseExport [path] / the chat's /export: the current chat as Markdown in a file (default: a name
 --- from its title, in the working directory), or with ! in a new buffer. An existing file is never
---- overwritten.
+--- overwritten (nor a link: a dangling one would write wherever it points).
 local M = {}
 local H = {}
 
@@ -17,7 +17,7 @@ end
 H.free_name = function(name)
   local stem = name:gsub('%.md$', '')
   local candidate, n = name, 1
-  while vim.uv.fs_stat(candidate) do
+  while vim.uv.fs_lstat(candidate) do
     n = n + 1
     candidate = string.format('%s-%d.md', stem, n)
   end
@@ -50,8 +50,8 @@ function M.export(path, to_buffer, on_done)
     end
     local target
     if path and path ~= '' then
-      target = vim.fn.expand(path)
-      if vim.uv.fs_stat(target) then
+      target = require('caboose.context').expand_path(path)
+      if vim.uv.fs_lstat(target) then
         caboose._notify(target .. ' exists: not overwritten (give another path, or :CabooseExport! for a buffer)', vim.log.levels.ERROR)
         return done(nil)
       end

@@ -369,7 +369,9 @@ function M.parse(text, opts)
   local s = ' ' .. text
   for pos in s:gmatch('()#') do
     if not s:sub(pos - 1, pos - 1):match('[%w_#]') then
-      local braced = s:match('^#{([^}\n]+)}', pos)
+      -- Balanced braces: `#{file:a{b}.lua}`.
+      local braced = s:match('^#(%b{})', pos)
+      braced = braced and #braced > 2 and not braced:find('\n') and braced:sub(2, -2) or nil
       local token = braced or s:match('^#([%a][%w_]*:?[^%s]*)', pos)
       if token then
         local name, arg = token:match('^([%a][%w_]*):(.*)$')
@@ -378,7 +380,7 @@ function M.parse(text, opts)
           arg = arg and arg:gsub('[%.,;!?%)%]}\'"]+$', '') or nil
           -- `#buffer.` or `#buffer,`: the word ends at the punctuation.
         end
-        if name ~= 'mcp' then
+        if name and name ~= 'mcp' then
           add(name, arg ~= '' and arg or nil)
         end
       end
@@ -423,7 +425,8 @@ function M.send(text, opts)
   table.insert(steps, function(done)
     local refs = {}
     for _, path in ipairs(require('caboose.context').file_refs(text)) do
-      table.insert(refs, { kind = 'file', path = vim.fn.fnamemodify(vim.fn.expand(path), ':.') })
+      local full = require('caboose.context').expand_path(path)
+      table.insert(refs, { kind = 'file', path = vim.fn.fnamemodify(full, ':.'), filetype = vars().filetype(full) })
     end
     done(refs)
   end)

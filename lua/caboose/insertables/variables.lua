@@ -96,7 +96,11 @@ function M.gitdiff(_, scope, name, done)
   end
   local finish = function(res)
     if res.code ~= 0 then
-      vim.notify('(caboose) ' .. (name or '#gitdiff') .. ': git diff failed: ' .. vim.trim(res.stderr or ''), vim.log.levels.WARN)
+      -- One line: outside a repository git prints its whole usage after the reason.
+      local err = vim.trim(res.stderr or '')
+      local why = err:lower():find('not a git repository', 1, true) and ('not a git repository: ' .. vim.fn.fnamemodify(vim.fn.getcwd(), ':~'))
+        or (vim.split(err, '\n', { plain = true })[1] or ''):gsub('^warning: ', '')
+      vim.notify('(caboose) ' .. (name or '#gitdiff') .. ': nothing attached: ' .. (why ~= '' and why or 'git diff failed'), vim.log.levels.WARN)
       return done({})
     end
     local text = res.stdout or ''
@@ -132,14 +136,26 @@ function M.quickfix(_, _, name)
   return { { kind = 'attachment', name = name or '#quickfix', path = '', text = (title ~= '' and ('title: ' .. title .. '\n') or '') .. table.concat(lines, '\n') } }
 end
 
+--- The filetype Neovim gives `path` (its loaded buffer's, else by name and content), or nil.
+function M.filetype(path)
+  local full = vim.fn.fnamemodify(path, ':p')
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_get_name(buf) == full and vim.bo[buf].filetype ~= '' then
+      return vim.bo[buf].filetype
+    end
+  end
+  local ok, ft = pcall(vim.filetype.match, { filename = path })
+  return ok and ft or nil
+end
+
 --- A file (read by the host, buffer-aware); a loaded buffer with unsaved text sends that text.
 function M.file(path, name)
-  path = vim.fn.expand(path)
+  path = context().expand_path(path)
   if vim.fn.filereadable(path) ~= 1 then
     vim.notify('(caboose) ' .. (name or '#file') .. ': cannot read ' .. path, vim.log.levels.WARN)
     return {}
   end
-  return { { kind = 'file', name = name or ('#file:' .. H.display(path)), path = H.display(path) } }
+  return { { kind = 'file', name = name or ('#file:' .. H.display(path)), path = H.display(path), filetype = M.filetype(path) } }
 end
 
 H.IMAGE_EXTS = { png = true, jpg = true, jpeg = true }
@@ -164,7 +180,7 @@ H.unwrap = function(path)
   end
   path = path:gsub('\\ ', ' ')
   if path:sub(1, 1) == '~' then
-    path = vim.fn.expand(path)
+    path = context().expand_path(path)
   end
   return path
 end

@@ -47,6 +47,8 @@ export interface DeliveryOptions {
   /** Aborted when the session is disposed. */
   signal: AbortSignal;
   readFile(path: string): Promise<ToolResult>;
+  /** A file that usually holds secrets: a selection from it goes only after readFile (which asks). */
+  isSecret?(path: string): boolean;
   /** `/fetch <url>` attachments: the fetch tool, run as the user (its mode, approval and rules). */
   fetchUrl: FetchUrl;
   checkpoints: Pick<Checkpoints, 'takeNotes' | 'addNote'>;
@@ -71,7 +73,7 @@ export function messageDelivery(o: DeliveryOptions): (text: string, context: Con
     // `/server:prompt …` and `#mcp:server:uri` (MCP prompts and resources) are expanded first.
     const expanded = await o.mcp.expand(text, o.ask, o.signal);
     const imageItems = context.filter((c) => c.kind === 'image');
-    const composed = await composeMessage(expanded?.text ?? text, imageItems.length > 0 ? context.filter((c) => c.kind !== 'image') : context, (p) => o.readFile(p), (url) => o.fetchUrl(url));
+    const composed = await composeMessage(expanded?.text ?? text, imageItems.length > 0 ? context.filter((c) => c.kind !== 'image') : context, (p) => o.readFile(p), (url) => o.fetchUrl(url), (p) => o.isSecret?.(p) ?? false);
     if (expanded) composed.labels.unshift(...expanded.labels);
     let parts: ChatCompletionContentPart[] = [];
     if (imageItems.length > 0 && o.images) {
