@@ -12,6 +12,7 @@ import type { LuaUi } from './lua-ui';
 import type { SessionRuntime } from './runtime';
 import type { McpPool } from '../mcp/client-pool';
 import { createMcpPool, mcpView } from './mcp-setup';
+import { ModelChoice } from './model-choice';
 
 // Start-up time matters (the user's first command waits for it): zod, the agent, the tools and SQLite
 // load on the first request that needs them, not when the host starts.
@@ -52,8 +53,7 @@ export class HostServer {
   /** The MCP servers, shared by the sessions; created on first need when any is configured. */
   private mcp: McpPool | null | undefined;
   /** The model chosen with :CabooseModel: kept for the sessions that follow (:CabooseNew, reopening). */
-  private choice: { provider: string; model: string } | null = null;
-  private catalogueInstance: import('./models').ModelCatalogue | null = null;
+  private readonly models = new ModelChoice(() => this.requireInit().config, userError);
   /** Settles when a :CabooseAgent switch has its new chat (messages sent meanwhile wait for it). */
   private switching: Promise<unknown> = Promise.resolve();
 
@@ -265,16 +265,13 @@ export class HostServer {
       }
       case METHODS.modelList: {
         const { refresh } = parse(protocol().ModelListParams, params, method);
-        const listed = await this.catalogue().list(refresh ?? false);
-        const current = this.runtime?.model() ?? (await this.currentProvider());
-        const { modelLabel } = require('./provider-config') as typeof import('./provider-config');
-        return { ...listed, current: { provider: current.name, model: current.model, label: modelLabel(this.requireInit().config, current) } };
+        return this.models.list(this.runtime, refresh ?? false);
       }
       case METHODS.modelSet: {
         const p = parse(protocol().ModelSetParams, params, method);
         const rt = await this.ensureRuntime();
-        const m = await this.resolveModel(rt, p.model, p.provider ?? undefined);
-        this.applyModel(rt, m);
+        const m = await this.models.resolve(rt, p.model, p.provider ?? undefined);
+        this.models.apply(rt, m);
         const { resolved, label } = m;
         return { provider: resolved.name, model: resolved.model, label, base_url: resolved.baseURL };
       }
@@ -286,9 +283,9 @@ export class HostServer {
         await rt.sent();
         if (!rt.conversation) throw new HostError('regenerate is not available in an external agent’s chat');
         // An unknown model is refused before anything is dropped; the switch happens just before the cut.
-        const model = p.model ? await this.resolveModel(rt, p.model) : null;
+        const model = p.model ? await this.models.resolve(rt, p.model) : null;
         const r = await rt.conversation
-          .retry({ files: p.files ?? 'ask', force: p.force ?? false, model: model?.label, beforeCut: model ? () => this.applyModel(rt, model) : undefined })
+          .retry({ files: p.files ?? 'ask', force: p.force ?? false, model: model?.label, beforeCut: model ? () => this.models.apply(rt, model) : undefined })
           .catch(userError);
         return { ...r, ...(model && r.status !== 'ask' && r.status !== 'conflict' ? { model: model.label } : {}) };
       }
@@ -314,24 +311,8 @@ export class HostServer {
         next.session.emitState(next.session.agent.state, next.session.agent.state);
         return { ...r, forked_from_title: fromTitle, ...next.info() };
       }
-      case METHODS.modelCheck: {
-        const { configuredProviders, resolveProvider } = require('./provider-config') as typeof import('./provider-config');
-        const { checkStreaming } = require('./models') as typeof import('./models');
-        const config = this.requireInit().config;
-        const names = [...configuredProviders(config).keys()];
-        const results = await Promise.all(
-          names.map(async (name) => {
-            const current = this.runtime?.model();
-            const pick = current?.name === name ? { provider: name, model: current.model } : { provider: name };
-            try {
-              return await checkStreaming(await resolveProvider(config, process.env, pick));
-            } catch (err) {
-              return { provider: name, model: '', ok: false, tool_calls: false, detail: err instanceof Error ? err.message : String(err) };
-            }
-          }),
-        );
-        return { results };
-      }
+      case METHODS.modelCheck:
+        return this.models.check(this.runtime);
       case METHODS.mcpList: {
         const p = parse(protocol().McpListParams, params, method);
         const pool = this.mcpPool();
@@ -440,39 +421,6 @@ export class HostServer {
     return mcpView(pool, mode, grants);
   }
 
-  private catalogue(): import('./models').ModelCatalogue {
-    if (!this.catalogueInstance) {
-      const { ModelCatalogue } = require('./models') as typeof import('./models');
-      this.catalogueInstance = new ModelCatalogue(() => this.requireInit().config);
-    }
-    return this.catalogueInstance;
-  }
-
-  /** A model spec as :CabooseModel takes it ('provider/model', a model of the current provider, a provider), resolved. */
-  private async resolveModel(rt: SessionRuntime, model: string, provider?: string) {
-    const { resolveProvider, modelLabel } = require('./provider-config') as typeof import('./provider-config');
-    const config = this.requireInit().config;
-    const choice = provider ? { provider, model } : await this.catalogue().parse(model, (rt.model() ?? (await this.currentProvider())).name);
-    try {
-      const resolved = await resolveProvider(config, process.env, choice);
-      return { resolved, label: modelLabel(config, resolved), provider: resolved.name ?? choice.provider };
-    } catch (err) {
-      userError(err);
-    }
-  }
-
-  /** The chat's next requests (and later chats') use this model. */
-  private applyModel(rt: SessionRuntime, m: { resolved: import('./provider-config').ResolvedProvider; label: string; provider: string }): void {
-    this.choice = { provider: m.provider, model: m.resolved.model };
-    rt.setModel(m.resolved, m.label);
-  }
-
-  /** The provider and model the next session would use. */
-  private async currentProvider(): Promise<import('./provider-config').ResolvedProvider> {
-    const { resolveProvider } = require('./provider-config') as typeof import('./provider-config');
-    return resolveProvider(this.requireInit().config, process.env, this.choice ?? {});
-  }
-
   private onInit(p: z.infer<ReturnType<typeof protocol>['InitParams']>) {
     if (p.log_file) this.log.setFile(p.log_file);
     if (p.log_level) this.log.setLevel(p.log_level);
@@ -557,15 +505,9 @@ export class HostServer {
           this.runtime = rt;
           return rt;
         }
-        const { resolveProvider } = require('./provider-config') as typeof import('./provider-config');
         const { createSessionRuntime } = require('./runtime') as typeof import('./runtime');
         const { modelLabel } = require('./provider-config') as typeof import('./provider-config');
-        // A choice the configuration no longer has (setup() changed it) falls back to the default.
-        const provider = await resolveProvider(init.config, process.env, this.choice ?? {}).catch((err: unknown) => {
-          if (!this.choice) throw err;
-          this.choice = null;
-          return resolveProvider(init.config);
-        });
+        const provider = await this.models.forNewSession();
         // The session's own view of the UI: closed when it is replaced (see LuaUi.scope).
         const ui = this.ui.scope(++this.runtimes);
         const session = new ChatSession(ui, this.log, resumeId);
