@@ -25,12 +25,15 @@ function M.keys()
   return vim.tbl_extend('force', M.DEFAULT_KEYS, cfg)
 end
 
+--- True (and says so) while a turn runs: regenerate and edit-and-resend wait for it to be stopped.
 H.busy = function()
   local s = H.caboose().state().state
-  return s ~= nil and s ~= 'idle'
+  if s ~= nil and s ~= 'idle' then
+    H.notify('a turn is running: stop it first (<C-c> or :CabooseStop), then regenerate or edit the message', vim.log.levels.WARN)
+    return true
+  end
+  return false
 end
-
-H.BUSY = 'a turn is running: stop it first (<C-c> or :CabooseStop), then regenerate or edit the message'
 
 H.names = function(files)
   local shown = {}
@@ -109,7 +112,6 @@ end
 ---@param model string|nil
 function M.retry(model)
   if H.busy() then
-    H.notify(H.BUSY, vim.log.levels.WARN)
     return false
   end
   local params = {}
@@ -245,7 +247,6 @@ function M.resend(index, original, text)
     return false
   end
   if H.busy() then
-    H.notify(H.BUSY, vim.log.levels.WARN)
     return false
   end
   return H.request_asking(H.methods().session_fork, { index = index, text = original }, 'The replies from this message on', 'resend', function(res)
@@ -281,7 +282,6 @@ function M.edit_at_cursor()
     return false
   end
   if H.busy() then
-    H.notify(H.BUSY, vim.log.levels.WARN)
     return false
   end
   return M.edit(index, text)
