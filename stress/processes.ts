@@ -12,6 +12,7 @@ import { createBashTool, DEFAULT_KILL_GRACE_MS, type BashResult } from '../src/t
 import { MAX_OUTPUT_BYTES } from '../src/workspace/output';
 import { startFakeOpenAI } from '../test/support/fake-openai';
 import { Checks, mainIfDirect, processAlive, scaled, sleep, tempDir, type SuiteReport } from './lib';
+import { processesByCmdline as byCmdline } from '../test/support/processes';
 import { chatText, nvimVersion, startSession } from './nvim-session';
 import { spawn } from 'node:child_process';
 import { Sandbox, detectSandbox } from '../src/workspace/sandbox/sandbox';
@@ -177,20 +178,6 @@ async function neovimRuns(checks: Checks, rounds: number): Promise<void> {
       }
     }
   }
-}
-
-/** Live processes whose command line holds `needle` (a unique sleep duration). */
-function byCmdline(needle: string): number[] {
-  const out: number[] = [];
-  for (const d of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      if (fs.readFileSync(`/proc/${d}/cmdline`, 'latin1').includes(needle) && processAlive(Number(d))) out.push(Number(d));
-    } catch {
-      // gone
-    }
-  }
-  return out;
 }
 
 async function goneBy(needle: string, ms: number): Promise<number[]> {

@@ -14,10 +14,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { seededRandom } from '../test/support/rng';
+import { rechain } from '../test/support/audit-attack';
 import { Checks, mainIfDirect, scaled, sha256, tempDir, type SuiteReport } from './lib';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { openWorkspace, verifyAuditLog, auditRowHash, AUDIT_GENESIS_HASH } = require('../dist/index') as typeof import('../src/index');
+const { openWorkspace, verifyAuditLog, auditRowHash } = require('../dist/index') as typeof import('../src/index');
 type AuditEntry = import('../src/index').AuditEntry;
 
 type Tamper = (db: Database.Database, rand: () => number, files: { db: string; anchor: string }) => void;
@@ -27,21 +28,6 @@ const pickId = (db: Database.Database, rand: () => number, fromEnd = false): num
   const inner = fromEnd ? ids.slice(-Math.max(1, Math.floor(ids.length / 3))) : ids.slice(1, -1);
   return inner[Math.floor(rand() * inner.length)] ?? ids[0];
 };
-
-function rechain(db: Database.Database): string {
-  let prev = AUDIT_GENESIS_HASH;
-  for (const r of db.prepare('SELECT * FROM audit_log ORDER BY id').all() as Record<string, unknown>[]) {
-    const e: AuditEntry = {
-      time: r.time as string, sessionId: r.session_id as string, tool: r.tool as string, operation: r.operation as string, path: r.path as string | null,
-      toPath: r.to_path as string | null, beforeSha256: r.before_sha256 as string | null, afterSha256: r.after_sha256 as string | null, diff: r.diff as string | null,
-      ok: r.ok === 1, errorKind: r.error_kind as string | null, workspace: r.workspace as string | null, details: r.details as string | null,
-    };
-    const hash = auditRowHash(prev, e);
-    db.prepare('UPDATE audit_log SET prev_hash = ?, hash = ? WHERE id = ?').run(prev, hash, r.id);
-    prev = hash;
-  }
-  return prev;
-}
 
 const KINDS: Record<string, Tamper> = {
   'edit a row': (db, rand) => db.prepare("UPDATE audit_log SET diff = 'forged' WHERE id = ?").run(pickId(db, rand)),

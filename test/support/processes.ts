@@ -18,3 +18,17 @@ export function processAlive(pid: number): boolean {
     return true;
   }
 }
+
+/** Live processes whose command line holds `needle` (e.g. a unique sleep duration, `sleep\0<n>.`). */
+export function processesByCmdline(needle: string): number[] {
+  const out: number[] = [];
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${d}/cmdline`, 'latin1').includes(needle) && processAlive(Number(d))) out.push(Number(d));
+    } catch {
+      // gone
+    }
+  }
+  return out;
+}

@@ -10,7 +10,7 @@ import { Sandbox, detectSandbox, detectSandboxAsync, findGitEntries, resetSandbo
 import { bwrapArgs, explainBlocked, hostAllowed, networkPolicy, seatbeltProfile, tmpFoldersNamed, type SandboxPolicy } from '../../src/workspace/sandbox/policy';
 import { PERMISSION_MODES, permissionFor } from '../../src/tools/permissions';
 import { testToolContext } from '../support/tool-context';
-import { processAlive } from '../support/processes';
+import { processesByCmdline as findProcs } from '../support/processes';
 
 // ------------------------------------------------------------------------------------------------
 // Pure parts
@@ -421,18 +421,6 @@ describe('bash without a sandbox: commands die with the host', () => {
   });
 });
 
-function findProcs(needle: string): number[] {
-  const out: number[] = [];
-  for (const d of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      if (fs.readFileSync(`/proc/${d}/cmdline`, 'latin1').includes(needle) && processAlive(Number(d))) out.push(Number(d));
-    } catch {
-      // gone
-    }
-  }
-  return out;
-}
 
 async function waitFor(cond: () => boolean, ms = 10_000): Promise<boolean> {
   const end = Date.now() + ms;
