@@ -37,6 +37,8 @@ import { defaultNvim, REPO_ROOT, startNvim, type TestNvim } from '../test/suppor
 const NODE = process.env.BENCH_NODE ?? 'node';
 const UI = process.env.BENCH_CHAT_UI !== '0';
 const PROBE_LUA = path.join(__dirname, 'chat-probe.lua');
+/** A Lua file run after the probe (instrumentation while investigating; not part of the figures). */
+const DIAG = process.env.BENCH_CHAT_DIAG;
 const TSX = ['--import', 'tsx'];
 
 /* ------------------------------------------------------------------------------------------------
@@ -77,7 +79,7 @@ async function openNvim(fake: FakeOpenAI, env: Record<string, string> = {}): Pro
   const t = await startNvim({
     nvim: defaultNvim(),
     env: { OPENAI_BASE_URL: fake.url, CABOOSE_MODEL: 'fake-model', ...env },
-    initLua: `require('caboose').setup(${setup})\ndofile(${JSON.stringify(PROBE_LUA)})`,
+    initLua: `require('caboose').setup(${setup})\ndofile(${JSON.stringify(PROBE_LUA)})${DIAG ? `\ndofile(${JSON.stringify(DIAG)})` : ''}`,
   });
   try {
     if (UI) await t.nvim.uiAttach(200, 50, { ext_linegrid: true, rgb: true });

@@ -59,6 +59,7 @@ H.md_parser = function(buf)
     -- Made before the filetype is set: the markdown ftplugin's vim.treesitter.start() then finds it.
     local ok, parser = pcall(vim.treesitter.get_parser, buf, 'markdown', { injections = { markdown = H.MD_INJECTIONS } })
     if ok and parser and vim.b[buf].caboose_chat then
+      H.gc_watch(parser)
       H.split_watch(buf, parser)
     end
   end
@@ -202,8 +203,48 @@ H.settle = function(buf)
   local b = vim.api.nvim_buf_get_offset(buf, row)
   parser:set_included_regions({ { { 0, 0, 0, row, 0, b } }, { { row, 0, b, erow, ecol, eb } } })
   st.active = true
-  -- Both trees now, in the background: a region without a tree would be dropped by the next edit.
-  parser:parse({ { 0, 0, 1, 0 }, { erow - 1, 0, erow, 0 } }, function() end)
+  -- Both trees now, in the background: a region without a tree would be dropped by the next edit. The
+  -- settled part's previous tree is garbage then.
+  parser:parse({ { 0, 0, 1, 0 }, { erow - 1, 0, erow, 0 } }, M.collect_when_quiet)
+end
+
+-- Freeing a long transcript's trees -------------------------------------------------------------------
+
+--- A syntax tree is freed when Lua's garbage collector finalizes it, and freeing one is a single C call
+--- (tree-sitter's ts_tree_delete, ≈ 20–100 ms for the trees of a ~400 KB transcript, which share few nodes
+--- with the trees that replaced them). Trees that size become garbage when the boundary moves (the
+--- settled part is re-parsed) and when a chat is deleted (:CabooseNew), and the collector, driven by
+--- allocation, got to them during the next reply's stream: the bench's longest main-loop turns during a
+--- burst were such finalizers. So after those moments a full collection runs once the chat has been
+--- quiet for H.SETTLE_MS: the same work, at a moment nothing is streaming.
+H.gc = { timer = nil, last = 0 }
+
+--- Watches a transcript's parser: its changes (the chat is not quiet) and its end (its trees are garbage).
+H.gc_watch = function(parser)
+  parser:register_cbs({
+    on_bytes = function()
+      H.gc.last = vim.uv.now()
+    end,
+    on_detach = function()
+      M.collect_when_quiet()
+    end,
+  })
+end
+
+--- Runs a full garbage collection once no transcript has changed for H.SETTLE_MS.
+M.collect_when_quiet = function()
+  local g = H.gc
+  g.timer = g.timer or assert(vim.uv.new_timer())
+  local function try()
+    local wait = g.last + H.SETTLE_MS - vim.uv.now()
+    if wait > 0 then
+      g.timer:start(wait, 0, vim.schedule_wrap(try))
+      return
+    end
+    collectgarbage('collect')
+  end
+  g.timer:stop()
+  g.timer:start(H.SETTLE_MS, 0, vim.schedule_wrap(try))
 end
 
 M.set = function(buf)
