@@ -4,6 +4,9 @@
  * - A syntax tree is freed when Lua's garbage collector finalizes it (one C call, 20–100 ms for the trees
  *   of a ~400 KB transcript). The trees a boundary move or a deleted chat leave behind are collected once
  *   the chat is quiet, not by the collector in the middle of the next reply's stream.
+ * - A reply streamed as a burst (tiny chunks, no delay: frames of thousands of characters, parsed while
+ *   more arrive) ends with the same content, folds and highlighting as the same reply streamed slowly,
+ *   into a chat that already holds a long conversation.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -62,6 +65,137 @@ forEachNvim((bin) => {
       // The chat's buffer is deleted: all its trees are garbage.
       await e.t.cmd('CabooseNew');
       await e.t.waitFor(async () => (await freed()) > before, 'the deleted chat\'s trees freed', 5000);
+    });
+  });
+});
+
+/** ~40 KB of earlier conversation: headings, prose, fenced code, lists. */
+function fill(): string {
+  let s = '';
+  for (let i = 0; s.length < 40_000; i++) {
+    s += `## You\n\nquestion ${i}: how does part ${i} work?\n\n## Caboose\n\nPart ${i} reads the **file** and keeps \`buffers\` in step.\n\n`;
+    s += '```lua\n' + `local part${i} = require('part${i}')\nprint(part${i}.run(${i}))\n` + '```\n\n';
+    s += `- step ${i}: _read_\n- step ${i + 1}: write\n\n> note ${i}\n\n`;
+  }
+  return s;
+}
+
+const PART_1 = [
+  'Looking at it now.',
+  '',
+  '```lua',
+  'local function twice(x)',
+  '  return x * 2',
+  'end',
+  '```',
+  '',
+  'Then a command:',
+].join('\n');
+
+const PART_2 = [
+  'It printed what we expected.',
+  '',
+  '## Plan',
+  '',
+  'Read the **file**, then `edit` it:',
+  '',
+  '```ts',
+  'const answer: number = 42;',
+  'export function main(): void { console.log(answer); }',
+  '```',
+  '',
+  '1. one item',
+  '2. two _items_ with a [link](https://example.com)',
+  '',
+  '> a quote',
+  '',
+  'Done here.',
+].join('\n');
+
+/** Lua: the chat's lines, its closed folds in its window, and every column's treesitter captures. */
+const SNAPSHOT = `
+local buf = require('caboose.chat').buf()
+vim.treesitter.get_parser(buf, 'markdown'):parse(true)
+local caps = {}
+for row, line in ipairs(vim.api.nvim_buf_get_lines(buf, 0, -1, false)) do
+  for col = 0, math.max(#line - 1, 0) do
+    local c = {}
+    for _, x in ipairs(vim.treesitter.get_captures_at_pos(buf, row - 1, col)) do
+      table.insert(c, x.lang .. ':' .. x.capture)
+    end
+    table.sort(c)
+    caps[#caps + 1] = (row - 1) .. ':' .. col .. '=' .. table.concat(c, ',')
+  end
+end
+local win = vim.fn.win_findbuf(buf)[1]
+local folds = vim.api.nvim_win_call(win, function()
+  local out, l, n = {}, 1, vim.api.nvim_buf_line_count(0)
+  while l <= n do
+    local s = vim.fn.foldclosed(l)
+    if s ~= -1 then
+      table.insert(out, s .. '-' .. vim.fn.foldclosedend(l))
+      l = vim.fn.foldclosedend(l) + 1
+    else
+      l = l + 1
+    end
+  end
+  return out
+end)
+local trees = {}
+for i, t in pairs(vim.treesitter.get_parser(buf, 'markdown'):trees()) do
+  trees[#trees + 1] = i .. ': ' .. table.concat({ t:root():range() }, ',')
+end
+local hl = vim.treesitter.highlighter.active[buf]
+trees[#trees + 1] = 'regions ' .. vim.inspect(vim.treesitter.get_parser(buf, 'markdown'):included_regions()) .. ' hl ' .. tostring(hl and hl.tree == vim.treesitter.get_parser(buf, 'markdown'))
+return { lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false), folds = folds, captures = caps, trees = trees }
+`;
+
+type Snapshot = { lines: string[]; folds: string[]; captures: string[]; trees: string[] };
+
+forEachNvim((bin) => {
+  describe(`a burst ends like a slow stream (Neovim ${bin.version})`, () => {
+    const e = useE2E(bin);
+    const split = bin.version.split('.').map(Number)[1] >= 12;
+    const waitState = (s: string) => e.t.waitFor(async () => (await e.t.lua<State>("return require('caboose').state()")).state === s, `state ${s}`);
+    const liveStart = () =>
+      e.t.lua<number | null>("local hl = vim.treesitter.highlighter.active[require('caboose.chat').buf()]; local r = hl and hl.tree:included_regions()[2]; return r and r[1] and r[1][1] or nil");
+
+    /** A fresh chat holding the earlier conversation, then the reply streamed as `chunk`-character chunks `delayMs` apart. */
+    async function streamed(chunk: number, delayMs: number): Promise<Snapshot> {
+      await e.t.cmd('CabooseNew');
+      await e.t.lua("require('caboose.chat').append(...)", [fill()]);
+      const pieces = (text: string) => text.match(new RegExp(`[\\s\\S]{1,${chunk}}`, 'g'))!;
+      e.fake.script(
+        { text: PART_1, chunks: pieces(PART_1), delayMs, toolCalls: [{ name: 'bash', arguments: { command: 'echo out-one; echo out-two' } }] },
+        { text: PART_2, chunks: pieces(PART_2), delayMs },
+      );
+      await e.t.cmd('Caboose explain it');
+      await waitState('idle');
+      await e.t.waitFor(async () => (await e.t.chatLines()).includes('Done here.'), 'the reply');
+      const lines = await e.t.chatLines();
+      assert.ok(lines.some((l) => /^ {2}┆ out-two$/.test(l)), 'the command\'s output in its details');
+      if (split) {
+        // Settled: the live part starts at the reply's last top-level section ("## Plan").
+        const plan = lines.lastIndexOf('## Plan');
+        await e.t.waitFor(async () => (await liveStart()) === plan, `the live part starting at "## Plan" (row ${plan})`);
+      }
+      await e.t.cmd('redraw');
+      return e.t.lua<Snapshot>(SNAPSHOT);
+    }
+
+    it('same content, folds and highlighting after a burst as after a slow stream, in a long chat', async () => {
+      await e.start({ initLua: SETUP });
+      await e.t.nvim.uiAttach(120, 50, { ext_linegrid: true, rgb: true });
+      const slow = await streamed(24, 15);
+      const burst = await streamed(2, 0);
+      assert.ok(slow.lines.length > 1000, `a long chat: ${slow.lines.length} lines`);
+      assert.deepEqual(burst.lines, slow.lines, 'the same transcript');
+      assert.ok(slow.folds.length >= 1, `the command's details folded: ${JSON.stringify(slow.folds)}`);
+      assert.deepEqual(burst.folds, slow.folds, 'the same folds');
+      const diff = slow.captures.flatMap((c, i) => (burst.captures[i] !== c ? [`slow ${c} / burst ${burst.captures[i]}`] : [])).slice(0, 10);
+      assert.equal(burst.captures.length, slow.captures.length);
+      assert.deepEqual(diff, [], `the same treesitter captures at every column (trees: slow ${slow.trees.join('; ')} / burst ${burst.trees.join('; ')})`);
+      assert.ok(slow.captures.some((c) => /lua:keyword/.test(c)), 'the injected code highlighted');
     });
   });
 });

@@ -173,7 +173,7 @@ H.settle = function(buf)
   if not st or not parser or parser ~= st.parser or not S.valid(buf) then
     return
   end
-  if not parser:is_valid(true) then
+  if not parser:is_valid(true) or hl.parsing == true then
     -- Still parsing (or not redrawn: a hidden chat is not parsed): try again after a quiet spell.
     st.tries = st.tries + 1
     if st.tries < H.SETTLE_TRIES then
@@ -205,7 +205,25 @@ H.settle = function(buf)
   st.active = true
   -- Both trees now, in the background: a region without a tree would be dropped by the next edit. The
   -- settled part's previous tree is garbage then.
-  parser:parse({ { 0, 0, 1, 0 }, { erow - 1, 0, erow, 0 } }, M.collect_when_quiet)
+  -- Meanwhile the highlighter starts no parse of its own: two background parses of one parser with
+  -- different ranges share its one tree-sitter parser, and one's halted parse was resumed by the other
+  -- with its regions — the settled part's tree came out as a tree of the live part, and the settled
+  -- part lost its highlighting (seen in a second chat; test/e2e/chat-burst.test.ts). `parsing` is the
+  -- 0.12 highlighter's "a parse is under way" flag: while it is set, a redraw highlights from the trees
+  -- it has; when this parse ends, the flag is cleared and the chat redrawn with the new trees.
+  local held = type(hl.parsing) == 'boolean'
+  if held then
+    hl.parsing = true
+  end
+  parser:parse({ { 0, 0, 1, 0 }, { erow - 1, 0, erow, 0 } }, function()
+    if held and vim.treesitter.highlighter.active[buf] == hl then
+      hl.parsing = false
+      if vim.api.nvim_buf_is_valid(buf) then
+        vim.api.nvim__redraw({ buf = buf, valid = false, flush = false })
+      end
+    end
+    M.collect_when_quiet()
+  end)
 end
 
 -- Freeing a long transcript's trees -------------------------------------------------------------------
