@@ -64,7 +64,6 @@ function B.watch(first, done)
   B.t_first, B.t_done, B.watch_error = nil, nil, nil
   B.watch_id = (B.watch_id or 0) + 1
   local id = B.watch_id
-  local buf = require('caboose.chat').buf()
   local function check(b, firstline, new_last)
     local now = uv.hrtime()
     local lines = vim.api.nvim_buf_get_lines(b, math.max(firstline, new_last - 200), new_last, false)
@@ -77,19 +76,37 @@ function B.watch(first, done)
       end
     end
   end
-  vim.api.nvim_buf_attach(buf, false, {
-    on_lines = function(_, b, _, firstline, _, new_last)
-      if id ~= B.watch_id then
-        return true -- a newer watch took over
-      end
-      -- Never let the probe break the edit that triggered it.
-      local ok, err = pcall(check, b, firstline, new_last)
-      if not ok then
-        B.watch_error = tostring(err)
-        return true
-      end
-      if B.t_first and (B.t_done or not done) then
-        return true
+  local function attach(buf)
+    vim.api.nvim_buf_attach(buf, false, {
+      on_lines = function(_, b, _, firstline, _, new_last)
+        if id ~= B.watch_id then
+          return true -- a newer watch took over
+        end
+        -- Never let the probe break the edit that triggered it.
+        local ok, err = pcall(check, b, firstline, new_last)
+        if not ok then
+          B.watch_error = tostring(err)
+          return true
+        end
+        if B.t_first and (B.t_done or not done) then
+          return true
+        end
+      end,
+    })
+  end
+  -- The chat's buffer when it exists; else it is watched from its creation (by the command measured:
+  -- creating it here would put the chat's loading in the bench's own turn, before the command).
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.b[b].caboose_chat and b == require('caboose.chat').buf() then
+      return attach(b)
+    end
+  end
+  vim.api.nvim_create_autocmd('BufFilePost', {
+    pattern = 'caboose://chat/*',
+    once = true,
+    callback = function(ev)
+      if id == B.watch_id then
+        attach(ev.buf)
       end
     end,
   })
