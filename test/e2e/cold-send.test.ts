@@ -1,0 +1,54 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { forEachNvim } from '../support/nvim';
+import { useE2E } from '../support/e2e';
+
+const SETUP = `require('caboose').setup({ mode = 'chug', provider = { max_retries = 0 } })`;
+
+forEachNvim((bin) => {
+  describe(`send() on a cold start (Neovim ${bin.version})`, () => {
+    const e = useE2E(bin);
+    const lastUser = (i: number) => String(e.fake.chatRequests[i].body!.messages!.filter((m) => m.role === 'user').at(-1)!.content);
+
+    it("starts the host's job in the call and opens the chat after it returns; #buffer is the buffer of the call", async () => {
+      await e.start({ initLua: SETUP });
+      fs.writeFileSync(path.join(e.t.cwd, 'a.lua'), 'local a = 1\n');
+      await e.t.cmd('edit a.lua');
+      e.fake.script({ text: 'cold reply' });
+      // One Lua chunk: send(), what is there when it returns, then another buffer in the window.
+      const at = await e.t.lua<{ sent: boolean; running: boolean; wins: number; chat_loaded: boolean }>(`
+        local sent = require('caboose').send('what is in #buffer')
+        local r = {
+          sent = sent,
+          running = require('caboose.rpc').is_running(),
+          wins = #vim.api.nvim_tabpage_list_wins(0),
+          chat_loaded = package.loaded['caboose.chat'] ~= nil,
+        }
+        vim.cmd('enew')
+        return r`);
+      // The host's process starts first (it is the path to the first token); the chat (its modules,
+      // buffers and windows) and the message's expansion come in later turns of the main loop.
+      assert.deepEqual(at, { sent: true, running: true, wins: 1, chat_loaded: false });
+      await e.fake.waitForRequest(1);
+      // #buffer is the buffer current when send() was called, not the one current when it was expanded.
+      assert.match(lastUser(0), /^what is in #buffer/);
+      assert.match(lastUser(0), /File a\.lua \(1 line, lua, sha256 [0-9a-f]{64}\):\n```lua\nlocal a = 1\n```/);
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('cold reply'), 'the reply in the chat');
+      assert.equal(await e.t.lua<number>('return #vim.api.nvim_tabpage_list_wins(0)'), 3, 'the transcript and the message area opened');
+      assert.equal(await e.t.lua<string>('return vim.fn.bufname()'), '', 'focus stays where it was');
+    });
+
+    it('a warm send() opens the chat in the call', async () => {
+      await e.start({ initLua: SETUP });
+      e.fake.script({ text: 'first' }, { text: 'second' });
+      await e.t.lua("require('caboose').send('one')");
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('first'), 'the first reply');
+      await e.t.cmd('only');
+      const wins = await e.t.lua<number>("require('caboose').send('two') return #vim.api.nvim_tabpage_list_wins(0)");
+      assert.equal(wins, 3);
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('second'), 'the second reply');
+    });
+  });
+});
