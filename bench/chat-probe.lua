@@ -10,11 +10,19 @@ _G.caboose_bench = B
 -- could not run anything: a key press typed then would have waited as long. This sees both kinds of
 -- stall: Lua/C work hogging the loop, and a blocking vim.rpcrequest (its nested loop serves only the
 -- host's channel, so scheduled callbacks, other clients' requests and typed keys all wait).
--- Resolution: the timer period (2 ms). Gaps >= 4 ms are kept as { end_ns, gap_ns }.
+-- Resolution: the timer period (2 ms). Gaps >= 4 ms are kept as { end_ns, gap_ns, cpu_ms }: cpu_ms is
+-- Neovim's CPU time (user + system, getrusage) during the gap, which tells its own work from a wait for
+-- a CPU on a busy machine.
+local function cpu_now()
+  local r = uv.getrusage()
+  return (r.utime.sec + r.stime.sec) * 1e3 + (r.utime.usec + r.stime.usec) / 1e3
+end
+
 function B.probe_start()
   B.probe_stop()
   B.gaps = {}
   local last = uv.hrtime()
+  local last_cpu = cpu_now()
   local pending = false
   local timer = assert(uv.new_timer())
   timer:start(2, 2, function()
@@ -24,12 +32,13 @@ function B.probe_start()
     pending = true
     vim.schedule(function()
       pending = false
-      local now = uv.hrtime()
+      local now, cpu = uv.hrtime(), cpu_now()
       local gap = now - last
       last = now
       if gap >= 4e6 then
-        table.insert(B.gaps, { now, gap })
+        table.insert(B.gaps, { now, gap, cpu - last_cpu })
       end
+      last_cpu = cpu
     end)
   end)
   B.timer = timer
@@ -43,16 +52,17 @@ function B.probe_stop()
   end
 end
 
---- The longest main-loop gap (ms) that overlaps [from_ns, to_ns] (the probe must have run meanwhile).
+--- The longest main-loop gap (ms) that overlaps [from_ns, to_ns] (the probe must have run meanwhile), and
+--- Neovim's CPU time during it (ms).
 function B.max_stall(from_ns, to_ns)
-  local max = 0
+  local max, cpu = 0, 0
   for _, g in ipairs(B.gaps) do
     local stop, len = g[1], g[2]
     if stop >= from_ns and stop - len <= to_ns and len > max then
-      max = len
+      max, cpu = len, g[3] or 0
     end
   end
-  return max / 1e6
+  return max / 1e6, cpu
 end
 
 --- Watches the chat buffer's text: t_first when `first` appears, t_done when `done` appears
@@ -137,6 +147,7 @@ function B.result()
     done_ms = rel(B.t_done),
     returned_ms = rel(B.t_returned),
     stall_first_ms = B.t_first and B.max_stall(B.t0, B.t_first) or nil,
+    stall_first_cpu_ms = B.t_first and select(2, B.max_stall(B.t0, B.t_first)) or nil,
     stall_done_ms = B.t_done and B.max_stall(B.t0, B.t_done) or nil,
     watch_error = B.watch_error,
   }

@@ -69,6 +69,8 @@ interface LuaResult {
   done_ms?: number;
   returned_ms?: number;
   stall_first_ms?: number;
+  /** Neovim's CPU time during that longest stall (the rest of it: waiting for a CPU). */
+  stall_first_cpu_ms?: number;
   stall_done_ms?: number;
 }
 
@@ -122,6 +124,7 @@ export interface ColdResult {
   nodeMs: number[];
   coldFirstMs: number[];
   coldStallMs: number[];
+  coldStallCpuMs: number[];
   coldReturnMs: number[];
   warmFirstMs: number[];
   warmStallMs: number[];
@@ -129,6 +132,7 @@ export interface ColdResult {
   firstEverMs: number;
   typedFirstMs: number[];
   typedStallMs: number[];
+  typedStallCpuMs: number[];
   nvim: string;
 }
 
@@ -142,7 +146,7 @@ export function nodeOnce(): number {
 }
 
 export async function runColdBenchmark(runs = Number(process.env.BENCH_CHAT_RUNS ?? 10)): Promise<ColdResult> {
-  const res: ColdResult = { runs, nodeMs: [], coldFirstMs: [], coldStallMs: [], coldReturnMs: [], warmFirstMs: [], warmStallMs: [], firstEverMs: NaN, typedFirstMs: [], typedStallMs: [], nvim: defaultNvim().version };
+  const res: ColdResult = { runs, nodeMs: [], coldFirstMs: [], coldStallMs: [], coldStallCpuMs: [], coldReturnMs: [], warmFirstMs: [], warmStallMs: [], firstEverMs: NaN, typedFirstMs: [], typedStallMs: [], typedStallCpuMs: [], nvim: defaultNvim().version };
   nodeOnce(); // warm the page cache
   const fake = await startFakeOpenAI();
   // Every Neovim here is fresh, but they share one cache folder (stdpath('cache')), as a user's
@@ -175,6 +179,7 @@ export async function runColdBenchmark(runs = Number(process.env.BENCH_CHAT_RUNS
         const cold = await result(t);
         res.coldFirstMs.push(cold.first_ms!);
         res.coldStallMs.push(cold.stall_first_ms!);
+        res.coldStallCpuMs.push(cold.stall_first_cpu_ms ?? NaN);
         res.coldReturnMs.push(cold.returned_ms!);
 
         fake.script({ text: WARM_REPLY });
@@ -207,6 +212,7 @@ export async function runColdBenchmark(runs = Number(process.env.BENCH_CHAT_RUNS
         const typed = await result(u);
         res.typedFirstMs.push(typed.first_ms!);
         res.typedStallMs.push(typed.stall_first_ms!);
+        res.typedStallCpuMs.push(typed.stall_first_cpu_ms ?? NaN);
         await u.lua('caboose_bench.probe_stop()');
       } finally {
         await u.close();
@@ -224,6 +230,9 @@ const TYPING_MS = 80;
 
 const ok = (pass: boolean) => (pass ? ' ✓' : ' ✗');
 const f1 = (x: number) => x.toFixed(1);
+
+/** `7.9 (6.1), …`: each run's longest stall and Neovim's CPU time inside it, spanning the three time columns. */
+const perRun = (ms: number[], cpu: number[]) => `${ms.map((x, i) => `${f1(x)} (${f1(cpu[i])})`).join(', ')} | | `;
 
 export function formatColdTable(r: ColdResult): string {
   const node = median(r.nodeMs);
@@ -246,6 +255,8 @@ export function formatColdTable(r: ColdResult): string {
     first(`typed \`:Caboose hi\` (${TYPING_MS} ms a key, fresh Neovim), <CR> → first token`, r.typedFirstMs, 1.5),
     stall('longest editor stall, typed <CR> → first token', r.typedStallMs),
     `| (information) cold \`:Caboose hi\` returns to the editor | ${cols(r.coldReturnMs)} | — | — | — |`,
+    `| (information) longest stall per run, cold (Neovim's CPU in it) | ${perRun(r.coldStallMs, r.coldStallCpuMs)} | — | — | — |`,
+    `| (information) longest stall per run, typed (Neovim's CPU in it) | ${perRun(r.typedStallMs, r.typedStallCpuMs)} | — | — | — |`,
     `| (information) the very first start, no compiled-code cache yet (one run) | ${f1(r.firstEverMs)} | — | — | ${f1(node)} | ${(r.firstEverMs / node).toFixed(2)}× | — |`,
   ].join('\n');
 }
