@@ -51,4 +51,46 @@ forEachNvim((bin) => {
       await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('second'), 'the second reply');
     });
   });
+
+  describe(`the chat's markdown loading (Neovim ${bin.version})`, () => {
+    const e = useE2E(bin);
+
+    it('runs the FileType autocommands without loading the regex syntax; both buffers end with treesitter highlighting', async () => {
+      await e.start({ initLua: SETUP });
+      await e.t.lua(`
+        _G.syntax_events, _G.filetype_events = {}, {}
+        vim.api.nvim_create_autocmd('Syntax', { callback = function(a) table.insert(_G.syntax_events, a.match) end })
+        vim.api.nvim_create_autocmd('FileType', { pattern = 'markdown', callback = function(a) table.insert(_G.filetype_events, a.buf) end })
+        require('caboose').open_chat()`);
+      const state = () =>
+        e.t.lua<{ ft: string[]; syntax: string[]; current: boolean[]; ts: boolean[] }>(`
+          local bufs = { require('caboose.chat').buf(), require('caboose.chat').input_buf() }
+          local r = { ft = {}, syntax = {}, current = {}, ts = {} }
+          for _, b in ipairs(bufs) do
+            table.insert(r.ft, vim.bo[b].filetype)
+            table.insert(r.syntax, vim.bo[b].syntax)
+            table.insert(r.current, vim.b[b].current_syntax ~= nil)
+            table.insert(r.ts, vim.treesitter.highlighter.active[b] ~= nil)
+          end
+          return r`);
+      await e.t.waitFor(async () => (await state()).ts.every(Boolean), 'treesitter highlighting in both buffers');
+      assert.deepEqual(await state(), { ft: ['markdown', 'markdown'], syntax: ['', ''], current: [false, false], ts: [true, true] });
+      assert.equal((await e.t.lua<number[]>('return _G.filetype_events')).length, 2, "the user's FileType autocommand ran for both");
+      assert.deepEqual((await e.t.lua<string[]>('return _G.syntax_events')).filter((m) => m !== ''), [], 'no regex syntax was loaded');
+    });
+
+    it('keeps the highlight queries it loaded: the highlighter does not compile them again', async () => {
+      await e.start({ initLua: SETUP });
+      await e.t.lua("require('caboose').open_chat()");
+      await e.t.waitFor(() => e.t.lua<boolean>("return vim.treesitter.highlighter.active[require('caboose.chat').buf()] ~= nil"), 'highlighting');
+      // A query compiled again is a new object: the same one after a full collection means it was kept.
+      const same = await e.t.lua<boolean>(`
+        local q = vim.treesitter.query.get('markdown', 'highlights')
+        local qi = vim.treesitter.query.get('markdown_inline', 'highlights')
+        collectgarbage('collect')
+        collectgarbage('collect')
+        return q == vim.treesitter.query.get('markdown', 'highlights') and qi == vim.treesitter.query.get('markdown_inline', 'highlights')`);
+      assert.equal(same, true);
+    });
+  });
 });
