@@ -6,6 +6,7 @@ local host = require('caboose.host')
 local commands = require('caboose.commands')
 
 local M = {}
+local H = {}
 
 --- Configure caboose. Optional: without it, defaults and the environment are used.
 ---@param opts table|nil see |caboose-config|
@@ -69,11 +70,12 @@ function M.send(text, opts)
   -- A cold start: the host's process starts first, so Node loads while the chat opens and the message is
   -- expanded (a failure to start is reported by the call below, where the chat shows it). Starting it
   -- blocks the editor until the child has run exec (≈ 0.5 ms on an idle machine, 10–25 ms when the CPUs
-  -- are busy), so the rest runs in later turns of the main loop, keys typed meanwhile served between
-  -- them: the chat's modules and buffers (≈ 3 ms on an idle machine), its windows (≈ 1.5 ms), then the
-  -- message expanded and sent. A message with a slash command (which may not open the chat) is expanded
-  -- at once.
-  if not opts.expanded and host.start_early() then
+  -- are busy). On a cold start or the chat's first opening, the rest runs in later turns of the main
+  -- loop, keys typed meanwhile served between them: the chat's modules and buffers (≈ 3 ms on an idle
+  -- machine), its windows, then the message expanded and sent. A message with a slash command (which may
+  -- not open the chat) is expanded at once.
+  local started = not opts.expanded and host.start_early()
+  if not opts.expanded and (started or not H.chat_built()) then
     opts = vim.tbl_extend('force', opts, { origin = opts.origin or vim.api.nvim_get_current_buf() })
     local function expand()
       require('caboose.insertables').send(text, opts)
@@ -108,6 +110,12 @@ function M.send(text, opts)
       opts.on_done(err, res)
     end
   end)
+end
+
+--- Whether the chat's buffers exist (without loading the chat).
+H.chat_built = function()
+  local cs = package.loaded['caboose.chat.state']
+  return cs ~= nil and cs.valid(cs.buf) and cs.valid(cs.input)
 end
 
 function M.open_chat()

@@ -40,6 +40,19 @@ forEachNvim((bin) => {
       assert.equal(await e.t.lua<string>('return vim.fn.bufname()'), '', 'focus stays where it was');
     });
 
+    it('with the host started ahead (as while :Caboose is typed), the first send() also opens the chat after it returns', async () => {
+      await e.start({ initLua: SETUP });
+      await e.t.lua("require('caboose').prestart()");
+      assert.equal(await e.t.lua<boolean>("return require('caboose.rpc').is_running()"), true);
+      e.fake.script({ text: 'prestarted reply' });
+      const at = await e.t.lua<{ wins: number; chat_loaded: boolean }>(`
+        require('caboose').send('hello')
+        return { wins = #vim.api.nvim_tabpage_list_wins(0), chat_loaded = package.loaded['caboose.chat'] ~= nil }`);
+      assert.deepEqual(at, { wins: 1, chat_loaded: false });
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('prestarted reply'), 'the reply in the chat');
+      assert.equal(await e.t.lua<number>('return #vim.api.nvim_tabpage_list_wins(0)'), 3);
+    });
+
     it('a warm send() opens the chat in the call', async () => {
       await e.start({ initLua: SETUP });
       e.fake.script({ text: 'first' }, { text: 'second' });
