@@ -20,7 +20,12 @@ function B.cc_setup(url, model)
       },
     },
     interactions = {
-      chat = { adapter = 'fake' },
+      chat = {
+        adapter = 'fake',
+        -- The edit lands at once, without the diff to accept (caboose's edit_file bench has no human either).
+        -- file_size_limit_mb: bench/buffers.ts's 100,000-line file is 4.3 MB (the default limit is 2).
+        tools = { insert_edit_into_file = { opts = { require_confirmation_after = false, file_size_limit_mb = 8 } } },
+      },
       inline = { adapter = 'fake' },
       cmd = { adapter = 'fake' },
       background = { adapter = 'fake' },
@@ -64,6 +69,36 @@ function B.cc_new_chat(messages)
   end
   local c = chat()
   return #table.concat(vim.api.nvim_buf_get_lines(c.bufnr, 0, -1, false), '\n')
+end
+
+--- Times each insert_edit_into_file run (ms): from the moment its command function is entered (the
+--- tool call parsed and approved) until its CodeCompanionFileEdited event (fired once the new text is in
+--- the buffer and the file written; codecompanion's one listener before this one only records the path).
+--- Only the tool's own work is timed, not the chat's rendering around it. Call after setup (the tool's
+--- size limit is read from the config when it loads).
+function B.cc_edit_hooks()
+  B.edit_ms = {}
+  local t0
+  local tool = require('codecompanion.interactions.chat.tools.builtin.insert_edit_into_file')
+  local cmd = tool.cmds[1]
+  tool.cmds[1] = function(...)
+    t0 = uv.hrtime()
+    return cmd(...)
+  end
+  vim.api.nvim_create_autocmd('User', {
+    pattern = 'CodeCompanionFileEdited',
+    callback = function()
+      if t0 then
+        table.insert(B.edit_ms, (uv.hrtime() - t0) / 1e6)
+        t0 = nil
+      end
+    end,
+  })
+end
+
+--- Adds a tool to the last chat (as `@{name}` in a message does).
+function B.cc_add_tool(name)
+  return chat().tool_registry:add(name) ~= nil
 end
 
 --- True when the last chat has no request in flight and its buffer holds `tail`.

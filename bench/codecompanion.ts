@@ -29,12 +29,13 @@
  *   npm run build && node --import tsx bench/run.ts codecompanion
  *
  * Env: BENCH_CODECOMPANION_DIR, BENCH_PLENARY_DIR (plugin checkouts; both needed), BENCH_CC_RUNS (runs of
- * each case, default 6), BENCH_CC_CASES (comma list of cold, burst-fresh, burst-long; default all).
+ * each case, default 6), BENCH_CC_CASES (comma list of cold, burst-fresh, burst-long, edit; default all).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { startFakeOpenAI, type FakeOpenAI } from '../test/support/fake-openai';
 import { defaultNvim, startNvim, type TestNvim } from '../test/support/nvim';
+import { bigText, LINES, measure } from './buffers';
 import {
   BURST,
   COLD_REPLY,
@@ -86,7 +87,7 @@ function ccVersion(dir: string): string {
 }
 
 /** A fresh headless Neovim with codecompanion (not caboose) on the runtimepath, set up for the fake server. */
-async function openCodecompanion(fake: FakeOpenAI, dirs: { cc: string; plenary: string }): Promise<TestNvim> {
+async function openCodecompanion(fake: FakeOpenAI, dirs: { cc: string; plenary: string }, ui = true): Promise<TestNvim> {
   const url = fake.url.replace(/\/v1$/, '');
   const t = await startNvim({
     nvim: defaultNvim(),
@@ -99,7 +100,7 @@ async function openCodecompanion(fake: FakeOpenAI, dirs: { cc: string; plenary: 
       `caboose_bench.cc_setup(${JSON.stringify(url)}, ${JSON.stringify(MODEL)})`,
     ].join('\n'),
   });
-  return withUi(t);
+  return ui ? withUi(t) : t;
 }
 
 /** Waits until codecompanion's last chat holds `tail` with no request in flight. */
@@ -292,6 +293,78 @@ export function formatStreamTable(cases: { ours: StreamCase; cc: StreamCase }[],
   return out.join('\n');
 }
 
+/**
+ * The edit of a clean 100,000-line buffer (bench/buffers.ts's big.ts, line 50,000's name flipped between
+ * `value` and `VALUE`): caboose's `edit_file` timed as bench/buffers.ts does (the tool call from the
+ * client until it returned, the buffer and the disk updated); codecompanion's insert_edit_into_file called
+ * by the fake model, timed inside Neovim from its command function's entry to its FileEdited event (the
+ * new text in the buffer and the file written). Neither Neovim has a UI here, as in bench/buffers.ts. Each
+ * codecompanion run checks the line changed in the buffer and on disk.
+ */
+async function runEdit(fake: FakeOpenAI, dirs: { cc: string; plenary: string }, runs: number): Promise<{ ours: number[]; cc: number[] }> {
+  const line = 50_000;
+  const out = { ours: [] as number[], cc: [] as number[] };
+  const a = await startNvim({ nvim: defaultNvim(), initLua: "require('caboose').setup({})" });
+  try {
+    fs.writeFileSync(path.join(a.cwd, 'big.ts'), bigText());
+    await a.cmd('edit big.ts');
+    const b = await openCodecompanion(fake, dirs, false);
+    try {
+      const file = path.join(b.cwd, 'big.ts');
+      fs.writeFileSync(file, bigText());
+      await b.cmd('edit big.ts');
+      await b.lua('caboose_bench.cc_edit_hooks()');
+      await b.lua('return caboose_bench.cc_new_chat(nil)');
+      if (!(await b.lua<boolean>('return caboose_bench.cc_add_tool(...)', ['insert_edit_into_file']))) throw new Error('codecompanion has no insert_edit_into_file tool');
+      // codecompanion matches whole lines (its exact_match strategy), so its oldText is line 50,000 whole.
+      const lower = bigText().split('\n')[line - 1];
+      const caps = lower.replace(`value${line} = `, `VALUE${line} = `);
+      let upper = false;
+      const ccEdit = async (i: number) => {
+        const from = upper ? caps : lower;
+        const to = upper ? lower : caps;
+        upper = !upper;
+        const tail = `Edit round ${i} done.`;
+        fake.script(
+          { toolCalls: [{ name: 'insert_edit_into_file', arguments: { filepath: file, edits: [{ oldText: from, newText: to, replaceAll: false }], mode: 'append', explanation: 'bench edit' } }] },
+          { text: tail },
+        );
+        await b.lua('caboose_bench.cc_send(...)', [`edit round ${i}`, tail, null]);
+        await ccIdle(b, tail);
+        const ms = await b.lua<number[]>('return caboose_bench.edit_ms');
+        if (ms.length !== i + 1) throw new Error(`codecompanion's edit ${i} did not run (${ms.length} edits timed); chat tail:\n${(await b.lua<string[]>('return caboose_bench.cc_lines()')).slice(-30).join('\n')}`);
+        const inBuf = await b.lua<string>(`return vim.api.nvim_buf_get_lines(vim.fn.bufnr('big.ts'), ${line - 1}, ${line}, false)[1]`);
+        const onDisk = fs.readFileSync(file, 'utf8').split('\n')[line - 1];
+        if (inBuf !== to || onDisk !== to) throw new Error(`codecompanion's edit ${i} did not land (buffer: ${inBuf}; disk: ${onDisk})`);
+        await sleep(Number(process.env.BENCH_BUFFER_GAP_MS ?? 100));
+        return ms[i];
+      };
+      await ccEdit(0); // warm-up, not counted (caboose's measure() has its own)
+      for (let i = 1; i <= runs; i++) {
+        const pair = [async () => out.ours.push(...(await measure(a, 1, line))), async () => out.cc.push(await ccEdit(i))];
+        if (i % 2) pair.reverse();
+        for (const f of pair) await f();
+      }
+    } finally {
+      await b.close();
+    }
+  } finally {
+    await a.close();
+  }
+  return out;
+}
+
+export function formatEditTable(r: { ours: number[]; cc: number[] }, version: string): string {
+  const ratio = median(r.ours) / median(r.cc);
+  return [
+    `Edit of a clean ${LINES.toLocaleString('en')}-line buffer (bench/buffers.ts's file), codecompanion.nvim ${version}'s insert_edit_into_file (driven by the fake model's tool call, its diff confirmation off, its file size limit raised from 2 to 8 MB) vs caboose's edit_file, ${r.ours.length} runs each, interleaved; no UI attached (as bench/buffers.ts).`,
+    '',
+    '| benchmark | caboose median (ms) | caboose p90 (ms) | codecompanion median (ms) | codecompanion p90 (ms) | caboose / codecompanion | target |',
+    '|---|---:|---:|---:|---:|---:|---|',
+    `| edit of a clean ${LINES.toLocaleString('en')}-line buffer (buffer + disk) | ${f1(median(r.ours))} | ${f1(quantile(r.ours, 0.9))} | ${f1(median(r.cc))} | ${f1(quantile(r.cc, 0.9))} | ${ratio.toFixed(2)}×${ok(ratio <= 0.1)} | ≤ 0.1× codecompanion |`,
+  ].join('\n');
+}
+
 export async function runCodecompanionBenchmarks(write: (s: string) => void, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const dirs = codecompanionDirs(env);
   if ('skip' in dirs) {
@@ -315,6 +388,11 @@ export async function runCodecompanionBenchmarks(write: (s: string) => void, env
     if (want('burst-fresh')) cases.push(await runStream(fake, dirs, 'fresh chat', null, runs));
     if (want('burst-long')) cases.push(await runStream(fake, dirs, 'chat holding ~100k tokens', fillText(), runs));
     if (cases.length) write(`${before}; after: ${loadLine()}.\n\n${formatStreamTable(cases, version)}\n\n`);
+    if (want('edit')) {
+      const before2 = loadLine();
+      const table = formatEditTable(await runEdit(fake, dirs, runs), version);
+      write(`${before2}; after: ${loadLine()}.\n\n${table}\n\n`);
+    }
   } finally {
     await fake.close();
   }
