@@ -279,14 +279,14 @@ export function formatStreamTable(cases: { ours: StreamCase; cc: StreamCase }[],
   const out = [
     `The ${BURST.chars.toLocaleString('en')}-character burst of bench/chat.ts (${Math.ceil(BURST.chars / BURST.chunkChars).toLocaleString('en')} chunks, no delay), codecompanion.nvim ${version} vs caboose, runs interleaved (order alternating) in two live Neovims, each plugin warm; raw: the same stream read by a plain Node client before each run. Eval: a second client's \`nvim_eval('1')\` every 10 ms, round trips overlapping [send, fully rendered], runs pooled. Stall: the longest main-loop gap seen inside Neovim (2 ms timer), worst run.`,
     '',
-    '| reply streamed into | plugin | chat before (KB) | fully rendered (ms) | raw (ms) | caboose / codecompanion | eval p99 / max (ms) | longest stall (ms) | Neovim CPU (ms) |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| reply streamed into | plugin | chat before (KB) | fully rendered (ms) | raw (ms) | caboose / codecompanion | eval p99 / max (ms) | eval samples | longest stall (ms) | Neovim CPU (ms) |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const { ours, cc } of cases) {
     const ratio = median(ours.renderedMs) / median(cc.renderedMs);
     for (const [name, c] of [['caboose', ours], ['codecompanion', cc]] as const) {
       out.push(
-        `| ${c.name} | ${name} | ${Math.round(median(c.chatChars) / 1000)} | ${f1(median(c.renderedMs))} | ${f1(median(c.rawMs))} | ${name === 'caboose' ? `${ratio.toFixed(2)}×` : '—'} | ${f1(quantile(c.evalMs, 0.99))} / ${f1(Math.max(...c.evalMs))} | ${f1(Math.max(...c.stallMs))} | ${c.nvimCpuMs.length ? f1(median(c.nvimCpuMs)) : '—'} |`,
+        `| ${c.name} | ${name} | ${Math.round(median(c.chatChars) / 1000)} | ${f1(median(c.renderedMs))} | ${f1(median(c.rawMs))} | ${name === 'caboose' ? `${ratio.toFixed(2)}×` : '—'} | ${f1(quantile(c.evalMs, 0.99))} / ${f1(Math.max(...c.evalMs))} | ${c.evalMs.length} | ${f1(Math.max(...c.stallMs))} | ${c.nvimCpuMs.length ? f1(median(c.nvimCpuMs)) : '—'} |`,
       );
     }
   }
