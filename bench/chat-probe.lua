@@ -66,8 +66,9 @@ function B.max_stall(from_ns, to_ns)
 end
 
 --- Watches the chat buffer's text: t_first when `first` appears, t_done when `done` appears
---- (hrtime, ns). Reads only the changed lines (at most the last 200 of a change).
-function B.watch(first, done)
+--- (hrtime, ns). Reads only the changed lines (at most the last 200 of a change). `buf`: the buffer
+--- to watch (default caboose's chat; bench/codecompanion.ts passes codecompanion's chat buffer).
+function B.watch(first, done, buf)
   if done == vim.NIL then
     done = nil
   end
@@ -103,6 +104,9 @@ function B.watch(first, done)
         end
       end,
     })
+  end
+  if buf then
+    return attach(buf)
   end
   -- The chat's buffer when it exists; else it is watched from its creation (by the command measured:
   -- creating it here would put the chat's loading in the bench's own turn, before the command).
