@@ -65,6 +65,19 @@ function B.max_stall(from_ns, to_ns)
   return max / 1e6, cpu
 end
 
+--- The most CPU time (ms) Neovim spent in one gap overlapping [from_ns, to_ns]: its heaviest piece of
+--- work between two probe ticks, whatever the machine's load made of the gap's length.
+function B.max_gap_cpu(from_ns, to_ns)
+  local max = 0
+  for _, g in ipairs(B.gaps) do
+    local stop, len = g[1], g[2]
+    if stop >= from_ns and stop - len <= to_ns and (g[3] or 0) > max then
+      max = g[3]
+    end
+  end
+  return max
+end
+
 --- Watches the chat buffer's text: t_first when `first` appears, t_done when `done` appears
 --- (hrtime, ns). Reads only the changed lines (at most the last 200 of a change). `buf`: the buffer
 --- to watch (default caboose's chat; bench/codecompanion.ts passes codecompanion's chat buffer).
@@ -152,6 +165,7 @@ function B.result()
     returned_ms = rel(B.t_returned),
     stall_first_ms = B.t_first and B.max_stall(B.t0, B.t_first) or nil,
     stall_first_cpu_ms = B.t_first and select(2, B.max_stall(B.t0, B.t_first)) or nil,
+    max_gap_cpu_first_ms = B.t_first and B.max_gap_cpu(B.t0, B.t_first) or nil,
     stall_done_ms = B.t_done and B.max_stall(B.t0, B.t_done) or nil,
     watch_error = B.watch_error,
   }
