@@ -71,8 +71,8 @@ function M.send(text, opts)
   -- expanded (a failure to start is reported by the call below, where the chat shows it). Starting it
   -- blocks the editor until the child has run exec (≈ 0.5 ms on an idle machine, 10–25 ms when the CPUs
   -- are busy). On a cold start or the chat's first opening, the rest runs in later turns of the main
-  -- loop, keys typed meanwhile served between them: the chat's modules and buffers (≈ 3 ms on an idle
-  -- machine), its windows, then the message expanded and sent. A message with a slash command (which may
+  -- loop, keys typed meanwhile served between them: the chat's modules (≈ 2 ms on an idle machine), its
+  -- buffers (≈ 2 ms), its windows, then the message expanded and sent. A message with a slash command (which may
   -- not open the chat) is expanded at once.
   local started = not opts.expanded and host.start_early()
   if not opts.expanded and (started or not H.chat_built()) then
@@ -80,16 +80,30 @@ function M.send(text, opts)
     local function expand()
       require('caboose.insertables').send(text, opts)
     end
+    local steps = {
+      function()
+        S.chat() -- its modules
+      end,
+      function()
+        S.chat().buf()
+        S.chat().input_buf()
+      end,
+      M.open_chat,
+      expand,
+    }
+    local i = 0
+    local function step()
+      i = i + 1
+      steps[i]()
+      if steps[i + 1] then
+        S.next_turn(step)
+      end
+    end
     S.next_turn(function()
       if text:find('^%s*/') or text:find('\n%s*/') then
         return expand()
       end
-      S.chat().buf()
-      S.chat().input_buf()
-      S.next_turn(function()
-        M.open_chat()
-        S.next_turn(expand)
-      end)
+      step()
     end)
     return true
   end
