@@ -72,8 +72,8 @@ function M.send(text, opts)
   -- blocks the editor until the child has run exec (≈ 0.5 ms on an idle machine, 10–25 ms when the CPUs
   -- are busy). On a cold start or the chat's first opening, the rest runs in later turns of the main
   -- loop, keys typed meanwhile served between them: the chat's modules (≈ 2 ms on an idle machine), its
-  -- buffers (≈ 2 ms), its windows, then the message expanded and sent. A message with a slash command (which may
-  -- not open the chat) is expanded at once.
+  -- buffers (≈ 2 ms), its windows, then the message expanded and sent. A message with a slash command
+  -- (which may not open the chat) is expanded at once.
   local started = not opts.expanded and host.start_early()
   if not opts.expanded and (started or not H.chat_built()) then
     opts = vim.tbl_extend('force', opts, { origin = opts.origin or vim.api.nvim_get_current_buf() })
