@@ -33,6 +33,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { startFakeOpenAI, type FakeOpenAI, type FakeTextReply } from '../test/support/fake-openai';
 import { defaultNvim, REPO_ROOT, startNvim, type TestNvim } from '../test/support/nvim';
+import { TRIAL_FILE } from '../src/workspace/sandbox/sandbox';
 
 const NODE = process.env.BENCH_NODE ?? 'node';
 const UI = process.env.BENCH_CHAT_UI !== '0';
@@ -72,13 +73,41 @@ interface LuaResult {
   stall_done_ms?: number;
 }
 
-async function openNvim(fake: FakeOpenAI, env: Record<string, string> = {}): Promise<TestNvim> {
+/**
+ * The data folder's remembered sandbox trial (src/workspace/sandbox/sandbox.ts, TRIAL_FILE) carried from one
+ * fresh Neovim to the next, as a user's data folder keeps it between sessions (the rest of the folder, the
+ * session store, starts empty each run as before).
+ */
+export interface TrialCarry {
+  file: string;
+}
+
+export async function openNvim(fake: FakeOpenAI, env: Record<string, string> = {}, carry?: TrialCarry, initLua = ''): Promise<TestNvim> {
   const setup = NODE === 'node' ? '{}' : `{ host = { node = ${JSON.stringify(NODE)} } }`;
-  const t = await startNvim({
+  let home: string | undefined;
+  if (carry) {
+    home = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-nvim-'));
+    const data = path.join(home, 'data', 'nvim', 'caboose');
+    fs.mkdirSync(data, { recursive: true });
+    if (fs.existsSync(carry.file)) fs.copyFileSync(carry.file, path.join(data, TRIAL_FILE));
+  }
+  const started = await startNvim({
+    ...(home ? { home } : {}),
     nvim: defaultNvim(),
     env: { OPENAI_BASE_URL: fake.url, CABOOSE_MODEL: 'fake-model', ...env },
-    initLua: `require('caboose').setup(${setup})\ndofile(${JSON.stringify(PROBE_LUA)})`,
+    initLua: `require('caboose').setup(${setup})\ndofile(${JSON.stringify(PROBE_LUA)})\n${initLua}`,
   });
+  const t = started;
+  if (carry && home) {
+    const close = t.close.bind(t);
+    const h = home;
+    t.close = async () => {
+      await close();
+      const f = path.join(h, 'data', 'nvim', 'caboose', TRIAL_FILE);
+      if (fs.existsSync(f)) fs.copyFileSync(f, carry.file);
+      fs.rmSync(h, { recursive: true, force: true });
+    };
+  }
   try {
     if (UI) await t.nvim.uiAttach(200, 50, { ext_linegrid: true, rgb: true });
   } catch (err) {
@@ -149,8 +178,10 @@ export async function runColdBenchmark(runs = Number(process.env.BENCH_CHAT_RUNS
   // Neovim sessions do: the host keeps its compiled code there. A first start (not counted) fills it.
   const cacheHome = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-bench-cache-'));
   const env: Record<string, string> = { XDG_CACHE_HOME: cacheHome, ...(process.env.BENCH_HOST_UNBUNDLED ? { CABOOSE_HOST_UNBUNDLED: '1' } : {}) };
+  // The data folder's remembered sandbox trial is carried over too (BENCH_NO_TRIAL_CARRY=1: not).
+  const carry: TrialCarry | undefined = process.env.BENCH_NO_TRIAL_CARRY ? undefined : { file: path.join(cacheHome, 'carried-' + TRIAL_FILE) };
   try {
-    const p = await openNvim(fake, env);
+    const p = await openNvim(fake, env, carry);
     try {
       fake.script({ text: COLD_REPLY });
       await run(p, 'Caboose hi', 'Zephyr');
@@ -163,7 +194,7 @@ export async function runColdBenchmark(runs = Number(process.env.BENCH_CHAT_RUNS
     for (let i = 0; i < runs; i++) {
       // The baseline is interleaved with the runs, so a busy moment on the machine hits both.
       res.nodeMs.push(nodeOnce());
-      const t = await openNvim(fake, env);
+      const t = await openNvim(fake, env, carry);
       try {
         await t.lua('caboose_bench.probe_start()');
         await sleep(100); // let start-up settle; the probe is running
@@ -190,7 +221,7 @@ export async function runColdBenchmark(runs = Number(process.env.BENCH_CHAT_RUNS
         await t.close();
       }
       // As a user starts it: the command typed at ~12 keys a second, timed from its <CR>.
-      const u = await openNvim(fake, env);
+      const u = await openNvim(fake, env, carry);
       try {
         await u.lua('caboose_bench.probe_start()');
         await sleep(100);
