@@ -7,6 +7,7 @@
  * the command. The first run fills the compiled-code cache and is not printed.
  *
  *   npm run build && node --import tsx bench/cold-timeline.ts [runs]
+ *   (BENCH_HOST_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/p': more options for the host's node)
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -44,7 +45,7 @@ async function main(): Promise<void> {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-timeline-'));
   const marksDir = path.join(work, 'marks');
   const node = path.join(work, 'node-marks.sh');
-  fs.writeFileSync(node, `#!/bin/sh\nMARKS_DIR=${JSON.stringify(marksDir)} exec node -r ${JSON.stringify(path.join(__dirname, 'host-marks.cjs'))} "$@"\n`, { mode: 0o755 });
+  fs.writeFileSync(node, `#!/bin/sh\nMARKS_DIR=${JSON.stringify(marksDir)} exec node ${process.env.BENCH_HOST_NODE_ARGS ?? ''} -r ${JSON.stringify(path.join(__dirname, 'host-marks.cjs'))} "$@"\n`, { mode: 0o755 });
   const fake = await startFakeOpenAI();
   const serverMarks: [string, number][] = [];
   // The fake server's own view: when the request arrived.

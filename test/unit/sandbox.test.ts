@@ -6,7 +6,7 @@ import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createBashTool, type BashResult } from '../../src/tools/bash';
-import { Sandbox, TRIAL_FILE, detectSandbox, detectSandboxAsync, findGitEntries, rememberTrial, rememberedTrial, resetSandboxDetection, trialKey } from '../../src/workspace/sandbox/sandbox';
+import { Sandbox, TRIAL_FILE, detectSandbox, detectSandboxAsync, findGitEntries, rememberTrial, rememberedTrial, resetSandboxDetection, trialKey, trialNeeded } from '../../src/workspace/sandbox/sandbox';
 import { bwrapArgs, explainBlocked, hostAllowed, networkPolicy, seatbeltProfile, tmpFoldersNamed, type SandboxPolicy } from '../../src/workspace/sandbox/policy';
 import { PERMISSION_MODES, permissionFor } from '../../src/tools/permissions';
 import { testToolContext } from '../support/tool-context';
@@ -225,6 +225,8 @@ describe('remembered bwrap trial', { skip: process.platform !== 'linux' ? 'skipp
     const next = new Sandbox({ root: dir, dataDir });
     await next.prepare();
     assert.equal(next.describedActive, true, 'the model is told about the sandbox from the remembered answer');
+    assert.equal(runs(), 0, 'no trial before recheck() (the runtime calls it once the first request left)');
+    next.recheck();
     await waitFile(count, (t) => t.length === 1); // the re-check runs in the background
     fs.writeFileSync(gate, '');
     await detectSandboxAsync();
@@ -266,6 +268,7 @@ describe('remembered bwrap trial', { skip: process.platform !== 'linux' ? 'skipp
       await sb.prepare();
       assert.equal(sb.describedActive, true);
       fs.writeFileSync(gate, '');
+      sb.recheck();
       await detectSandboxAsync();
       // How commands run follows the trial: no sandbox here, so every command asks (as without a cache).
       assert.equal(sb.confinement(false), 'unavailable');
@@ -292,7 +295,10 @@ describe('remembered bwrap trial', { skip: process.platform !== 'linux' ? 'skipp
       const sb = new Sandbox({ root: dir, dataDir });
       await sb.prepare();
       fs.writeFileSync(gate, ''); // the synchronous trial below must be able to end
+      assert.equal(runs(), 0, 'precondition: no trial has run yet');
       assert.equal(sb.confinement(false), 'unavailable');
+      assert.equal(runs(), 1, 'the command\'s question ran the trial');
+      assert.equal(trialNeeded(dataDir), false);
     } finally {
       delete process.env.FAKE_EXIT;
     }

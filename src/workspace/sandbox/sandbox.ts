@@ -239,6 +239,11 @@ export function rememberedTrial(dataDir: string, current = trialKey()): SandboxS
   return { available: false, reason: o.reason, fix: BWRAP_FIX };
 }
 
+/** Whether a host starting here must run the trial to know (no remembered answer for this machine). */
+export function trialNeeded(dataDir: string): boolean {
+  return rememberedTrial(dataDir) === null;
+}
+
 /** Remembers a trial's answer (atomically, 0600; a cache: a failure to write only costs the next start a wait). */
 export async function rememberTrial(dataDir: string, current: { key: string }, s: SandboxSupport): Promise<void> {
   if (s.available && s.kind !== 'bwrap') return;
@@ -289,6 +294,7 @@ export class Sandbox {
   private supportValue: SandboxSupport | null;
   /** The answer an earlier host's trial gave (same bwrap, kernel, user and settings): for describing only. */
   private remembered: SandboxSupport | null = null;
+  private pendingCheck: (() => Promise<SandboxSupport>) | null = null;
   private readonly root: string;
   private readonly dataDir?: string;
   private readonly home: string;
@@ -316,18 +322,31 @@ export class Sandbox {
     if (this.supportValue) return;
     const current = this.dataDir ? trialKey() : null;
     const remembered = this.dataDir && current ? rememberedTrial(this.dataDir, current) : null;
-    const fresh = detectSandboxAsync().then((s) => {
-      this.supportValue ??= s;
-      // Remembered for the next host when it says something else than the file (or the file said nothing).
-      if (this.dataDir && current && !sameAnswer(remembered, s)) void rememberTrial(this.dataDir, current, s);
-      return s;
-    });
+    const check = (): Promise<SandboxSupport> =>
+      detectSandboxAsync().then((s) => {
+        this.supportValue ??= s;
+        // Remembered for the next host when it says something else than the file (or the file said nothing).
+        if (this.dataDir && current && !sameAnswer(remembered, s)) void rememberTrial(this.dataDir, current, s);
+        return s;
+      });
     if (remembered) {
-      // The model is told about the sandbox from the remembered answer; commands wait for the trial's own.
+      // The model is told about the sandbox from the remembered answer; the trial that confirms it runs at
+      // recheck() (after the first request left), and commands use the trial's answer only.
       this.remembered = remembered;
+      this.pendingCheck = check;
       return;
     }
-    await fresh;
+    await check();
+  }
+
+  /**
+   * Starts the trial that confirms or corrects a remembered answer (see prepare; nothing to do otherwise).
+   * Until its answer is in, a command that asks how it would run runs the trial itself (`support`).
+   */
+  recheck(): void {
+    const check = this.pendingCheck;
+    this.pendingCheck = null;
+    if (check) void check();
   }
 
   /**
