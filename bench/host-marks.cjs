@@ -16,7 +16,7 @@ Module._load = function (req, ...a) {
 };
 const net = require('net');
 const origConnect = net.Socket.prototype.connect;
-net.Socket.prototype.connect = function (...a) { mark('socket connect'); return origConnect.apply(this, a); };
+net.Socket.prototype.connect = function (...a) { const c = process.cpuUsage(); mark(`socket connect (host CPU so far ${((c.user + c.system) / 1000).toFixed(1)} ms)`); return origConnect.apply(this, a); };
 const cp = require('child_process');
 const origSpawn = cp.spawn;
 cp.spawn = function (cmd, ...a) { mark(`spawn ${cmd}`); const c = origSpawn.call(this, cmd, ...a); c.once('close', () => mark(`spawn ${cmd} closed`)); return c; };
