@@ -33,6 +33,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { startFakeOpenAI, type FakeOpenAI, type FakeTextReply } from '../test/support/fake-openai';
 import { defaultNvim, REPO_ROOT, startNvim, type TestNvim } from '../test/support/nvim';
+import { TRIAL_FILE } from '../src/workspace/sandbox/sandbox';
 
 const NODE = process.env.BENCH_NODE ?? 'node';
 export const UI = process.env.BENCH_CHAT_UI !== '0';
@@ -76,13 +77,37 @@ export interface LuaResult {
   stall_done_ms?: number;
 }
 
+/**
+ * `env.BENCH_TRIAL_CARRY` (set by coldEnv): a file that carries the data folder's remembered sandbox trial
+ * (src/workspace/sandbox/sandbox.ts, TRIAL_FILE) from one fresh Neovim to the next, as a user's data
+ * folder keeps it between sessions (the rest of the folder, the session store, starts empty as before).
+ */
 export async function openNvim(fake: FakeOpenAI, env: Record<string, string> = {}): Promise<TestNvim> {
   const setup = NODE === 'node' ? '{}' : `{ host = { node = ${JSON.stringify(NODE)} } }`;
+  const carry = env.BENCH_TRIAL_CARRY;
+  let home: string | undefined;
+  if (carry) {
+    home = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-nvim-'));
+    const data = path.join(home, 'data', 'nvim', 'caboose');
+    fs.mkdirSync(data, { recursive: true });
+    if (fs.existsSync(carry)) fs.copyFileSync(carry, path.join(data, TRIAL_FILE));
+  }
   const t = await startNvim({
+    ...(home ? { home } : {}),
     nvim: defaultNvim(),
     env: { OPENAI_BASE_URL: fake.url, CABOOSE_MODEL: 'fake-model', ...env },
     initLua: `require('caboose').setup(${setup})\ndofile(${JSON.stringify(PROBE_LUA)})`,
   });
+  if (carry && home) {
+    const close = t.close.bind(t);
+    const h = home;
+    t.close = async () => {
+      await close();
+      const f = path.join(h, 'data', 'nvim', 'caboose', TRIAL_FILE);
+      if (fs.existsSync(f)) fs.copyFileSync(f, carry);
+      fs.rmSync(h, { recursive: true, force: true });
+    };
+  }
   return withUi(t);
 }
 
@@ -189,6 +214,8 @@ export async function coldEnv(fake: FakeOpenAI): Promise<{ env: Record<string, s
   const cacheHome = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-bench-cache-'));
   const env: Record<string, string> = { XDG_CACHE_HOME: cacheHome, ...(process.env.BENCH_HOST_UNBUNDLED ? { CABOOSE_HOST_UNBUNDLED: '1' } : {}) };
   const dispose = () => fs.rmSync(cacheHome, { recursive: true, force: true });
+  // The data folder's remembered sandbox trial is carried from one Neovim to the next (BENCH_NO_TRIAL_CARRY=1: not).
+  if (!process.env.BENCH_NO_TRIAL_CARRY) env.BENCH_TRIAL_CARRY = path.join(cacheHome, `carried-${TRIAL_FILE}`);
   try {
     const p = await openNvim(fake, env);
     try {
