@@ -38,8 +38,8 @@ import { TRIAL_FILE } from '../src/workspace/sandbox/sandbox';
 const NODE = process.env.BENCH_NODE ?? 'node';
 export const UI = process.env.BENCH_CHAT_UI !== '0';
 export const PROBE_LUA = path.join(__dirname, 'chat-probe.lua');
-/** A Lua file run after the probe (instrumentation while investigating; not part of the figures). */
-const DIAG = process.env.BENCH_CHAT_DIAG;
+/** A Lua file run after the probe (instrumentation while investigating, e.g. bench/chat-turns.lua; not part of the figures). */
+const DIAG = process.env.BENCH_CHAT_DIAG ? path.resolve(process.env.BENCH_CHAT_DIAG) : undefined;
 const TSX = ['--import', 'tsx'];
 
 /* ------------------------------------------------------------------------------------------------

@@ -1,0 +1,206 @@
+-- Instrumentation for bench/chat.ts (investigation only, not part of the figures):
+--   BENCH_CHAT_DIAG=bench/chat-turns.lua BENCH_DIAG_OUT=/tmp/turns.txt BENCH_STREAM_CASES=burst-long \
+--     node --import tsx bench/run.ts stream
+-- After each stream run it appends to BENCH_DIAG_OUT (default /tmp/caboose-chat-turns.txt):
+-- * "CPU-turns": every main-loop turn (between two runs of a 2 ms probe, as in chat-probe.lua) that used
+--   ≥ 4 ms of the main thread's CPU (CLOCK_THREAD_CPUTIME_ID), as cpu/wall@start ms, and for turns
+--   ≥ 5 ms of CPU the spans of work inside them: host events (with the size of a text frame), treesitter
+--   (the C parse call, region parses, injections), and the redraw with the highlighter's decoration
+--   callbacks (count, total and longest call, and whether Lua's collector ran in it).
+-- A turn's wall time minus its CPU time is time the process waited for a CPU (2 cores shared by the
+-- fake server, the host, the probe client and Neovim during a burst).
+-- DIAG_WALL=1 also lists every wall-clock gap ≥ 6 ms with its spans; DIAG_GC=1 runs a full collection
+-- before each run and prints how long it took.
+local uv = vim.uv
+local D = { spans = {} }
+_G.caboose_diag = D
+local function span(name, t0)
+  local t1 = uv.hrtime()
+  D.spans[#D.spans + 1] = { t0, t1, name }
+end
+D.span = span
+local function wrap(tbl, key, name)
+  local f = tbl[key]
+  tbl[key] = function(...)
+    local t0 = uv.hrtime()
+    local r = { f(...) }
+    span(name, t0)
+    return unpack(r)
+  end
+end
+local LT = require('vim.treesitter.languagetree')
+wrap(LT, '_parse_regions', 'parse_regions')
+wrap(LT, '_get_injections', 'get_injections')
+wrap(LT, '_add_injections', 'add_injections')
+wrap(LT, 'set_included_regions', 'set_included_regions')
+-- the C parse
+vim.treesitter.language.add('markdown')
+local tp = vim._create_ts_parser('markdown')
+if tp then
+  local mt = getmetatable(tp)
+  local idx = mt.__index
+  local orig = idx.parse
+  idx.parse = function(self, tree, src, incl, timeout)
+    local t0 = uv.hrtime()
+    local a, b = orig(self, tree, src, incl, timeout)
+    span('C_parse', t0)
+    return a, b
+  end
+end
+local HL = require('vim.treesitter.highlighter')
+wrap(HL, 'prepare_highlight_states', 'prepare_hl_states')
+wrap(HL, 'on_changedtree', 'on_changedtree')
+local Q = require('vim.treesitter.query')
+local qmt = getmetatable(Q.get('markdown', 'highlights'))
+local ic = qmt.__index.iter_captures
+D.iter_ns = 0
+qmt.__index.iter_captures = function(self, node, src, s, e, opts)
+  local t0 = uv.hrtime()
+  local it = ic(self, node, src, s, e, opts)
+  D.iter_ns = D.iter_ns + (uv.hrtime() - t0)
+  return function(...)
+    local t1 = uv.hrtime()
+    local a, b, c, d = it(...)
+    D.iter_ns = D.iter_ns + (uv.hrtime() - t1)
+    return a, b, c, d
+  end
+end
+local hns = vim.api.nvim_get_namespaces()['nvim.treesitter.highlighter'] or vim.api.nvim_get_namespaces()['treesitter/highlighter']
+D.cb = {}
+local function cw(name, f)
+  return function(...)
+    local t0 = uv.hrtime()
+    local k0 = collectgarbage('count')
+    local r = { f(...) }
+    local dt = uv.hrtime() - t0
+    local k1 = collectgarbage('count')
+    local c = D.cb[name] or { n = 0, ns = 0, max = 0, gc = 0 }
+    D.cb[name] = c
+    c.n = c.n + 1
+    c.ns = c.ns + dt
+    if dt > c.max then c.max = dt; c.maxgc = k1 < k0 and string.format('GC %.0f->%.0fKB', k0, k1) or string.format('heap %.0fKB', k1) end
+    return unpack(r)
+  end
+end
+vim.api.nvim_set_decoration_provider(hns, {
+  on_win = cw('on_win', HL._on_win),
+  on_start = cw('on_start', HL._on_start),
+  on_range = cw('on_range', HL._on_range),
+  _on_spell_nav = HL._on_spell_nav,
+  _on_conceal_line = cw('conceal_line', HL._on_conceal_line),
+})
+local rpc = require('caboose.rpc')
+local oe = rpc.on_event
+rpc.on_event = function(name, payload)
+  local t0 = uv.hrtime()
+  local r = { oe(name, payload) }
+  local extra = ''
+  if name == 'assistant_delta' and payload and payload.text then extra = ' ' .. #payload.text .. 'ch' end
+  span('event:' .. name .. extra, t0)
+  return unpack(r)
+end
+local T = require('caboose.chat.transcript')
+-- redraw: my decoration provider (on_start after TS's; on_end)
+local ns = vim.api.nvim_create_namespace('diag_redraw')
+local rs
+vim.api.nvim_set_decoration_provider(ns, {
+  on_start = function() rs = uv.hrtime(); D.iter_ns = 0; D.cb = {} end,
+  on_end = function()
+    if rs then
+      local parts = {}
+      for k, c in pairs(D.cb) do parts[#parts+1] = string.format('%s %dx %.1f (max %.1f %s)', k, c.n, c.ns/1e6, c.max/1e6, c.maxgc or '') end
+      span(string.format('redraw(after ts on_start) iter %.1f %s', D.iter_ns/1e6, table.concat(parts, ' ')), rs)
+    end
+    rs = nil
+  end,
+})
+local B = _G.caboose_bench
+local res = B.result
+D.run = 0
+B.result = function()
+  local r = res()
+  D.run = D.run + 1
+  local out = io.open(os.getenv('BENCH_DIAG_OUT') or '/tmp/caboose-chat-turns.txt', 'a')
+  out:write(string.format('=== run %d t_done %.1f\n', D.run, (B.t_done - B.t0) / 1e6))
+  -- all gaps in window, with spans
+  for _, g in ipairs(B.gaps) do
+    local stop, len = g[1], g[2]
+    local start = stop - len
+    if os.getenv('DIAG_WALL') and stop >= B.t0 and start <= (B.t_done or stop) + 200e6 and len >= 6e6 then
+      out:write(string.format('gap %.1f ms at +%.1f\n', len / 1e6, (start - B.t0) / 1e6))
+      local agg = {}
+      for _, s in ipairs(D.spans) do
+        if s[2] > start and s[1] < stop and (s[2]-s[1]) > 0.3e6 then
+          out:write(string.format('   %-40s %+8.1f %6.2f ms\n', s[3], (s[1] - B.t0) / 1e6, (s[2] - s[1]) / 1e6))
+        end
+      end
+    end
+  end
+  out:close()
+  D.allspans = D.spans
+  D.spans = {}
+  return r
+end
+if os.getenv('DIAG_GC') then
+  local brun = B.run
+  B.run = function(...)
+    local t0 = uv.hrtime()
+    collectgarbage('collect')
+    local out = io.open(os.getenv('BENCH_DIAG_OUT') or '/tmp/caboose-chat-turns.txt', 'a')
+    out:write(string.format('pre-run full GC %.1f ms\n', (uv.hrtime() - t0) / 1e6))
+    out:close()
+    return brun(...)
+  end
+end
+-- CPU-time probe: main thread CPU consumed between two consecutive probe callbacks
+local ffi = require('ffi')
+ffi.cdef [[ typedef struct { long tv_sec; long tv_nsec; } diag_ts_t; int clock_gettime(int, diag_ts_t*); ]]
+local tsv = ffi.new('diag_ts_t')
+local function cpu()
+  ffi.C.clock_gettime(3, tsv)
+  return tonumber(tsv.tv_sec) * 1e9 + tonumber(tsv.tv_nsec)
+end
+D.cpu = cpu
+D.cgaps = {}
+do
+  local lastw, lastc = uv.hrtime(), cpu()
+  local pending = false
+  local timer = assert(uv.new_timer())
+  timer:start(2, 2, function()
+    if pending then return end
+    pending = true
+    vim.schedule(function()
+      pending = false
+      local w, c = uv.hrtime(), cpu()
+      if c - lastc >= 4e6 then
+        D.cgaps[#D.cgaps + 1] = { w, w - lastw, c - lastc }
+      end
+      lastw, lastc = w, c
+    end)
+  end)
+end
+local res2 = B.result
+B.result = function()
+  local r = res2()
+  local out = io.open(os.getenv('BENCH_DIAG_OUT') or '/tmp/caboose-chat-turns.txt', 'a')
+  local maxc, list = 0, {}
+  for _, g in ipairs(D.cgaps) do
+    local stop, wall, c = g[1], g[2], g[3]
+    if stop >= B.t0 and stop - wall <= (B.t_done or stop) then
+      maxc = math.max(maxc, c)
+      list[#list + 1] = string.format('%.1f/%.1f@%+.0f', c / 1e6, wall / 1e6, (stop - wall - B.t0) / 1e6)
+      if c >= 5e6 then
+        list[#list + 1] = '\n'
+        for _, sp in ipairs(D.allspans or {}) do
+          if sp[2] > stop - wall and sp[1] < stop and (sp[2]-sp[1]) > 0.3e6 then
+            list[#list + 1] = string.format('      %-40s %+8.1f %6.2f ms\n', sp[3], (sp[1] - B.t0) / 1e6, (sp[2] - sp[1]) / 1e6)
+          end
+        end
+      end
+    end
+  end
+  out:write(string.format('CPU-turns run %d: max cpu %.1f ms; cpu/wall: %s\n', D.run, maxc / 1e6, table.concat(list, ' ')))
+  out:close()
+  D.cgaps = {}
+  return r
+end
