@@ -2,8 +2,9 @@
 --   BENCH_CHAT_DIAG=bench/chat-turns.lua BENCH_DIAG_OUT=/tmp/turns.txt BENCH_STREAM_CASES=burst-long \
 --     node --import tsx bench/run.ts stream
 -- After each stream run it appends to BENCH_DIAG_OUT (default /tmp/caboose-chat-turns.txt):
--- * "CPU-turns": every main-loop turn (between two runs of a 2 ms probe, as in chat-probe.lua) that used
---   ≥ 4 ms of the main thread's CPU (CLOCK_THREAD_CPUTIME_ID), as cpu/wall@start ms, and for turns
+-- * "CPU-turns": the longest main-loop turn (between two runs of a 2 ms probe, as in chat-probe.lua) in
+--   wall time and the main thread's CPU time in it (CLOCK_THREAD_CPUTIME_ID), the turn with the most CPU,
+--   and every turn with ≥ 4 ms of CPU or ≥ 8 ms of wall time, as cpu/wall@start ms; for turns with
 --   ≥ 5 ms of CPU the spans of work inside them: host events (with the size of a text frame), treesitter
 --   (the C parse call, region parses, injections), and the redraw with the highlighter's decoration
 --   callbacks (count, total and longest call, and whether Lua's collector ran in it).
@@ -172,7 +173,7 @@ do
     vim.schedule(function()
       pending = false
       local w, c = uv.hrtime(), cpu()
-      if c - lastc >= 4e6 then
+      if c - lastc >= 4e6 or w - lastw >= 8e6 then
         D.cgaps[#D.cgaps + 1] = { w, w - lastw, c - lastc }
       end
       lastw, lastc = w, c
@@ -183,11 +184,14 @@ local res2 = B.result
 B.result = function()
   local r = res2()
   local out = io.open(os.getenv('BENCH_DIAG_OUT') or '/tmp/caboose-chat-turns.txt', 'a')
-  local maxc, list = 0, {}
+  local maxc, list, longest = 0, {}, nil
   for _, g in ipairs(D.cgaps) do
     local stop, wall, c = g[1], g[2], g[3]
     if stop >= B.t0 and stop - wall <= (B.t_done or stop) then
       maxc = math.max(maxc, c)
+      if not longest or wall > longest[2] then
+        longest = g
+      end
       list[#list + 1] = string.format('%.1f/%.1f@%+.0f', c / 1e6, wall / 1e6, (stop - wall - B.t0) / 1e6)
       if c >= 5e6 then
         list[#list + 1] = '\n'
@@ -199,7 +203,8 @@ B.result = function()
       end
     end
   end
-  out:write(string.format('CPU-turns run %d: max cpu %.1f ms; cpu/wall: %s\n', D.run, maxc / 1e6, table.concat(list, ' ')))
+  out:write(string.format('CPU-turns run %d: max cpu %.1f ms; longest turn %.1f ms wall, %.1f ms cpu; cpu/wall: %s\n', D.run, maxc / 1e6,
+    longest and longest[2] / 1e6 or 0, longest and longest[3] / 1e6 or 0, table.concat(list, ' ')))
   out:close()
   D.cgaps = {}
   return r

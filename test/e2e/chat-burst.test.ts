@@ -197,5 +197,24 @@ forEachNvim((bin) => {
       assert.deepEqual(diff, [], `the same treesitter captures at every column (trees: slow ${slow.trees.join('; ')} / burst ${burst.trees.join('; ')})`);
       assert.ok(slow.captures.some((c) => /lua:keyword/.test(c)), 'the injected code highlighted');
     });
+
+    it('without an HTML parser, inline markdown is not scanned whole for injections at every parse', async () => {
+      await e.start({ initLua: SETUP });
+      await e.t.nvim.uiAttach(100, 40, { ext_linegrid: true, rgb: true });
+      e.fake.script({ text: 'Some **bold** and `code`.\n\n- an _item_' });
+      await e.t.cmd('Caboose hi');
+      await waitState('idle');
+      await e.t.waitFor(async () => (await e.t.chatLines()).includes('- an _item_'), 'the reply');
+      await e.t.waitFor(() => e.t.lua<boolean>("return vim.treesitter.highlighter.active[require('caboose.chat').buf()] ~= nil"), 'the chat highlighted');
+      const r = await e.t.lua<{ html: boolean; inline: boolean; combined: boolean }>(`
+        local buf = require('caboose.chat').buf()
+        vim.treesitter.get_parser(buf, 'markdown'):parse(true)
+        local child = vim.treesitter.get_parser(buf, 'markdown'):children().markdown_inline
+        local q = child and child._injection_query
+        return { html = pcall(vim.treesitter.language.inspect, 'html'), inline = child ~= nil, combined = q and q.has_combined_injections or false }`);
+      if (r.html) return; // an HTML parser is installed: the stock query (and its HTML highlighting) stays
+      assert.ok(r.inline, 'inline markdown parsed');
+      assert.equal(r.combined, false, 'no combined injection (each parse would scan every inline tree)');
+    });
   });
 });
