@@ -1,0 +1,140 @@
+/**
+ * A warm message (the host already running: `:Caboose again` in a Neovim whose first message was answered)
+ * laid out on one clock: Neovim's side (the command, the rpc notification out, each host event in, the
+ * chat buffer's change), the host's (bench/warm-marks.cjs, preloaded with `node -r`: each stdin read, the
+ * model request, the response's first bytes, each stdout write) and the fake server's (the request in, the
+ * first chunk out). Neovim's `uv.hrtime`, Node's `process.hrtime` and this process share CLOCK_MONOTONIC,
+ * so every mark is in ms after the command. The first Neovim's runs fill the compiled-code cache.
+ *
+ *   npm run build && node --import tsx bench/warm-timeline.ts [neovims] [messages each]
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import http from 'node:http';
+import { startFakeOpenAI } from '../test/support/fake-openai';
+import { defaultNvim, startNvim } from '../test/support/nvim';
+import { loadLine } from './chat';
+
+const PROBE = path.join(__dirname, 'chat-probe.lua');
+const hr = (): number => Number(process.hrtime.bigint()) / 1e6;
+
+/** Lua wrappers that note the warm path's steps (same clock). */
+const LUA_MARKS = `
+local uv = vim.uv
+_G.caboose_timeline = {}
+local function mark(s) table.insert(_G.caboose_timeline, { s, uv.hrtime() }) end
+_G.caboose_mark = mark
+local rpc = require('caboose.rpc')
+local call, on_event = rpc.call, rpc.on_event
+rpc.call = function(method, ...) mark('rpc.call ' .. method .. ' (rpcnotify next)'); local r = call(method, ...); mark('rpc.call ' .. method .. ' returned'); return r end
+rpc.on_event = function(name, p)
+  local a = uv.hrtime()
+  mark('event ' .. name .. ' in' .. ((name == 'assistant_delta' and p and p.text) and (' (' .. #p.text .. ' chars)') or ''))
+  local r = on_event(name, p)
+  mark(string.format('event %s handled (%.2f ms)', name, (uv.hrtime() - a) / 1e6))
+  return r
+end
+`;
+
+async function main(): Promise<void> {
+  const neovims = Number(process.argv[2] ?? 3);
+  const messages = Number(process.argv[3] ?? 3);
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-warm-'));
+  const marksDir = path.join(work, 'marks');
+  const node = path.join(work, 'node-marks.sh');
+  fs.writeFileSync(node, `#!/bin/sh\nMARKS_DIR=${JSON.stringify(marksDir)} exec node ${process.env.HOST_NODE_ARGS ?? ''} -r ${JSON.stringify(path.join(__dirname, 'warm-marks.cjs'))} "$@"\n`, { mode: 0o755 });
+  const fake = await startFakeOpenAI();
+  const serverMarks: [string, number][] = [];
+  const emit = http.Server.prototype.emit;
+  http.Server.prototype.emit = function (this: http.Server, ev: string | symbol, ...args: unknown[]): boolean {
+    if (ev === 'request') {
+      serverMarks.push([`fake server: request ${(args[0] as http.IncomingMessage).url}`, hr()]);
+      const res = args[1] as http.ServerResponse;
+      const w = res.write;
+      let n = 0;
+      res.write = function (this: http.ServerResponse, ...a: unknown[]) {
+        if (++n <= 2) serverMarks.push([`fake server: chunk #${n} written`, hr()]);
+        return (w as (...x: unknown[]) => boolean).apply(this, a);
+      } as typeof res.write;
+    }
+    return emit.apply(this, [ev, ...args] as Parameters<typeof emit>);
+  } as typeof emit;
+  const cacheHome = path.join(work, 'cache');
+  const firsts: number[][] = [];
+  try {
+    for (let i = 0; i < neovims; i++) {
+      const t = await startNvim({
+        nvim: defaultNvim(),
+        env: { OPENAI_BASE_URL: fake.url, CABOOSE_MODEL: 'fake-model', XDG_CACHE_HOME: cacheHome },
+        initLua: `require('caboose').setup({ host = { node = ${JSON.stringify(node)} } })\ndofile(${JSON.stringify(PROBE)})\n${process.env.NO_LUA_MARKS ? "" : LUA_MARKS}`,
+      });
+      const idle = (tail: string) =>
+        t.waitFor(
+          () => t.lua<boolean>("return require('caboose').state().state == 'idle' and table.concat(require('caboose.chat').lines(), '\\n'):find(..., 1, true) ~= nil", [tail]),
+          `idle after ${tail}`,
+          30_000,
+        );
+      const runs: { t0: number; t_first: number; first_ms: number; stall: number; tl: [string, number][]; server: [string, number][] }[] = [];
+      let pid = 0;
+      try {
+        await t.nvim.uiAttach(200, 50, { ext_linegrid: true, rgb: true });
+        await t.lua('caboose_bench.probe_start()');
+        await new Promise((r) => setTimeout(r, 150));
+        fake.script({ text: 'Zephyr here: this reply arrives in small chunks. Cold done.' });
+        await t.lua('caboose_bench.run(...)', ['Caboose hi', 'Zephyr', null]);
+        await idle('Cold done.');
+        for (let m = 0; m < messages; m++) {
+          await new Promise((r) => setTimeout(r, 150));
+          serverMarks.length = 0;
+          fake.script({ text: `Quokka${m} again: the second message goes to a host that is already running. Warm done ${m}.` });
+          await t.lua('_G.caboose_timeline = {}; caboose_bench.run(...)', ['Caboose again', `Quokka${m}`, null]);
+          await idle(`Warm done ${m}.`);
+          await new Promise((r) => setTimeout(r, 30));
+          const r = await t.lua<{ t0: number; t_first: number; first_ms: number; stall_first_ms: number; tl: [string, number][]; pid: number }>(
+            "local r = caboose_bench.result(); r.t0 = caboose_bench.t0; r.t_first = caboose_bench.t_first; r.tl = _G.caboose_timeline; r.pid = require('caboose.rpc').host_pid(); r.err = caboose_bench.watch_error; r.wid = caboose_bench.watch_id; r.lines = require('caboose.chat').lines(); return r",
+          );
+          pid = r.pid; if (r.first_ms === undefined) process.stdout.write(`no first: ${JSON.stringify(r).slice(0, 3000)}\n`);
+          if (process.env.WINDOWS_FILE) fs.appendFileSync(process.env.WINDOWS_FILE, `${r.t0} ${r.t_first}\n`);
+          runs.push({ t0: r.t0, t_first: r.t_first, first_ms: r.first_ms, stall: r.stall_first_ms, tl: r.tl, server: [...serverMarks] });
+        }
+      } finally {
+        await t.close();
+      }
+      await new Promise((res) => setTimeout(res, 300)); // the host writes its marks as it exits
+      let host: [string, number][] = [];
+      try {
+        host = JSON.parse(fs.readFileSync(path.join(marksDir, `${pid}.json`), 'utf8')) as [string, number][];
+      } catch {
+        process.stdout.write('(no host marks written)\n');
+      }
+      firsts.push(runs.map((r) => r.first_ms));
+      runs.forEach((r, m) => {
+        const t0 = r.t0 / 1e6;
+        const end = r.t_first / 1e6 + 3;
+        const rows: [string, number][] = [
+          ...r.server,
+          ...r.tl.map(([s, ns]): [string, number] => [`nvim: ${s}`, ns / 1e6]),
+          ['nvim: FIRST TOKEN in the chat', r.t_first / 1e6],
+          ...host.map(([s, ns]): [string, number] => [`host: ${s}`, ns / 1e6]).filter(([, ms]) => ms >= t0 - 1 && ms <= end),
+        ];
+        rows.sort((a, b) => a[1] - b[1]);
+        process.stdout.write(`\nneovim ${i} message ${m + 2}: first token ${r.first_ms?.toFixed(1)} ms, longest stall ${r.stall?.toFixed(1)} ms; ${loadLine()}\n`);
+        for (const [s, ms] of rows) if (ms - t0 >= -1 && ms <= end) process.stdout.write(`${(ms - t0).toFixed(2).padStart(8)}  ${s}\n`);
+      });
+    }
+    process.stdout.write(`\nfirst token per neovim (messages 2..): ${firsts.map((f) => f.map((x) => x.toFixed(1)).join(' ')).join(' | ')}\n`);
+  } finally {
+    http.Server.prototype.emit = emit;
+    await fake.close();
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  },
+);
