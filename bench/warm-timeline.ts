@@ -85,18 +85,19 @@ async function main(): Promise<void> {
         await t.lua('caboose_bench.run(...)', ['Caboose hi', 'Zephyr', null]);
         await idle('Cold done.');
         for (let m = 0; m < messages; m++) {
-          await new Promise((r) => setTimeout(r, 150));
+          // As bench/chat.ts's warm run: 20 ms after the previous reply ended (BENCH_WARM_GAP_MS).
+          await new Promise((r) => setTimeout(r, Number(process.env.BENCH_WARM_GAP_MS ?? 20)));
           serverMarks.length = 0;
           fake.script({ text: `Quokka${m} again: the second message goes to a host that is already running. Warm done ${m}.` });
           await t.lua('_G.caboose_timeline = {}; caboose_bench.run(...)', ['Caboose again', `Quokka${m}`, null]);
           await idle(`Warm done ${m}.`);
           await new Promise((r) => setTimeout(r, 30));
-          const r = await t.lua<{ t0: number; t_first: number; first_ms: number; stall_first_ms: number; tl: [string, number][]; pid: number }>(
-            "local r = caboose_bench.result(); r.t0 = caboose_bench.t0; r.t_first = caboose_bench.t_first; r.tl = _G.caboose_timeline; r.pid = require('caboose.rpc').host_pid(); r.err = caboose_bench.watch_error; r.wid = caboose_bench.watch_id; r.lines = require('caboose.chat').lines(); return r",
+          const r = await t.lua<{ t0: number; t_first: number; first_ms: number; stall_first_ms: number; tl: [string, number][]; gaps: [number, number][]; pid: number }>(
+            "local r = caboose_bench.result(); r.t0 = caboose_bench.t0; r.t_first = caboose_bench.t_first; r.tl = _G.caboose_timeline; r.gaps = caboose_bench.gaps; r.pid = require('caboose.rpc').host_pid(); r.err = caboose_bench.watch_error; r.wid = caboose_bench.watch_id; r.lines = require('caboose.chat').lines(); return r",
           );
           pid = r.pid; if (r.first_ms === undefined) process.stdout.write(`no first: ${JSON.stringify(r).slice(0, 3000)}\n`);
           if (process.env.WINDOWS_FILE) fs.appendFileSync(process.env.WINDOWS_FILE, `${r.t0} ${r.t_first}\n`);
-          runs.push({ t0: r.t0, t_first: r.t_first, first_ms: r.first_ms, stall: r.stall_first_ms, tl: r.tl, server: [...serverMarks] });
+          runs.push({ t0: r.t0, t_first: r.t_first, first_ms: r.first_ms, stall: r.stall_first_ms, tl: [...r.tl, ...r.gaps.map(([end, len]): [string, number] => [`main-loop gap of ${(len / 1e6).toFixed(1)} ms ends`, end])], server: [...serverMarks] });
         }
       } finally {
         await t.close();
