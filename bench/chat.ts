@@ -33,6 +33,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { startFakeOpenAI, type FakeOpenAI, type FakeTextReply } from '../test/support/fake-openai';
 import { defaultNvim, REPO_ROOT, startNvim, type TestNvim } from '../test/support/nvim';
+import { TRIAL_FILE } from '../src/workspace/sandbox/sandbox';
 
 const NODE = process.env.BENCH_NODE ?? 'node';
 export const UI = process.env.BENCH_CHAT_UI !== '0';
@@ -69,16 +70,44 @@ export interface LuaResult {
   done_ms?: number;
   returned_ms?: number;
   stall_first_ms?: number;
+  /** Neovim's CPU time during that longest stall (the rest of it: waiting for a CPU). */
+  stall_first_cpu_ms?: number;
+  /** The most CPU time Neovim spent inside one gap (≥ 4 ms) before the first token. */
+  max_gap_cpu_first_ms?: number;
   stall_done_ms?: number;
 }
 
+/**
+ * `env.BENCH_TRIAL_CARRY` (set by coldEnv): a file that carries the data folder's remembered sandbox trial
+ * (src/workspace/sandbox/sandbox.ts, TRIAL_FILE) from one fresh Neovim to the next, as a user's data
+ * folder keeps it between sessions (the rest of the folder, the session store, starts empty as before).
+ */
 export async function openNvim(fake: FakeOpenAI, env: Record<string, string> = {}): Promise<TestNvim> {
   const setup = NODE === 'node' ? '{}' : `{ host = { node = ${JSON.stringify(NODE)} } }`;
+  const carry = env.BENCH_TRIAL_CARRY;
+  let home: string | undefined;
+  if (carry) {
+    home = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-nvim-'));
+    const data = path.join(home, 'data', 'nvim', 'caboose');
+    fs.mkdirSync(data, { recursive: true });
+    if (fs.existsSync(carry)) fs.copyFileSync(carry, path.join(data, TRIAL_FILE));
+  }
   const t = await startNvim({
+    ...(home ? { home } : {}),
     nvim: defaultNvim(),
     env: { OPENAI_BASE_URL: fake.url, CABOOSE_MODEL: 'fake-model', ...env },
     initLua: `require('caboose').setup(${setup})\ndofile(${JSON.stringify(PROBE_LUA)})`,
   });
+  if (carry && home) {
+    const close = t.close.bind(t);
+    const h = home;
+    t.close = async () => {
+      await close();
+      const f = path.join(h, 'data', 'nvim', 'caboose', TRIAL_FILE);
+      if (fs.existsSync(f)) fs.copyFileSync(f, carry);
+      fs.rmSync(h, { recursive: true, force: true });
+    };
+  }
   return withUi(t);
 }
 
@@ -127,6 +156,8 @@ export interface ColdResult {
   nodeMs: number[];
   coldFirstMs: number[];
   coldStallMs: number[];
+  coldStallCpuMs: number[];
+  coldMaxGapCpuMs: number[];
   coldReturnMs: number[];
   warmFirstMs: number[];
   warmStallMs: number[];
@@ -134,6 +165,8 @@ export interface ColdResult {
   firstEverMs: number;
   typedFirstMs: number[];
   typedStallMs: number[];
+  typedStallCpuMs: number[];
+  typedMaxGapCpuMs: number[];
   nvim: string;
 }
 
@@ -181,6 +214,8 @@ export async function coldEnv(fake: FakeOpenAI): Promise<{ env: Record<string, s
   const cacheHome = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-bench-cache-'));
   const env: Record<string, string> = { XDG_CACHE_HOME: cacheHome, ...(process.env.BENCH_HOST_UNBUNDLED ? { CABOOSE_HOST_UNBUNDLED: '1' } : {}) };
   const dispose = () => fs.rmSync(cacheHome, { recursive: true, force: true });
+  // The data folder's remembered sandbox trial is carried from one Neovim to the next (BENCH_NO_TRIAL_CARRY=1: not).
+  if (!process.env.BENCH_NO_TRIAL_CARRY) env.BENCH_TRIAL_CARRY = path.join(cacheHome, `carried-${TRIAL_FILE}`);
   try {
     const p = await openNvim(fake, env);
     try {
@@ -199,7 +234,7 @@ export async function coldEnv(fake: FakeOpenAI): Promise<{ env: Record<string, s
 }
 
 export async function runColdBenchmark(runs = Number(process.env.BENCH_CHAT_RUNS ?? 10)): Promise<ColdResult> {
-  const res: ColdResult = { runs, nodeMs: [], coldFirstMs: [], coldStallMs: [], coldReturnMs: [], warmFirstMs: [], warmStallMs: [], firstEverMs: NaN, typedFirstMs: [], typedStallMs: [], nvim: defaultNvim().version };
+  const res: ColdResult = { runs, nodeMs: [], coldFirstMs: [], coldStallMs: [], coldStallCpuMs: [], coldMaxGapCpuMs: [], coldReturnMs: [], warmFirstMs: [], warmStallMs: [], firstEverMs: NaN, typedFirstMs: [], typedStallMs: [], typedStallCpuMs: [], typedMaxGapCpuMs: [], nvim: defaultNvim().version };
   nodeOnce(); // warm the page cache
   const fake = await startFakeOpenAI();
   // Every Neovim here is fresh, but they share one cache folder (stdpath('cache')), as a user's
@@ -216,6 +251,8 @@ export async function runColdBenchmark(runs = Number(process.env.BENCH_CHAT_RUNS
       const { cold, warm } = await coldAndWarm(fake, env);
       res.coldFirstMs.push(cold.first_ms!);
       res.coldStallMs.push(cold.stall_first_ms!);
+      res.coldStallCpuMs.push(cold.stall_first_cpu_ms ?? NaN);
+      res.coldMaxGapCpuMs.push(cold.max_gap_cpu_first_ms ?? NaN);
       res.coldReturnMs.push(cold.returned_ms!);
       res.warmFirstMs.push(warm.first_ms!);
       res.warmStallMs.push(warm.stall_first_ms!);
@@ -237,6 +274,8 @@ export async function runColdBenchmark(runs = Number(process.env.BENCH_CHAT_RUNS
         const typed = await result(u);
         res.typedFirstMs.push(typed.first_ms!);
         res.typedStallMs.push(typed.stall_first_ms!);
+        res.typedStallCpuMs.push(typed.stall_first_cpu_ms ?? NaN);
+        res.typedMaxGapCpuMs.push(typed.max_gap_cpu_first_ms ?? NaN);
         await u.lua('caboose_bench.probe_stop()');
       } finally {
         await u.close();
@@ -254,6 +293,13 @@ const TYPING_MS = 80;
 
 const ok = (pass: boolean) => (pass ? ' ✓' : ' ✗');
 const f1 = (x: number) => x.toFixed(1);
+
+/**
+ * `7.9 (6.1; 6.5), …`: each run's longest stall, Neovim's CPU time inside it and the most CPU Neovim spent
+ * inside any one gap of the run (its heaviest turn, whatever the load made of the gaps' lengths); spans
+ * the three time columns.
+ */
+const perRun = (ms: number[], cpu: number[], maxCpu: number[]) => `${ms.map((x, i) => `${f1(x)} (${f1(cpu[i])}; ${f1(maxCpu[i])})`).join(', ')} | | `;
 
 export function formatColdTable(r: ColdResult): string {
   const node = median(r.nodeMs);
@@ -276,6 +322,8 @@ export function formatColdTable(r: ColdResult): string {
     first(`typed \`:Caboose hi\` (${TYPING_MS} ms a key, fresh Neovim), <CR> → first token`, r.typedFirstMs, 1.5),
     stall('longest editor stall, typed <CR> → first token', r.typedStallMs),
     `| (information) cold \`:Caboose hi\` returns to the editor | ${cols(r.coldReturnMs)} | — | — | — |`,
+    `| (information) longest stall per run, cold (Neovim's CPU in it; most CPU in one gap) | ${perRun(r.coldStallMs, r.coldStallCpuMs, r.coldMaxGapCpuMs)} | — | — | — |`,
+    `| (information) longest stall per run, typed (Neovim's CPU in it; most CPU in one gap) | ${perRun(r.typedStallMs, r.typedStallCpuMs, r.typedMaxGapCpuMs)} | — | — | — |`,
     `| (information) the very first start, no compiled-code cache yet (one run) | ${f1(r.firstEverMs)} | — | — | ${f1(node)} | ${(r.firstEverMs / node).toFixed(2)}× | — |`,
   ].join('\n');
 }

@@ -11,40 +11,36 @@ function dropSafeIntBounds(node: unknown): void {
   for (const v of Object.values(o)) dropSafeIntBounds(v);
 }
 
-/** Freezes `node` and everything in it (a cached schema is shared by every request that sends it). */
-function deepFreeze<T>(node: T): T {
-  if (node && typeof node === 'object' && !Object.isFrozen(node)) {
-    Object.freeze(node);
-    for (const v of Object.values(node)) deepFreeze(v);
+function deepFreeze<T>(v: T): T {
+  if (v && typeof v === 'object' && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v)) deepFreeze(x);
   }
-  return node;
+  return v;
 }
 
 /**
- * Each zod schema's JSON schema, generated once (issue 24): converting the ~20 tools' schemas took 2–10 ms
- * of every model request (a third of the host's work between a warm message and its request). A zod
- * schema is immutable, so its JSON schema never changes; keyed by the schema object itself, a tool built
- * with another schema (a new tool set, an MCP server's new tools) gets its own. The tool's name and
- * description are read at every request (bash's describes the sandbox as it is now).
+ * A zod schema's JSON schema, generated once per schema object (issue 24: every model request lists the
+ * tools, and generating ~20 schemas took 1.5–5 ms a request). Tools' zod schemas are built once and not
+ * changed; the JSON schema is frozen, so no reader can alter what the next request sends.
  */
-const jsonSchemas = new WeakMap<z.ZodType, Readonly<Record<string, unknown>>>();
+const jsonSchemas = new WeakMap<object, Record<string, unknown>>();
 
-function jsonSchemaOf(parameters: z.ZodType): Readonly<Record<string, unknown>> {
+export function jsonSchemaOf(parameters: z.ZodType): Record<string, unknown> {
   let schema = jsonSchemas.get(parameters);
   if (!schema) {
-    const s = z.toJSONSchema(parameters, { target: 'draft-7', io: 'input' }) as Record<string, unknown>;
-    delete s.$schema;
-    dropSafeIntBounds(s);
-    schema = deepFreeze(s);
-    jsonSchemas.set(parameters, schema);
+    schema = z.toJSONSchema(parameters, { target: 'draft-7', io: 'input' }) as Record<string, unknown>;
+    delete schema.$schema;
+    dropSafeIntBounds(schema);
+    jsonSchemas.set(parameters, deepFreeze(schema));
   }
   return schema;
 }
 
-/** JSON schema for the model, generated from the tool's zod schema (once per schema: jsonSchemaOf). */
+/** JSON schema for the model, generated from the tool's zod schema. */
 export function toolSpec(def: ToolDefinition): ToolSpec {
   if (def.jsonSchema) return { name: def.name, description: def.description, parameters: def.jsonSchema, policy: def.policy };
-  return { name: def.name, description: def.description, parameters: jsonSchemaOf(def.parameters) as Record<string, unknown>, policy: def.policy };
+  return { name: def.name, description: def.description, parameters: jsonSchemaOf(def.parameters), policy: def.policy };
 }
 
 export function errorResult(info: ToolErrorInfo): ToolResult<never> {
