@@ -10,7 +10,8 @@
  *
  *   npm run build && node --import tsx bench/warm-timeline.ts [neovims] [messages each]
  *
- * Env: BENCH_PLUGIN_ROOT (another checkout's plugin, built, e.g. the tree before a change), HOST_NODE_ARGS
+ * Env: BENCH_TIMELINE_BEFORE_MS (also show what happened this long before the command: the previous reply's
+ * end, its highlighting), BENCH_PLUGIN_ROOT (another checkout's plugin, built, e.g. the tree before a change), HOST_NODE_ARGS
  * (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), WINDOWS_FILE (appends each message's `t0 t_first` in ns, to
  * cut a host CPU profile down to the warm paths).
  */
@@ -117,7 +118,7 @@ async function main(): Promise<void> {
           await new Promise((r) => setTimeout(r, Number(process.env.BENCH_WARM_GAP_MS ?? 20)));
           serverMarks.length = 0;
           fake.script({ text: `Quokka${m} again: the second message goes to a host that is already running. Warm done ${m}.` });
-          await t.lua('_G.caboose_timeline = {}; caboose_bench.run(...)', ['Caboose again', `Quokka${m}`, null]);
+          await t.lua(process.env.BENCH_TIMELINE_BEFORE_MS ? 'caboose_bench.run(...)' : '_G.caboose_timeline = {}; caboose_bench.run(...)', ['Caboose again', `Quokka${m}`, null]);
           await idle(`Warm done ${m}.`);
           await new Promise((r) => setTimeout(r, 30));
           const r = await t.lua<{ t0: number; t_first: number; first_ms: number; stall_first_ms: number; tl: [string, number][]; gaps: [number, number][]; pid: number }>(
@@ -142,11 +143,12 @@ async function main(): Promise<void> {
       runs.forEach((r, m) => {
         const t0 = r.t0 / 1e6;
         const end = r.t_first / 1e6 + 3;
+        const from = t0 - Number(process.env.BENCH_TIMELINE_BEFORE_MS ?? 1);
         const rows: [string, number][] = [
           ...r.server,
           ...r.tl.map(([s, ns]): [string, number] => [`nvim: ${s}`, ns / 1e6]),
           ['nvim: FIRST TOKEN in the chat', r.t_first / 1e6],
-          ...host.map(([s, ns]): [string, number] => [`host: ${s}`, ns / 1e6]).filter(([, ms]) => ms >= t0 - 1 && ms <= end),
+          ...host.map(([s, ns]): [string, number] => [`host: ${s}`, ns / 1e6]).filter(([, ms]) => ms >= from && ms <= end),
         ];
         rows.sort((a, b) => a[1] - b[1]);
         const at = (re: RegExp, from = t0 - 1) => rows.find(([n, ms]) => re.test(n) && ms >= from)?.[1];
@@ -171,7 +173,7 @@ async function main(): Promise<void> {
         step('9 nvim: delta → in the chat buffer', d(inn, first));
         step('= first token', r.first_ms);
         process.stdout.write(`\nneovim ${i} message ${m + 2}: first token ${r.first_ms.toFixed(1)} ms, longest stall ${r.stall.toFixed(1)} ms; ${loadLine()}\n`);
-        for (const [s, ms] of rows) if (ms - t0 >= -1 && ms <= end) process.stdout.write(`${(ms - t0).toFixed(2).padStart(8)}  ${s}\n`);
+        for (const [s, ms] of rows) if (ms >= from && ms <= end) process.stdout.write(`${(ms - t0).toFixed(2).padStart(8)}  ${s}\n`);
       });
     }
     const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
