@@ -90,6 +90,29 @@ vim.api.nvim_set_decoration_provider(hns, {
   _on_spell_nav = HL._on_spell_nav,
   _on_conceal_line = cw('conceal_line', HL._on_conceal_line),
 })
+-- TSTree finalizers: how many trees Lua's collector frees, and the time spent freeing them (per redraw).
+D.fin_n, D.fin_ns, D.fin_max = 0, 0, 0
+do
+  local tree = vim.treesitter.get_string_parser('# x', 'markdown'):parse()[1]
+  local mt = getmetatable(tree)
+  local gc = mt.__gc
+  mt.__gc = function(t)
+    local t0 = uv.hrtime()
+    local nodes = 0
+    pcall(function()
+      local r = { t:root():range() }
+      nodes = r[3] - r[1]
+    end)
+    gc(t)
+    local dt = uv.hrtime() - t0
+    D.fin_n = D.fin_n + 1
+    D.fin_ns = D.fin_ns + dt
+    if dt > D.fin_max then
+      D.fin_max = dt
+      D.fin_max_nodes = nodes
+    end
+  end
+end
 local rpc = require('caboose.rpc')
 local oe = rpc.on_event
 rpc.on_event = function(name, payload)
@@ -105,11 +128,14 @@ local T = require('caboose.chat.transcript')
 local ns = vim.api.nvim_create_namespace('diag_redraw')
 local rs
 vim.api.nvim_set_decoration_provider(ns, {
-  on_start = function() rs = uv.hrtime(); D.iter_ns = 0; D.cb = {} end,
+  on_start = function() rs = uv.hrtime(); D.iter_ns = 0; D.cb = {}; D.fin_n, D.fin_ns, D.fin_max = 0, 0, 0 end,
   on_end = function()
     if rs then
       local parts = {}
       for k, c in pairs(D.cb) do parts[#parts+1] = string.format('%s %dx %.1f (max %.1f %s)', k, c.n, c.ns/1e6, c.max/1e6, c.maxgc or '') end
+      if D.fin_n > 0 then
+        parts[#parts + 1] = string.format('freed %d trees %.1f ms (longest %.1f ms, %d rows)', D.fin_n, D.fin_ns / 1e6, D.fin_max / 1e6, D.fin_max_nodes or 0)
+      end
       span(string.format('redraw(after ts on_start) iter %.1f %s', D.iter_ns/1e6, table.concat(parts, ' ')), rs)
     end
     rs = nil

@@ -121,7 +121,7 @@ H.md_parser = function(buf)
     -- Made before the filetype is set: the markdown ftplugin's vim.treesitter.start() then finds it.
     local ok, parser = pcall(vim.treesitter.get_parser, buf, 'markdown', { injections = H.injections() })
     if ok and parser and vim.b[buf].caboose_chat then
-      H.gc_watch(parser)
+      H.gc_watch(buf, parser)
       H.split_watch(buf, parser)
     end
   end
@@ -298,8 +298,10 @@ H.settle = function(buf)
   parser:parse({ { 0, 0, 1, 0 }, { erow - 1, 0, erow, 0 } }, function()
     if held and vim.treesitter.highlighter.active[buf] == hl then
       hl.parsing = false
+      -- Redrawn now: the highlighter's state for the window then holds the new trees, not the replaced
+      -- ones (which the collection below could not free while that state referenced them).
       if vim.api.nvim_buf_is_valid(buf) then
-        vim.api.nvim__redraw({ buf = buf, valid = false, flush = false })
+        vim.api.nvim__redraw({ buf = buf, valid = false, flush = true })
       end
     end
     M.collect_when_quiet()
@@ -323,13 +325,22 @@ H.keep = function(v)
 end
 
 --- Watches a transcript's parser: its changes (the chat is not quiet) and its end (its trees are garbage).
-H.gc_watch = function(parser)
+--- The trees are taken when the buffer unloads: by the parser's own `on_detach` it has dropped them.
+H.gc_watch = function(buf, parser)
   parser:register_cbs({
     on_bytes = function()
       H.gc.last = vim.uv.now()
     end,
-    on_detach = function()
-      H.keep(parser)
+  })
+  vim.api.nvim_create_autocmd('BufUnload', {
+    buffer = buf,
+    once = true,
+    callback = function()
+      local trees = {}
+      parser:for_each_tree(function(tree)
+        trees[#trees + 1] = tree
+      end)
+      H.keep(trees)
       M.collect_when_quiet()
     end,
   })
