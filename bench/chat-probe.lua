@@ -125,11 +125,12 @@ function B.result()
   }
 end
 
---- CPU time (ms, user + system) of Neovim and of the host, from /proc/<pid>/stat.
-local function cpu_ms(pid)
-  if not pid then
-    return nil
-  end
+--- CPU time (ms, user + system) of Neovim and of the host.
+--- Precise reading: the scheduler's run time of every thread of the process, in nanoseconds
+--- (/proc/<pid>/task/<tid>/schedstat, first field: what getrusage() and Node's process.cpuUsage() add up
+--- to, for the threads alive now; the host's and Neovim's threads live as long as the process).
+--- Fallback: utime + stime from /proc/<pid>/stat, in 10 ms clock ticks.
+local function cpu_ms_ticks(pid)
   local f = io.open('/proc/' .. pid .. '/stat', 'r')
   if not f then
     return nil
@@ -139,6 +140,35 @@ local function cpu_ms(pid)
   local fields = vim.split(s:sub(s:find(')', 1, true) + 2), ' ', { plain = true })
   -- fields[1] is field 3 (state); utime and stime are fields 14 and 15 (clock ticks, 100 Hz on Linux)
   return (tonumber(fields[12]) + tonumber(fields[13])) * 10
+end
+
+local function cpu_ms(pid)
+  if not pid then
+    return nil
+  end
+  local dir = uv.fs_scandir('/proc/' .. pid .. '/task')
+  if dir then
+    local ns, any = 0, false
+    while true do
+      local tid = uv.fs_scandir_next(dir)
+      if not tid then
+        break
+      end
+      local f = io.open('/proc/' .. pid .. '/task/' .. tid .. '/schedstat', 'r')
+      if f then
+        local first = tonumber((f:read('*l') or ''):match('^(%d+)'))
+        f:close()
+        if first then
+          ns = ns + first
+          any = true
+        end
+      end
+    end
+    if any then
+      return ns / 1e6
+    end
+  end
+  return cpu_ms_ticks(pid)
 end
 
 function B.cpu()
