@@ -188,8 +188,8 @@ export async function nodeFetch(input: string | URL | Request, init: FetchInit =
  * none when chunks are already queued. Node's own `readable[Symbol.asyncIterator]()` goes through
  * `readable`/`read()` and a `nextTick` for every chunk, a good part of the CPU a paced model reply costs
  * (500 reads; issue 24). What arrived while the reader was busy comes as one chunk, as `read()` gives it. Ends and failures come from `stream.finished`, as with Node's iterator (a
- * response cut midway fails with its error, or a premature close). More than a few chunks queued pause
- * the stream until the reader catches up. `onEnd` is told of the end as the reader sees it; `failed` turns
+ * response cut midway fails with its error, or a premature close). A chunk nobody waits for pauses the
+ * stream until the reader asks for more. `onEnd` is told of the end as the reader sees it; `failed` turns
  * a failure into the error the reader gets.
  */
 function chunksOf(stream: NodeJS.ReadableStream, onEnd: () => void, failed: (err: unknown) => unknown): { next(): Promise<IteratorResult<Buffer>>; stop(): void } {
@@ -206,8 +206,10 @@ function chunksOf(stream: NodeJS.ReadableStream, onEnd: () => void, failed: (err
       w.resolve({ done: false, value: chunk });
       return;
     }
+    // Nobody is reading: the stream stops until the reader asks, so what arrives meanwhile waits in the
+    // socket and comes in one read (a fast stream takes few, large reads, as with Node's iterator).
     queue.push(chunk);
-    if (queue.length >= 16) stream.pause();
+    stream.pause();
   };
   stream.on('data', onData);
   const cleanup = finished(stream as NodeJS.ReadableStream & import('node:stream').Readable, (err) => {
@@ -225,10 +227,12 @@ function chunksOf(stream: NodeJS.ReadableStream, onEnd: () => void, failed: (err
   return {
     next(): Promise<IteratorResult<Buffer>> {
       if (queue.length > 0) {
-        // Everything that arrived since the last read, as one chunk (as `read()` gives it).
+        // Everything that arrived since the last read, as one chunk (as Node's iterator gives it): the paused
+        // stream's own buffer too (`read()` hands it all to `onData`).
+        if (!over && stream.isPaused()) (stream as NodeJS.ReadableStream & { read(): unknown }).read();
         const value = queue.length === 1 ? queue[0] : Buffer.concat(queue);
         queue.length = 0;
-        if (!over && stream.isPaused()) stream.resume();
+        if (!over) stream.resume();
         return Promise.resolve({ done: false, value });
       }
       if (failure) return Promise.reject(failed(failure.err));
