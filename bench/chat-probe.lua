@@ -74,6 +74,9 @@ function B.watch(first, done)
       end
       if done and not B.t_done and l:find(done, 1, true) then
         B.t_done = now
+        -- CPU of Neovim and the host the moment the whole reply is in (not a client round trip later,
+        -- when the host is already ending the turn: session rows, the title request).
+        B.cpu_done = B.cpu()
       end
     end
   end
@@ -97,6 +100,7 @@ end
 
 --- Runs an Ex command (e.g. 'Caboose hi') with t0 taken first, the chat watched for `first`/`done`.
 function B.run(cmd, first, done)
+  B.cpu_t0, B.cpu_done = B.cpu(), nil
   B.t0 = uv.hrtime()
   B.watch(first, done)
   vim.cmd(cmd)
