@@ -176,7 +176,8 @@ export class DiskCommitter {
           await backupCopy(at(c.abs), at(p.backup!));
           await fsp.rename(at(p.tmp!), at(c.abs));
           temps.delete(i);
-          steps.push({ kind: 'replaced', target: c.abs, backup: p.backup!, bytes: c.bytes, expect: p.oldSha256 ?? null });
+          const expectBytes = p.oldSha256 && c.basis?.diskSha256 === p.oldSha256 ? c.basis.diskBytes : undefined;
+          steps.push({ kind: 'replaced', target: c.abs, backup: p.backup!, bytes: c.bytes, expect: p.oldSha256 ?? null, ...(expectBytes ? { expectBytes } : {}) });
         }
         faultHook?.({ index: i, change: c, phase: 'renamed' });
       }

@@ -21,6 +21,7 @@ import { StaleGate } from './stale-gate';
 import { bufferLines, fmtKey, linesToBytes, type BufferBridge, type BufferOp, type BufferOpResult, type BufferSnapshot, type UnsavedBuffersPolicy } from './buffer-bridge';
 import { KnownBuffers } from './buffer-cache';
 import { DiskCommitter, type CommitFaultHook, type FileChange, type HardLinkPolicy } from './commit-disk';
+import { DiskCache } from './disk-cache';
 
 export const DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024;
 
@@ -70,6 +71,8 @@ export class FileAccess {
   faultHook: CommitFaultHook | undefined;
   readonly hardLinks: HardLinkPolicy;
   private readonly disk: DiskCommitter;
+  /** Files as last read or written, by their identity on disk (disk-cache.ts). */
+  private readonly diskCache = new DiskCache();
 
   constructor(opts: FileAccessOptions = {}) {
     this.bridge = opts.bridge ?? null;
@@ -86,6 +89,11 @@ export class FileAccess {
     return this.root ? path.relative(this.root, abs).split(path.sep).join('/') : abs;
   }
 
+  /** Views answered from the disk cache and entries made (disk-cache.ts), for tests and the bench. */
+  get diskCacheStats(): { hits: number; entries: number } {
+    return { ...this.diskCache.stats };
+  }
+
   get hasBridge(): boolean {
     return this.bridge !== null;
   }
@@ -97,7 +105,7 @@ export class FileAccess {
   async view(abs: string, opts: { remember?: boolean } = {}): Promise<FileView> {
     let loaded: BufferSnapshot | undefined;
     // The disk is read (and hashed) while Neovim answers: both views are needed for a loaded buffer.
-    const diskP = diskView(abs, this.rel(abs), this.root);
+    const diskP = diskView(abs, this.rel(abs), this.root, this.diskCache);
     diskP.catch(() => undefined);
     if (this.bridge) {
       const k = this.known.get(abs);
@@ -338,9 +346,20 @@ export class FileAccess {
 
   /** The disk commit (commit-disk.ts); the agent is given the written files' sha256s; `syncDirs`: the folders are fsynced. */
   private async commitDisk(changes: FileChange[], syncDirs = true, signal?: AbortSignal, beforeCommitPoint?: () => Promise<void>): Promise<void> {
+    for (const c of changes) {
+      this.diskCache.drop(c.abs);
+      if (c.type === 'write' && c.movedFrom) this.diskCache.drop(c.movedFrom);
+    }
     const written = await this.disk.commit(changes, signal, this.faultHook, beforeCommitPoint);
     // The write results give these sha256s to the agent.
     for (const w of written) this.gate.noteGiven(w.target, w.sha256);
+    // Once no longer racy, the written files are read back in the background: the next view of one
+    // nobody changed meanwhile skips reading and hashing it.
+    const byTarget = new Map(written.map((w) => [w.target, w.sha256]));
+    for (const c of changes) {
+      const sha = byTarget.get(c.abs);
+      if (c.type === 'write' && sha !== undefined) this.diskCache.settle(c.abs, this.root, c.bytes, sha);
+    }
     if (syncDirs) await this.disk.syncDirs(changes);
   }
 
