@@ -6,6 +6,7 @@
  * Calls are BENCH_BUFFER_GAP_MS apart (default 100: an agent's next edit follows a model round trip, never
  * the previous call's return at once); the clean case also shows when Neovim is free again (the call,
  * then a round trip that waits for the work Neovim does after the call returned).
+ * BENCH_EDIT_TRACE=<file> makes the host write each call's step marks to that file (one JSON line a call).
  */
 import fs from 'node:fs';
 import { defaultNvim, startNvim, type TestNvim } from '../test/support/nvim';
@@ -62,7 +63,9 @@ async function measure(t: TestNvim, runs: number, line: number, settled: number[
 
 export async function runBufferBenchmarks(): Promise<BufferBenchRow[]> {
   const runs = Number(process.env.BENCH_BUFFER_RUNS ?? 30);
-  const t = await startNvim({ nvim: defaultNvim(), initLua: process.env.BENCH_NODE ? `require('caboose').setup({ host = { node = '${process.env.BENCH_NODE}' } })` : "require('caboose').setup({})" });
+  // BENCH_EDIT_TRACE=<file>: the host appends each edit_file call's step marks there (src/workspace/trace.ts).
+  const env = process.env.BENCH_EDIT_TRACE ? { CABOOSE_EDIT_TRACE: process.env.BENCH_EDIT_TRACE } : undefined;
+  const t = await startNvim({ nvim: defaultNvim(), env, initLua: process.env.BENCH_NODE ? `require('caboose').setup({ host = { node = '${process.env.BENCH_NODE}' } })` : "require('caboose').setup({})" });
   try {
     const text = Array.from({ length: LINES }, (_, i) => `const value${i + 1} = compute(${i}, "item-${(i * 7919) % 100003}");\n`).join('');
     fs.writeFileSync(`${t.cwd}/big.ts`, text);

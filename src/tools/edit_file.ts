@@ -10,6 +10,7 @@ import { unsavedBufferError } from '../workspace/file-errors';
 import { encodeText, keepFinalNewline, normalizeEol } from '../workspace/encoding';
 import { applyEdits, applyEditsToBytes, type TextEdit } from '../workspace/edits';
 import { fileDiff, fileDiffBytes } from '../workspace/text-diff';
+import { traceMark, traceStart } from '../workspace/trace';
 import { DIAGNOSTICS_NOTE, STALE_PROTOCOL, capDiff, expectedShaField, pathField, type CappedDiff, type WithDiagnostics } from '../workspace/tool-support';
 
 export const editFileParameters = z.object({
@@ -38,9 +39,11 @@ type EditPlan = WritePlan<EditFileData> & { diffReady: Promise<string> };
  * both are in the result and the audit row before the tool returns.
  */
 async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>, d: AuditDraft): Promise<EditPlan> {
+  traceStart();
   const r = ws.resolve(args.path);
   d.path = r.rel;
   const v = await ws.files.view(r.abs);
+  traceMark('view');
   if (v.kind === 'missing') throw notFound(r.rel);
   if (v.kind === 'directory') throw new ToolError('is_directory', `"${r.rel}" is a directory.`, { path: r.rel });
   d.beforeSha256 = v.sha256;
@@ -61,6 +64,7 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
     bytes = encodeText(text, enc);
     diffReady = Promise.resolve(fileDiff(r.rel, r.rel, tv.text, text));
   }
+  traceMark('edit applied');
   const shaReady = sha256HexAsync(bytes);
   // Awaited in afterCommit/onFailure; marked handled so a failed commit cannot leave them unobserved.
   shaReady.catch(() => undefined);
@@ -81,8 +85,10 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
     result,
     audit: [audit],
     afterCommit: async (report) => {
+      traceMark('commit returned');
       await finish();
       Object.assign(result, savedFields(report, r.abs), v.source === 'buffer' && !report.buffered.has(r.abs) ? { savedToDisk: false, unsavedBuffer: true } : {});
+      traceMark('result (sha256, diff)');
     },
     onFailure: finish,
   };

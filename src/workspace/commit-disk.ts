@@ -17,6 +17,7 @@ import { sha256HexAsync } from './file-sha';
 import { hardLinkError } from './file-errors';
 import { statOrNull, type ChangeBasis } from './file-view';
 import { releaseBackup, rollback, verifyDisplaced, writeInPlace, type Step } from './commit-steps';
+import { traceMark } from './trace';
 
 /** A change `commit` makes; several are committed all-or-nothing. */
 export type FileChange =
@@ -121,7 +122,9 @@ export class DiskCommitter {
         };
       }),
     );
+    traceMark('disk: planned (new sha256)');
     const journal = this.journalDir ? await CommitJournal.begin(this.journalDir, plan, this.root) : null;
+    traceMark('disk: journal');
     // Every folder is opened once and verified (anchored.ts); all names below are reached through those
     // handles, so a folder swapped for a link by another process cannot redirect a step out of the root.
     const anchors = this.root !== null && anchoringSupported() ? new AnchorSet(this.root) : null;
@@ -145,6 +148,7 @@ export class DiskCommitter {
         await writeTemp(at(plan[i].tmp!), c.bytes, c.mode, stats[i] ?? undefined);
         temps.set(i, plan[i].tmp!);
       }
+      traceMark('disk: temp written + fsync');
       await beforeCommitPoint?.();
       throwIfCancelled(signal);
       await journal?.mark('pending');
@@ -183,7 +187,9 @@ export class DiskCommitter {
       }
       // What each rename displaced must be what the change was computed from: another program's write
       // in between would otherwise be lost. On a mismatch, everything is put back (their version kept).
+      traceMark('disk: link + rename');
       for (const s of steps) if (!(s.kind === 'replaced' && s.inPlace)) await verifyDisplaced(s, this.rel(s.target), at);
+      traceMark('disk: displaced verified');
       await journal?.mark('done');
     } catch (err) {
       await rollback(steps, at);

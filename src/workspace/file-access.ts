@@ -22,6 +22,7 @@ import { bufferLines, fmtKey, linesToBytes, type BufferBridge, type BufferOp, ty
 import { KnownBuffers } from './buffer-cache';
 import { DiskCommitter, type CommitFaultHook, type FileChange, type HardLinkPolicy } from './commit-disk';
 import { DiskCache } from './disk-cache';
+import { traceMark } from './trace';
 
 export const DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024;
 
@@ -110,6 +111,7 @@ export class FileAccess {
     if (this.bridge) {
       const k = this.known.get(abs);
       loaded = (await this.bridge.status([abs], 'modified', k?.bytes ? new Map([[abs, k.tick]]) : undefined)).get(abs);
+      traceMark('view: buffer status');
       let cachedSha: string | undefined;
       if (loaded?.modified && !loaded.bytes) {
         const c = this.known.get(abs);
@@ -140,6 +142,7 @@ export class FileAccess {
       }
     }
     const v = await diskP;
+    traceMark(`view: disk ${this.diskCache.stats.hits}`);
     if (loaded) v.changedtick = loaded.changedtick;
     if (opts.remember) this.gate.noteGiven(abs, v.sha256);
     return v;
@@ -239,7 +242,10 @@ export class FileAccess {
     // prepared (journal, temp files, their fsync) while Neovim answers the buffer status, and the gates
     // below are checked before the commit point: a refusal there leaves the disk as it was.
     const diskPlanned = changes.filter((c) => c.type === 'delete' || (c.basis ?? { source: 'disk' }).source !== 'buffer');
-    const validation = this.bridge.status(paths, 'never').then((status) => this.checkGates(changes, status, movedFrom));
+    const validation = this.bridge.status(paths, 'never').then((status) => {
+      traceMark('commit: buffer status');
+      return this.checkGates(changes, status, movedFrom);
+    });
     validation.catch(() => undefined); // awaited below; a disk failure may come first
     // Its cancel check also guards the buffer updates, which only follow the disk commit.
     const written = this.commitDisk(diskPlanned, false, signal, async () => {
@@ -264,7 +270,8 @@ export class FileAccess {
     }
     const { status, bufferSets, opLines } = checked;
     // The folders' fsync runs while Neovim updates the buffers; both end before the commit returns.
-    const synced = this.disk.syncDirs(diskPlanned);
+    traceMark('commit: disk done');
+    const synced = this.disk.syncDirs(diskPlanned).then(() => traceMark('commit: folder fsync'));
     if (ops.length === 0) {
       await synced;
       return report;
@@ -272,6 +279,7 @@ export class FileAccess {
     let results: BufferOpResult[];
     try {
       results = await this.bridge.update(ops);
+      traceMark('commit: buffer updated');
     } finally {
       await synced;
     }
