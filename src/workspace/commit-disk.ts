@@ -98,6 +98,10 @@ export class DiskCommitter {
     const createdDirs: string[] = [];
     const steps: Step[] = [];
     const stats: (fs.Stats | null)[] = [];
+    // The new bytes are hashed (thread pool) while the temp files are written; the journal gets their
+    // sha256s before the commit point (recovery needs them from its renames on, not before).
+    const hashes: (Promise<string> | undefined)[] = changes.map((c) => (c.type === 'write' ? Promise.resolve(c.sha256 ?? sha256HexAsync(c.bytes)) : undefined));
+    for (const h of hashes) h?.catch(() => undefined);
     // Every name and step is fixed first: the journal lists them before anything is written.
     const plan: JournalStep[] = await Promise.all(
       changes.map(async (c, i): Promise<JournalStep> => {
@@ -108,21 +112,19 @@ export class DiskCommitter {
         const st = c.createOnly ? null : await statOrNull(c.abs);
         stats[i] = st;
         const kind = c.createOnly || !st ? 'create' : 'replace';
-        const newSha256 = await (c.sha256 ?? sha256HexAsync(c.bytes));
         const inPlace = kind === 'replace' && st!.isFile() && st!.nlink > 1;
         if (inPlace && this.hardLinks === 'refuse') throw hardLinkError(this.rel(c.abs), st!.nlink);
         const oldSha256 = c.basis?.diskSha256 ?? undefined;
         return {
           kind,
           target: c.abs,
-          newSha256,
           ...(oldSha256 ? { oldSha256 } : {}),
           ...(inPlace ? { inPlace: true } : { tmp: siblingName(c.abs, 'tmp') }),
           ...(kind === 'replace' ? { backup: siblingName(c.abs, 'bak') } : {}),
         };
       }),
     );
-    traceMark('disk: planned (new sha256)');
+    traceMark('disk: planned');
     const journal = this.journalDir ? await CommitJournal.begin(this.journalDir, plan, this.root) : null;
     traceMark('disk: journal');
     // Every folder is opened once and verified (anchored.ts); all names below are reached through those
@@ -150,7 +152,10 @@ export class DiskCommitter {
       }
       traceMark('disk: temp written + fsync');
       await beforeCommitPoint?.();
+      for (let i = 0; i < changes.length; i++) if (hashes[i]) plan[i].newSha256 = await hashes[i];
+      traceMark('disk: new sha256');
       throwIfCancelled(signal);
+      journal?.update(plan, this.root);
       await journal?.mark('pending');
       for (let i = 0; i < changes.length; i++) {
         const c = changes[i];
