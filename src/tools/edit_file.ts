@@ -11,6 +11,7 @@ import { encodeText, keepFinalNewline, normalizeEol } from '../workspace/encodin
 import { applyEdits, applyEditsToBytes, type TextEdit } from '../workspace/edits';
 import { fileDiff, fileDiffBytes } from '../workspace/text-diff';
 import { traceMark, traceStart } from '../workspace/trace';
+import { duringIo } from '../workspace/io-idle';
 import { DIAGNOSTICS_NOTE, STALE_PROTOCOL, capDiff, expectedShaField, pathField, type CappedDiff, type WithDiagnostics } from '../workspace/tool-support';
 
 export const editFileParameters = z.object({
@@ -31,7 +32,7 @@ export const editFileParameters = z.object({
 export type EditFileData = { path: string; sha256: string; previousSha256: string; edits: number; savedToDisk?: boolean; unsavedBuffer?: boolean } & CappedDiff & WithDiagnostics;
 
 /** The plan, with the diff and the new sha256 still being computed (see plan). */
-type EditPlan = WritePlan<EditFileData> & { diffReady: Promise<string> };
+type EditPlan = WritePlan<EditFileData> & { diffReady: Promise<string>; runDiff: () => void };
 
 /**
  * Plans the edit against the current content. The new bytes' sha256 (on the thread pool) and the diff
@@ -53,9 +54,13 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
   const fast = editBytes(v, args.edits, r.rel, ws.files.maxFileBytes);
   let bytes: Buffer;
   let diffReady: Promise<string>;
+  let runDiff = (): void => undefined;
   if (fast) {
     bytes = fast.bytes;
-    diffReady = later(() => fileDiffBytes(r.rel, r.rel, fast.oldBody, fast.newBody));
+    // Computed while the commit waits for the temp file's fsync (io-idle.ts), or when first needed.
+    const d = duringIo(() => fileDiffBytes(r.rel, r.rel, fast.oldBody, fast.newBody));
+    diffReady = d.promise;
+    runDiff = d.run;
   } else {
     const tv = toTextView(v, r.rel, ws.files.maxFileBytes);
     const enc = tv.encoding;
@@ -66,12 +71,14 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
   }
   traceMark('edit applied');
   const shaReady = sha256HexAsync(bytes);
+  traceMark('hash started');
   // Awaited in afterCommit/onFailure; marked handled so a failed commit cannot leave them unobserved.
   shaReady.catch(() => undefined);
   diffReady.catch(() => undefined);
   const result: EditFileData = { path: r.rel, sha256: '', previousSha256: v.sha256!, edits: args.edits.length } as EditFileData;
   const audit = { ...d, operation: 'edit' };
   const finish = async () => {
+    runDiff();
     const [sha, diff] = await Promise.all([shaReady, diffReady]);
     Object.assign(d, { afterSha256: sha, diff });
     Object.assign(audit, { afterSha256: sha, diff });
@@ -82,6 +89,7 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
     changes: bytes.equals(v.bytes!) ? [] : [{ type: 'write', abs: r.abs, bytes, sha256: shaReady, mode: v.mode ?? undefined, basis: basisOf(v) }],
     diff: '',
     diffReady,
+    runDiff,
     result,
     audit: [audit],
     afterCommit: async (report) => {
@@ -93,19 +101,6 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
     onFailure: finish,
   };
   return p;
-}
-
-/** Runs `fn` on a later turn of the event loop (while the caller awaits I/O). */
-function later<T>(fn: () => T): Promise<T> {
-  return new Promise((resolve, reject) =>
-    setImmediate(() => {
-      try {
-        resolve(fn());
-      } catch (err) {
-        reject(err);
-      }
-    }),
-  );
 }
 
 const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
@@ -156,6 +151,7 @@ export const editFileTool: ToolDefinition<typeof editFileParameters, EditFileDat
   async preview(args, ctx) {
     const ws = fileWorkspace(ctx.workspace);
     const p = await plan(ws, args, empty());
+    p.runDiff();
     return { kind: 'diff', path: p.result.path, diff: await p.diffReady, files: await reviewFiles(ws, p.changes) };
   },
 };
