@@ -24,7 +24,7 @@ interface Result {
   error?: { kind: string; message: string };
 }
 
-const LINES = 100_000;
+export const LINES = 100_000;
 const TARGET_MS = 25;
 
 function quantile(xs: number[], q: number): number {
@@ -34,7 +34,8 @@ function quantile(xs: number[], q: number): number {
 
 const GAP_MS = Number(process.env.BENCH_BUFFER_GAP_MS ?? 100);
 
-async function measure(t: TestNvim, runs: number, line: number, settled: number[] = []): Promise<number[]> {
+/** `runs` edit_file calls (after one uncounted warm-up) flipping the case of line `line`'s name; their times (ms). */
+export async function measure(t: TestNvim, runs: number, line: number, settled: number[] = []): Promise<number[]> {
   const call = (name: string, args: unknown) => t.lua<Result>("return require('caboose').tool_call(...)", [name, args]);
   const read = await call('read_file', { path: 'big.ts', startLine: 1, endLine: 1 });
   if (!read.ok) throw new Error(JSON.stringify(read));
@@ -61,14 +62,18 @@ async function measure(t: TestNvim, runs: number, line: number, settled: number[
   return times;
 }
 
+/** The 100,000-line file both benches edit (big.ts). */
+export function bigText(): string {
+  return Array.from({ length: LINES }, (_, i) => `const value${i + 1} = compute(${i}, "item-${(i * 7919) % 100003}");\n`).join('');
+}
+
 export async function runBufferBenchmarks(): Promise<BufferBenchRow[]> {
   const runs = Number(process.env.BENCH_BUFFER_RUNS ?? 30);
   // BENCH_EDIT_TRACE=<file>: the host appends each edit_file call's step marks there (src/workspace/trace.ts).
   const env = process.env.BENCH_EDIT_TRACE ? { CABOOSE_EDIT_TRACE: process.env.BENCH_EDIT_TRACE } : undefined;
   const t = await startNvim({ nvim: defaultNvim(), env, initLua: process.env.BENCH_NODE ? `require('caboose').setup({ host = { node = '${process.env.BENCH_NODE}' } })` : "require('caboose').setup({})" });
   try {
-    const text = Array.from({ length: LINES }, (_, i) => `const value${i + 1} = compute(${i}, "item-${(i * 7919) % 100003}");\n`).join('');
-    fs.writeFileSync(`${t.cwd}/big.ts`, text);
+    fs.writeFileSync(`${t.cwd}/big.ts`, bigText());
     await t.cmd('edit big.ts');
     const rows: BufferBenchRow[] = [];
     const settled: number[] = [];

@@ -56,15 +56,16 @@ function B.max_stall(from_ns, to_ns)
 end
 
 --- Watches the chat buffer's text: t_first when `first` appears, t_done when `done` appears
---- (hrtime, ns). Reads only the changed lines (at most the last 200 of a change).
-function B.watch(first, done)
+--- (hrtime, ns). Reads only the changed lines (at most the last 200 of a change). `buf`: the buffer
+--- to watch (default caboose's chat; bench/codecompanion.ts passes codecompanion's chat buffer).
+function B.watch(first, done, buf)
   if done == vim.NIL then
     done = nil
   end
   B.t_first, B.t_done, B.watch_error = nil, nil, nil
   B.watch_id = (B.watch_id or 0) + 1
   local id = B.watch_id
-  local buf = require('caboose.chat').buf()
+  buf = buf or require('caboose.chat').buf()
   local function check(b, firstline, new_last)
     local now = uv.hrtime()
     local lines = vim.api.nvim_buf_get_lines(b, math.max(firstline, new_last - 200), new_last, false)

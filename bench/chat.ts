@@ -33,10 +33,11 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { startFakeOpenAI, type FakeOpenAI, type FakeTextReply } from '../test/support/fake-openai';
 import { defaultNvim, REPO_ROOT, startNvim, type TestNvim } from '../test/support/nvim';
+import { TRIAL_FILE } from '../src/workspace/sandbox/sandbox';
 
 const NODE = process.env.BENCH_NODE ?? 'node';
-const UI = process.env.BENCH_CHAT_UI !== '0';
-const PROBE_LUA = path.join(__dirname, 'chat-probe.lua');
+export const UI = process.env.BENCH_CHAT_UI !== '0';
+export const PROBE_LUA = path.join(__dirname, 'chat-probe.lua');
 const TSX = ['--import', 'tsx'];
 
 /* ------------------------------------------------------------------------------------------------
@@ -55,13 +56,13 @@ export function quantile(xs: number[], q: number): number {
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /* ------------------------------------------------------------------------------------------------
  * Neovim under measurement
  * ---------------------------------------------------------------------------------------------- */
 
-interface LuaResult {
+export interface LuaResult {
   t0: number;
   t_first?: number;
   t_done?: number;
@@ -72,13 +73,42 @@ interface LuaResult {
   stall_done_ms?: number;
 }
 
-async function openNvim(fake: FakeOpenAI, env: Record<string, string> = {}): Promise<TestNvim> {
+/**
+ * `env.BENCH_TRIAL_CARRY` (set by coldEnv): a file that carries the data folder's remembered sandbox trial
+ * (src/workspace/sandbox/sandbox.ts, TRIAL_FILE) from one fresh Neovim to the next, as a user's data
+ * folder keeps it between sessions (the rest of the folder, the session store, starts empty as before).
+ */
+export async function openNvim(fake: FakeOpenAI, env: Record<string, string> = {}): Promise<TestNvim> {
   const setup = NODE === 'node' ? '{}' : `{ host = { node = ${JSON.stringify(NODE)} } }`;
+  const carry = env.BENCH_TRIAL_CARRY;
+  let home: string | undefined;
+  if (carry) {
+    home = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-nvim-'));
+    const data = path.join(home, 'data', 'nvim', 'caboose');
+    fs.mkdirSync(data, { recursive: true });
+    if (fs.existsSync(carry)) fs.copyFileSync(carry, path.join(data, TRIAL_FILE));
+  }
   const t = await startNvim({
+    ...(home ? { home } : {}),
     nvim: defaultNvim(),
     env: { OPENAI_BASE_URL: fake.url, CABOOSE_MODEL: 'fake-model', ...env },
     initLua: `require('caboose').setup(${setup})\ndofile(${JSON.stringify(PROBE_LUA)})`,
   });
+  if (carry && home) {
+    const close = t.close.bind(t);
+    const h = home;
+    t.close = async () => {
+      await close();
+      const f = path.join(h, 'data', 'nvim', 'caboose', TRIAL_FILE);
+      if (fs.existsSync(f)) fs.copyFileSync(f, carry);
+      fs.rmSync(h, { recursive: true, force: true });
+    };
+  }
+  return withUi(t);
+}
+
+/** Attaches this process as Neovim's UI (200×50, ext_linegrid) unless BENCH_CHAT_UI=0; closes `t` on failure. */
+export async function withUi(t: TestNvim): Promise<TestNvim> {
   try {
     if (UI) await t.nvim.uiAttach(200, 50, { ext_linegrid: true, rgb: true });
   } catch (err) {
@@ -93,11 +123,11 @@ async function run(t: TestNvim, cmd: string, first: string, done?: string): Prom
   await t.lua('caboose_bench.run(...)', [cmd, first, done ?? null]);
 }
 
-async function result(t: TestNvim): Promise<LuaResult> {
+export async function result(t: TestNvim): Promise<LuaResult> {
   return t.lua<LuaResult>('local r = caboose_bench.result(); r.t0 = caboose_bench.t0; r.t_first = caboose_bench.t_first; r.t_done = caboose_bench.t_done; return r');
 }
 
-async function waitSeen(t: TestNvim, what: 't_first' | 't_done', timeoutMs: number): Promise<void> {
+export async function waitSeen(t: TestNvim, what: 't_first' | 't_done', timeoutMs: number): Promise<void> {
   await t.waitFor(() => t.lua<boolean>(`assert(not caboose_bench.watch_error, caboose_bench.watch_error); return caboose_bench.${what} ~= nil`), what === 't_first' ? 'the first token in the chat' : 'the whole reply in the chat', timeoutMs);
 }
 
@@ -114,8 +144,8 @@ async function waitIdle(t: TestNvim, tail: string, timeoutMs = 60_000): Promise<
  * 1. Cold :Caboose → first token
  * ---------------------------------------------------------------------------------------------- */
 
-const COLD_REPLY = 'Zephyr here: this reply arrives in small chunks, a few words at a time, the way a real model streams it. Cold done.';
-const WARM_REPLY = 'Quokka again: the second message goes to a host that is already running. Warm done.';
+export const COLD_REPLY = 'Zephyr here: this reply arrives in small chunks, a few words at a time, the way a real model streams it. Cold done.';
+export const WARM_REPLY = 'Quokka again: the second message goes to a host that is already running. Warm done.';
 
 export interface ColdResult {
   runs: number;
@@ -141,14 +171,43 @@ export function nodeOnce(): number {
   return ms;
 }
 
-export async function runColdBenchmark(runs = Number(process.env.BENCH_CHAT_RUNS ?? 10)): Promise<ColdResult> {
-  const res: ColdResult = { runs, nodeMs: [], coldFirstMs: [], coldStallMs: [], coldReturnMs: [], warmFirstMs: [], warmStallMs: [], firstEverMs: NaN, typedFirstMs: [], typedStallMs: [], nvim: defaultNvim().version };
-  nodeOnce(); // warm the page cache
-  const fake = await startFakeOpenAI();
-  // Every Neovim here is fresh, but they share one cache folder (stdpath('cache')), as a user's
-  // Neovim sessions do: the host keeps its compiled code there. A first start (not counted) fills it.
+/** A fresh Neovim: cold `:Caboose hi` → first token (`COLD_REPLY`), then a warm second message (`WARM_REPLY`). */
+export async function coldAndWarm(fake: FakeOpenAI, env: Record<string, string>): Promise<{ cold: LuaResult; warm: LuaResult }> {
+  const t = await openNvim(fake, env);
+  try {
+    await t.lua('caboose_bench.probe_start()');
+    await sleep(100); // let start-up settle; the probe is running
+    fake.script({ text: COLD_REPLY });
+    await run(t, 'Caboose hi', 'Zephyr');
+    await waitSeen(t, 't_first', 30_000);
+    await waitIdle(t, 'Cold done.');
+    await sleep(20);
+    const cold = await result(t);
+
+    fake.script({ text: WARM_REPLY });
+    await run(t, 'Caboose again', 'Quokka');
+    await waitSeen(t, 't_first', 30_000);
+    await waitIdle(t, 'Warm done.');
+    await sleep(20);
+    const warm = await result(t);
+    await t.lua('caboose_bench.probe_stop()');
+    return { cold, warm };
+  } finally {
+    await t.close();
+  }
+}
+
+/**
+ * The environment of the cold runs: one compiled-code cache folder shared by every fresh Neovim (as a
+ * user's sessions share stdpath('cache')), filled by a first start that is not counted (its time is
+ * returned). `dispose` removes the folder.
+ */
+export async function coldEnv(fake: FakeOpenAI): Promise<{ env: Record<string, string>; firstEverMs: number; dispose: () => void }> {
   const cacheHome = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-bench-cache-'));
   const env: Record<string, string> = { XDG_CACHE_HOME: cacheHome, ...(process.env.BENCH_HOST_UNBUNDLED ? { CABOOSE_HOST_UNBUNDLED: '1' } : {}) };
+  const dispose = () => fs.rmSync(cacheHome, { recursive: true, force: true });
+  // The data folder's remembered sandbox trial is carried from one Neovim to the next (BENCH_NO_TRIAL_CARRY=1: not).
+  if (!process.env.BENCH_NO_TRIAL_CARRY) env.BENCH_TRIAL_CARRY = path.join(cacheHome, `carried-${TRIAL_FILE}`);
   try {
     const p = await openNvim(fake, env);
     try {
@@ -156,39 +215,37 @@ export async function runColdBenchmark(runs = Number(process.env.BENCH_CHAT_RUNS
       await run(p, 'Caboose hi', 'Zephyr');
       await waitSeen(p, 't_first', 30_000);
       await waitIdle(p, 'Cold done.');
-      res.firstEverMs = (await result(p)).first_ms!;
+      return { env, firstEverMs: (await result(p)).first_ms!, dispose };
     } finally {
       await p.close();
     }
+  } catch (err) {
+    dispose();
+    throw err;
+  }
+}
+
+export async function runColdBenchmark(runs = Number(process.env.BENCH_CHAT_RUNS ?? 10)): Promise<ColdResult> {
+  const res: ColdResult = { runs, nodeMs: [], coldFirstMs: [], coldStallMs: [], coldReturnMs: [], warmFirstMs: [], warmStallMs: [], firstEverMs: NaN, typedFirstMs: [], typedStallMs: [], nvim: defaultNvim().version };
+  nodeOnce(); // warm the page cache
+  const fake = await startFakeOpenAI();
+  // Every Neovim here is fresh, but they share one cache folder (stdpath('cache')), as a user's
+  // Neovim sessions do: the host keeps its compiled code there. A first start (not counted) fills it.
+  let dispose = () => {};
+  try {
+    const ce = await coldEnv(fake);
+    const env = ce.env;
+    dispose = ce.dispose;
+    res.firstEverMs = ce.firstEverMs;
     for (let i = 0; i < runs; i++) {
       // The baseline is interleaved with the runs, so a busy moment on the machine hits both.
       res.nodeMs.push(nodeOnce());
-      const t = await openNvim(fake, env);
-      try {
-        await t.lua('caboose_bench.probe_start()');
-        await sleep(100); // let start-up settle; the probe is running
-        fake.script({ text: COLD_REPLY });
-        await run(t, 'Caboose hi', 'Zephyr');
-        await waitSeen(t, 't_first', 30_000);
-        await waitIdle(t, 'Cold done.');
-        await sleep(20);
-        const cold = await result(t);
-        res.coldFirstMs.push(cold.first_ms!);
-        res.coldStallMs.push(cold.stall_first_ms!);
-        res.coldReturnMs.push(cold.returned_ms!);
-
-        fake.script({ text: WARM_REPLY });
-        await run(t, 'Caboose again', 'Quokka');
-        await waitSeen(t, 't_first', 30_000);
-        await waitIdle(t, 'Warm done.');
-        await sleep(20);
-        const warm = await result(t);
-        res.warmFirstMs.push(warm.first_ms!);
-        res.warmStallMs.push(warm.stall_first_ms!);
-        await t.lua('caboose_bench.probe_stop()');
-      } finally {
-        await t.close();
-      }
+      const { cold, warm } = await coldAndWarm(fake, env);
+      res.coldFirstMs.push(cold.first_ms!);
+      res.coldStallMs.push(cold.stall_first_ms!);
+      res.coldReturnMs.push(cold.returned_ms!);
+      res.warmFirstMs.push(warm.first_ms!);
+      res.warmStallMs.push(warm.stall_first_ms!);
       // As a user starts it: the command typed at ~12 keys a second, timed from its <CR>.
       const u = await openNvim(fake, env);
       try {
@@ -214,7 +271,7 @@ export async function runColdBenchmark(runs = Number(process.env.BENCH_CHAT_RUNS
     }
   } finally {
     await fake.close();
-    fs.rmSync(cacheHome, { recursive: true, force: true });
+    dispose();
   }
   return res;
 }
@@ -255,18 +312,18 @@ export function formatColdTable(r: ColdResult): string {
  * ---------------------------------------------------------------------------------------------- */
 
 /** How a reply is streamed: its size, the chunk size and the pause between chunks. */
-interface StreamShape {
+export interface StreamShape {
   label: string;
   chars: number;
   chunkChars: number;
   delayMs: number;
 }
 /** As fast as the server can send: the worst case for the editor (and a 2-core machine's CPU). */
-const BURST: StreamShape = { label: 'burst', chars: 80_000, chunkChars: 8, delayMs: 0 };
+export const BURST: StreamShape = { label: 'burst', chars: 80_000, chunkChars: 8, delayMs: 0 };
 /** Still faster than any hosted model (≈ 1,000 tokens a second), but paced like one. */
 const PACED: StreamShape = { label: 'paced', chars: 20_000, chunkChars: 40, delayMs: 10 };
-const STREAM_FIRST = 'Zephyr';
-const STREAM_MARKER = 'END-OF-STREAM-9f3c';
+export const STREAM_FIRST = 'Zephyr';
+export const STREAM_MARKER = 'END-OF-STREAM-9f3c';
 const FILL_BYTES = 400_000;
 
 const WORDS = (
@@ -419,6 +476,68 @@ export interface StreamCase {
   rawCpuMs: number[];
 }
 
+/** A chat under measurement: caboose's (`cabooseTarget`) or another plugin's (bench/codecompanion.ts). */
+export interface StreamTarget {
+  /** Opens a new chat (holding `fill` as earlier conversation when given); resolves to the chat's size in characters. */
+  newChat(fill: string | null): Promise<number>;
+  /** Sends a message with t0 taken just before, the chat buffer watched for `first` and `done` (caboose_bench.watch). */
+  send(message: string, first: string, done: string): Promise<void>;
+  /** Resolves once the reply ending with `tail` is in the chat and the plugin is idle again. */
+  idle(tail: string): Promise<void>;
+}
+
+export function cabooseTarget(t: TestNvim): StreamTarget {
+  return {
+    async newChat(fill) {
+      await t.cmd('CabooseNew');
+      return fill ? t.lua<number>('return caboose_bench.fill(...)', [fill]) : (await t.chatLines()).join('\n').length;
+    },
+    send: (message, first, done) => run(t, `Caboose ${message}`, first, done),
+    idle: (tail) => waitIdle(t, tail),
+  };
+}
+
+/**
+ * One stream run: the raw-client baseline, then the same stream into a new chat of `target` (in `t`, whose
+ * server address is `socket`), with the second client's round trips, the in-Neovim stalls and the CPU
+ * times; appended to `c`.
+ */
+export async function streamRun(t: TestNvim, target: StreamTarget, fake: FakeOpenAI, text: string, shape: StreamShape, fill: string | null, socket: string, c: StreamCase): Promise<void> {
+  const raw = await rawRun(fake, text, shape);
+  if (raw.cpuMs !== undefined) c.rawCpuMs.push(raw.cpuMs);
+  c.rawMs.push(raw.ms);
+  c.rawFirstMs.push(raw.firstMs);
+  c.chatChars.push(await target.newChat(fill));
+  fake.script(streamReply(text, shape));
+  const probe = await startProbe(socket);
+  await t.lua('caboose_bench.probe_start()');
+  await sleep(500); // let the chat settle (redraw, a first parse of the filled chat) before timing
+  const cpu0 = await t.lua<{ nvim?: number; host?: number }>('return caboose_bench.cpu()');
+  await target.send('stream please', STREAM_FIRST, STREAM_MARKER);
+  await waitSeen(t, 't_done', 120_000);
+  const cpu1 = await t.lua<{ nvim?: number; host?: number }>('return caboose_bench.cpu()');
+  const samples = await probe.stop();
+  await target.idle(STREAM_MARKER);
+  await sleep(20);
+  const r = await result(t);
+  await t.lua('caboose_bench.probe_stop()');
+  c.renderedMs.push(r.done_ms!);
+  c.firstMs.push(r.first_ms!);
+  c.stallMs.push(r.stall_done_ms!);
+  // Round trips that overlap [t0, rendered].
+  for (const [start, ms] of samples) if (start + ms * 1e6 >= r.t0 && start <= r.t_done!) c.evalMs.push(ms);
+  if (cpu0.nvim !== undefined && cpu1.nvim !== undefined) c.nvimCpuMs.push(cpu1.nvim - cpu0.nvim);
+  if (cpu0.host !== undefined && cpu1.host !== undefined) c.hostCpuMs.push(cpu1.host - cpu0.host);
+}
+
+/** The same SSE stream read by a plain Node HTTP client (bench/raw-stream.ts): the baseline of a stream run. */
+export async function rawRun(fake: FakeOpenAI, text: string, shape: StreamShape): Promise<{ ms: number; firstMs: number; chars: number; cpuMs?: number }> {
+  fake.script(streamReply(text, shape));
+  const raw = await childJson<{ ms: number; firstMs: number; chars: number; cpuMs?: number }>('raw-stream.ts', [fake.url], 150_000);
+  if (raw.chars !== text.length) throw new Error(`raw client got ${raw.chars} chars`);
+  return raw;
+}
+
 async function streamCase(fake: FakeOpenAI, shape: StreamShape, name: string, fill: string | null, runs: number): Promise<StreamCase> {
   const text = streamText(shape.chars);
   const c: StreamCase = { name, shape, chatChars: [], renderedMs: [], rawMs: [], firstMs: [], rawFirstMs: [], evalMs: [], stallMs: [], nvimCpuMs: [], hostCpuMs: [], rawCpuMs: [] };
@@ -430,38 +549,8 @@ async function streamCase(fake: FakeOpenAI, shape: StreamShape, name: string, fi
     fake.script({ text: 'Ready.' });
     await t.cmd('Caboose hi');
     await waitIdle(t, 'Ready.');
-    for (let i = 0; i < runs; i++) {
-      // Baseline first, same stream, same server.
-      fake.script(streamReply(text, shape));
-      const raw = await childJson<{ ms: number; firstMs: number; chars: number; cpuMs?: number }>('raw-stream.ts', [fake.url], 150_000);
-      if (raw.cpuMs !== undefined) c.rawCpuMs.push(raw.cpuMs);
-      if (raw.chars !== text.length) throw new Error(`raw client got ${raw.chars} chars`);
-      c.rawMs.push(raw.ms);
-      c.rawFirstMs.push(raw.firstMs);
-
-      await t.cmd('CabooseNew');
-      c.chatChars.push(fill ? await t.lua<number>('return caboose_bench.fill(...)', [fill]) : (await t.chatLines()).join('\n').length);
-      fake.script(streamReply(text, shape));
-      const probe = await startProbe(socket);
-      await t.lua('caboose_bench.probe_start()');
-      await sleep(500); // let the chat settle (redraw, a first parse of the filled chat) before timing
-      const cpu0 = await t.lua<{ nvim?: number; host?: number }>('return caboose_bench.cpu()');
-      await run(t, 'Caboose stream please', STREAM_FIRST, STREAM_MARKER);
-      await waitSeen(t, 't_done', 120_000);
-      const cpu1 = await t.lua<{ nvim?: number; host?: number }>('return caboose_bench.cpu()');
-      const samples = await probe.stop();
-      await waitIdle(t, STREAM_MARKER);
-      await sleep(20);
-      const r = await result(t);
-      await t.lua('caboose_bench.probe_stop()');
-      c.renderedMs.push(r.done_ms!);
-      c.firstMs.push(r.first_ms!);
-      c.stallMs.push(r.stall_done_ms!);
-      // Round trips that overlap [t0, rendered].
-      for (const [start, ms] of samples) if (start + ms * 1e6 >= r.t0 && start <= r.t_done!) c.evalMs.push(ms);
-      if (cpu0.nvim !== undefined && cpu1.nvim !== undefined) c.nvimCpuMs.push(cpu1.nvim - cpu0.nvim);
-      if (cpu0.host !== undefined && cpu1.host !== undefined) c.hostCpuMs.push(cpu1.host - cpu0.host);
-    }
+    const target = cabooseTarget(t);
+    for (let i = 0; i < runs; i++) await streamRun(t, target, fake, text, shape, fill, socket, c);
   } finally {
     await t.close();
   }

@@ -7,6 +7,7 @@
  * the command. The first run fills the compiled-code cache and is not printed.
  *
  *   npm run build && node --import tsx bench/cold-timeline.ts [runs]
+ *   (BENCH_HOST_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/p': more options for the host's node)
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -15,6 +16,7 @@ import http from 'node:http';
 import { startFakeOpenAI } from '../test/support/fake-openai';
 import { defaultNvim, startNvim } from '../test/support/nvim';
 import { loadLine } from './chat';
+import { TRIAL_FILE } from '../src/workspace/sandbox/sandbox';
 
 const PROBE = path.join(__dirname, 'chat-probe.lua');
 const hr = (): number => Number(process.hrtime.bigint()) / 1e6;
@@ -43,7 +45,7 @@ async function main(): Promise<void> {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-timeline-'));
   const marksDir = path.join(work, 'marks');
   const node = path.join(work, 'node-marks.sh');
-  fs.writeFileSync(node, `#!/bin/sh\nMARKS_DIR=${JSON.stringify(marksDir)} exec node -r ${JSON.stringify(path.join(__dirname, 'host-marks.cjs'))} "$@"\n`, { mode: 0o755 });
+  fs.writeFileSync(node, `#!/bin/sh\nMARKS_DIR=${JSON.stringify(marksDir)} exec node ${process.env.BENCH_HOST_NODE_ARGS ?? ''} -r ${JSON.stringify(path.join(__dirname, 'host-marks.cjs'))} "$@"\n`, { mode: 0o755 });
   const fake = await startFakeOpenAI();
   const serverMarks: [string, number][] = [];
   // The fake server's own view: when the request arrived.
@@ -53,10 +55,18 @@ async function main(): Promise<void> {
     return emit.apply(this, [ev, ...args] as Parameters<typeof emit>);
   } as typeof emit;
   const cacheHome = path.join(work, 'cache');
+  const carried = path.join(work, TRIAL_FILE);
   try {
     for (let i = 0; i <= runs; i++) {
       serverMarks.length = 0;
+      // The data folder's remembered sandbox trial carries over from the run before (as a user's data folder
+      // keeps it); the rest of the folder starts empty. BENCH_NO_TRIAL_CARRY=1: not carried.
+      const home = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-nvim-'));
+      const dataDir = path.join(home, 'data', 'nvim', 'caboose');
+      fs.mkdirSync(dataDir, { recursive: true });
+      if (!process.env.BENCH_NO_TRIAL_CARRY && fs.existsSync(carried)) fs.copyFileSync(carried, path.join(dataDir, TRIAL_FILE));
       const t = await startNvim({
+        home,
         nvim: defaultNvim(),
         env: { OPENAI_BASE_URL: fake.url, CABOOSE_MODEL: 'fake-model', XDG_CACHE_HOME: cacheHome },
         initLua: `require('caboose').setup({ host = { node = ${JSON.stringify(node)} } })\ndofile(${JSON.stringify(PROBE)})\n${LUA_MARKS}`,
@@ -73,6 +83,8 @@ async function main(): Promise<void> {
           "local r = caboose_bench.result(); r.t0 = caboose_bench.t0; r.t_first = caboose_bench.t_first; r.t_ret = caboose_bench.t_returned; r.gaps = caboose_bench.gaps; r.tl = _G.caboose_timeline; r.pid = require('caboose.rpc').host_pid(); return r",
         );
         await t.close();
+        if (fs.existsSync(path.join(dataDir, TRIAL_FILE))) fs.copyFileSync(path.join(dataDir, TRIAL_FILE), carried);
+        fs.rmSync(home, { recursive: true, force: true });
         if (i === 0) continue;
         await new Promise((res) => setTimeout(res, 200)); // the host writes its marks as it exits
         const t0 = r.t0 / 1e6;

@@ -14,12 +14,9 @@ Module._load = function (req, ...a) {
   if (req === 'better-sqlite3' || req.endsWith('host.bundle.js')) { mark(`require ${req.split('/').pop()} begin`); const r = origLoad.call(this, req, ...a); mark(`require ${req.split('/').pop()} end`); return r; }
   return origLoad.call(this, req, ...a);
 };
-const origFetch = globalThis.fetch;
-let nf = 0;
-globalThis.fetch = function (u, ...a) { const n = ++nf; mark(`fetch #${n} called ${String(u).slice(0, 40)}`); const p = origFetch.call(this, u, ...a); if (n <= 3) p.then(() => mark(`fetch #${n} response headers`), () => {}); return p; };
 const net = require('net');
 const origConnect = net.Socket.prototype.connect;
-net.Socket.prototype.connect = function (...a) { mark('socket connect'); return origConnect.apply(this, a); };
+net.Socket.prototype.connect = function (...a) { const c = process.cpuUsage(); mark(`socket connect (host CPU so far ${((c.user + c.system) / 1000).toFixed(1)} ms)`); return origConnect.apply(this, a); };
 const cp = require('child_process');
 const origSpawn = cp.spawn;
 cp.spawn = function (cmd, ...a) { mark(`spawn ${cmd}`); const c = origSpawn.call(this, cmd, ...a); c.once('close', () => mark(`spawn ${cmd} closed`)); return c; };
@@ -36,3 +33,16 @@ if (!dir) throw new Error('host-marks.cjs: MARKS_DIR is not set');
 const dump = () => { try { fs.mkdirSync(dir, { recursive: true }); fs.writeFileSync(`${dir}/${process.pid}.json`, JSON.stringify(marks)); } catch {} };
 setTimeout(dump, 1500).unref();
 process.on('exit', dump);
+// Reading the global fetch at preload would load undici here: it is wrapped when the host first reads it.
+let nf = 0;
+let wrapped = null;
+const wrapFetch = (origFetch) => wrapped ??= function (u, ...a) { const n = ++nf; mark(`fetch #${n} called ${String(u).slice(0, 40)}`); const p = origFetch.call(this, u, ...a); if (n <= 3) p.then(() => mark(`fetch #${n} response headers`), () => {}); return p; };
+// The first use of the global Headers / fetch loads undici (lazy getters on globalThis).
+for (const name of ['Headers', 'fetch', 'Request', 'Response', 'FormData']) {
+  const d = Object.getOwnPropertyDescriptor(globalThis, name);
+  if (!d || !d.get) continue;
+  let seen = false;
+  Object.defineProperty(globalThis, name, { ...d, get() { if (!seen) { seen = true; mark(`global ${name} first read (begin)${process.env.MARKS_STACK ? new Error().stack.split("\n").slice(2, 9).join(" <- ") : ""}`); const v = d.get.call(this); mark(`global ${name} first read (end)`); return name === 'fetch' ? wrapFetch(v) : v; } return name === 'fetch' ? wrapFetch(d.get.call(this)) : d.get.call(this); } });
+}
+// Marks the host itself sends (temporary instrumentation: process.emit('caboose:mark', text)).
+process.on('caboose:mark', (s) => mark(String(s)));

@@ -10,7 +10,10 @@
  *   files     file layer (bench/files.ts)
  *   buffers   edit_file on clean / unsaved 100k-line buffers (bench/buffers.ts)
  *   sandbox   sandboxed bash (bench/sandbox.ts)
- *   issue24   shorthand for: cold stream startup buffers (the figures of issue 24)
+ *   codecompanion  the same cold / warm / burst figures side by side with codecompanion.nvim
+ *             (bench/codecompanion.ts; opt-in: BENCH_CODECOMPANION_DIR and BENCH_PLENARY_DIR, else one
+ *             "skipped" line)
+ *   issue24   shorthand for: cold stream startup buffers codecompanion (the figures of issue 24)
  */
 import { loadLine, runChatBenchmarks } from './chat';
 import { formatBenchTable, runFileBenchmarks } from './files';
@@ -18,10 +21,11 @@ import { formatBufferTable, runBufferBenchmarks } from './buffers';
 import { formatStartupTable, runStartupBenchmark } from './startup';
 import { runSessionBenchmarks } from './sessions';
 import { formatSandboxTable, runSandboxBenchmarks } from './sandbox';
+import { runCodecompanionBenchmarks } from './codecompanion';
 
-const TABLES = ['cold', 'stream', 'sessions', 'startup', 'files', 'buffers', 'sandbox'] as const;
+const TABLES = ['cold', 'stream', 'sessions', 'startup', 'files', 'buffers', 'sandbox', 'codecompanion'] as const;
 type Table = (typeof TABLES)[number];
-const ALIASES: Record<string, readonly Table[]> = { issue24: ['cold', 'stream', 'startup', 'buffers'], all: TABLES, chat: ['cold', 'stream'] };
+const ALIASES: Record<string, readonly Table[]> = { issue24: ['cold', 'stream', 'startup', 'buffers', 'codecompanion'], all: TABLES, chat: ['cold', 'stream'] };
 
 /** The tables named on the command line (all of them when none is named); exits on an unknown name. */
 export function selectTables(args: readonly string[]): Set<Table> {
@@ -61,6 +65,10 @@ async function main(): Promise<void> {
   if (want.has('sandbox')) {
     write('\n## Sandbox (bench/sandbox.ts)\n\n');
     write(formatSandboxTable(await runSandboxBenchmarks()) + '\n');
+  }
+  if (want.has('codecompanion')) {
+    write('\n');
+    await runCodecompanionBenchmarks(write);
   }
 }
 

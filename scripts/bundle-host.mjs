@@ -4,6 +4,7 @@
 // module is replaced by ours (src/host/client-logger.ts), which keeps winston out of the host.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { readFile } from 'node:fs/promises';
 import { build } from 'esbuild';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -16,6 +17,28 @@ const clientLogger = {
         ? { path: path.join(root, 'dist', 'host', 'client-logger.js') }
         : undefined,
     );
+  },
+};
+
+// The openai SDK builds each request's headers with the global `Headers` and tests each body against the
+// global `FormData`; the first read of either loads undici (Node's fetch, 10–30 ms on a cold start), which
+// the host does not otherwise need (its model requests go over node:http, src/agent/node-fetch.ts). Those
+// SDK modules get src/agent/lite-headers.ts's stand-ins instead (test/unit/lite-headers.test.ts).
+const liteHeaders = path.join(root, 'dist', 'agent', 'lite-headers.js');
+const patched = new Set();
+const sdkGlobals = {
+  name: 'caboose-sdk-globals',
+  setup(b) {
+    const sep = '[\\/]';
+    const files = new RegExp(`${sep}node_modules${sep}openai${sep}(client|internal${sep}headers|internal${sep}utils${sep}log)\\.m?js$`);
+    b.onLoad({ filter: files }, async (args) => {
+      const source = await readFile(args.path, 'utf8');
+      const file = path.basename(args.path).replace(/\.m?js$/, '');
+      patched.add(file);
+      const stand = file === 'client' ? 'var FormData = __caboose_lite.FormDataCheck;' : 'var Headers = __caboose_lite.LiteHeaders;';
+      const prelude = `var __caboose_lite = require(${JSON.stringify(liteHeaders)}); ${stand}\n`;
+      return { contents: prelude + source, loader: 'js', resolveDir: path.dirname(args.path) };
+    });
   },
 };
 
@@ -34,5 +57,7 @@ await build({
   logLevel: 'warning',
   // main.ts resolves node-client's logger only when it is not bundled.
   logOverride: { 'require-resolve-not-external': 'silent' },
-  plugins: [clientLogger],
+  plugins: [clientLogger, sdkGlobals],
 });
+// A new SDK that moved these modules would silently load undici again: the build says so instead.
+if (['client', 'headers', 'log'].some((f) => !patched.has(f))) throw new Error(`bundle-host: the openai SDK modules given lite Headers/FormData were not all found (patched: ${[...patched].join(', ')})`);

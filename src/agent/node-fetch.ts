@@ -8,7 +8,7 @@
  * sets up its HTTP client (a WebAssembly parser) on the cold path.
  *
  * What it keeps of fetch's behaviour, for what the SDK and src/agent/provider.ts rely on: the status,
- * headers (a real `Headers`), `ok`, `url`, `text()` / `json()` / `arrayBuffer()`, a body iterable of
+ * headers (a `Headers` without undici: lite-headers.ts), `ok`, `url`, `text()` / `json()` / `arrayBuffer()`, a body iterable of
  * Uint8Array chunks, gzip / deflate / br bodies decoded, the request's AbortSignal (before and during the
  * body: the rejection or the body's error is the signal's reason), a failed connection rejected as
  * `TypeError('fetch failed', { cause })` and a body cut midway failing as `TypeError('terminated')`, as
@@ -17,6 +17,7 @@
  * carries no work done, so the request is sent again there and followed as fetch follows it).
  */
 import type { IncomingMessage } from 'node:http';
+import { LiteHeaders, type LiteHeadersInit } from './lite-headers';
 
 type FetchInit = RequestInit & Record<string, unknown>;
 
@@ -30,7 +31,7 @@ export interface NodeResponse {
   readonly ok: boolean;
   readonly url: string;
   readonly redirected: false;
-  readonly headers: Headers;
+  readonly headers: LiteHeaders;
   readonly body: AsyncIterable<Uint8Array>;
   readonly bodyUsed: boolean;
   text(): Promise<string>;
@@ -62,7 +63,7 @@ export async function nodeFetch(input: string | URL | Request, init: FetchInit =
   if (signal?.aborted) throw abortReason(signal);
 
   const headers: Record<string, string> = {};
-  new Headers(init.headers ?? undefined).forEach((v, k) => {
+  new LiteHeaders(init.headers as LiteHeadersInit).forEach((v, k) => {
     headers[k] = v;
   });
   // What fetch sends unless told otherwise.
@@ -102,7 +103,7 @@ export async function nodeFetch(input: string | URL | Request, init: FetchInit =
     return fetch(input, init);
   }
 
-  const responseHeaders = new Headers();
+  const responseHeaders = new LiteHeaders();
   for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) responseHeaders.append(res.rawHeaders[i], res.rawHeaders[i + 1]);
 
   let stream: NodeJS.ReadableStream = res;

@@ -148,8 +148,6 @@ export class OpenAIProvider implements ModelClient {
 
   async prepare(): Promise<void> {
     await this.ensureClient();
-    // The SDK builds its requests' headers as a `Headers`: Node loads that class (with its fetch) on first use.
-    void new Headers();
   }
 
   private async ensureClient(): Promise<{ client: OpenAI; sdk: OpenAIModule }> {
@@ -386,7 +384,7 @@ function unsupportedFor(c: ProviderConfig): Set<string> {
 /** The response headers :CabooseDebug shows (request ids, rate limits, timing, type). */
 const HEADERS_OF_INTEREST = /^(content-type|date|server|retry-after(-ms)?|x-request-id|request-id|cf-ray|openai-.*|x-ratelimit-.*|anthropic-.*|x-groq-.*|x-litellm-.*)$/i;
 
-function headersOfInterest(h: Headers | undefined): Record<string, string> {
+function headersOfInterest(h: Pick<Headers, 'forEach'> | undefined): Record<string, string> {
   const out: Record<string, string> = {};
   h?.forEach((v, k) => {
     if (HEADERS_OF_INTEREST.test(k)) out[k] = v;

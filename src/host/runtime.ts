@@ -1,5 +1,6 @@
 import type { SubagentProgress, SubagentTranscript } from '../agent/subagent';
 import type { Usage } from '../agent/provider';
+import type { AgentEvents } from '../agent/agent-types';
 import type { McpPool } from '../mcp/client-pool';
 import { isOffered } from '../tools/offered';
 import { TodoList } from '../tools/todo-list';
@@ -114,7 +115,8 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   // bash (and MCP servers that opt in) run inside the OS sandbox (issue 19).
   const sandbox = new Sandbox({ root: cwd, dataDir: o.dataDir, config: config.sandbox ?? null });
   // Its trial run (a child process) goes on while the session loads; the first request's tool
-  // definitions (bash describes the sandbox) wait for it in prepareTools below.
+  // definitions (bash describes the sandbox) wait for it in prepareTools below, unless an earlier host's
+  // answer is remembered in the data folder (then the trial confirms it after the request left).
   const sandboxReady = sandbox.prepare();
   const identity = new SessionIdentity({ ui, sessions, sessionId: session.id, cwd, model: o.provider.model });
   const recorder = new SessionRecorder(sessions, session.id, { cwd, model: o.provider.model, onTitle: identity.onTitle }, (e) =>
@@ -158,11 +160,13 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   });
   const namer = new SessionNamer({ sessions, sessionId: session.id, client: () => chat.fresh(), onTitle: identity.onTitle, log, signal: closing.signal });
   const checkpoints = ws.workspace.checkpoints;
-  const events = chatEvents({
+  // A remembered sandbox answer is confirmed by a trial once the first reply is arriving: the request goes
+  // out first, and the trial runs while the reply streams (commands use the trial's answer only).
+  const events = onFirstReply(chatEvents({
     session, ui, recorder, checkpoints, mcp: mcp.hooks, toolLines, notice,
     usage: (u) => usage.count(u, true),
     turnEnded: () => namer.nameAfterTurn(agent.messages),
-  });
+  }), () => sandbox.recheck());
   const agent = createChatAgent({
     config, cwd, provider: o.provider, current: () => chat.provider, client: chat.client, registry, grants, projectRules,
     prepareTools: async (signal: AbortSignal) => {
@@ -254,4 +258,26 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       ws.close();
     },
   };
+}
+
+/** The agent's events, with `first` run once, when the first reply starts arriving or the turn ends without one. */
+function onFirstReply(events: AgentEvents, first: () => void): AgentEvents {
+  let done = false;
+  const once = (): void => {
+    if (done) return;
+    done = true;
+    first();
+  };
+  const wrap = <K extends 'text' | 'reasoning' | 'toolCall' | 'assistantEnd' | 'error' | 'turnEnd'>(k: K): AgentEvents[K] => {
+    const h = events[k] as ((...a: unknown[]) => void) | undefined;
+    return ((...a: unknown[]) => {
+      // The chat gets the event first (the first token is not held back by the trial's spawn).
+      try {
+        h?.(...a);
+      } finally {
+        once();
+      }
+    }) as AgentEvents[K];
+  };
+  return { ...events, text: wrap('text'), reasoning: wrap('reasoning'), toolCall: wrap('toolCall'), assistantEnd: wrap('assistantEnd'), error: wrap('error'), turnEnd: wrap('turnEnd') };
 }

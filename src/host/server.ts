@@ -429,8 +429,11 @@ export class HostServer {
     this.log.info('init cwd=%s data=%s nvim=%s', p.cwd, p.data_dir, p.nvim_version ?? '?');
     // The sandbox's trial run (a child process: 10–50 ms of fork, exec and namespaces) starts now, beside the
     // session's loading; the first request's tool definitions wait for its answer (runtime.ts).
+    // With an answer remembered from an earlier host (sandbox.ts, TRIAL_FILE) the trial waits until the first
+    // request has left (runtime.ts): it then confirms or corrects that answer, off the request's path.
     if ((p.config.sandbox?.mode ?? 'workspace-write') !== 'off') {
-      void (require('../workspace/sandbox/sandbox') as typeof import('../workspace/sandbox/sandbox')).detectSandboxAsync();
+      const sb = require('../workspace/sandbox/sandbox') as typeof import('../workspace/sandbox/sandbox');
+      if (sb.trialNeeded(p.data_dir)) void sb.detectSandboxAsync();
     }
     // Get the session ready while the user is still typing: the first message then streams at once. Loading
     // happens in this process, so Neovim never waits for it; a failure surfaces again at the first message.

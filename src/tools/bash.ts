@@ -340,7 +340,7 @@ export function createBashTool(opts: BashToolOptions = {}): ToolDefinition<typeo
     name: 'bash',
     // A getter: whether a sandbox runs is found out when the model is first told about the tool.
     get description() {
-      return sandbox?.active ? `${BASH_DESCRIPTION} ${SANDBOX_DESCRIPTION}` : BASH_DESCRIPTION;
+      return sandbox?.describedActive ? `${BASH_DESCRIPTION} ${SANDBOX_DESCRIPTION}` : BASH_DESCRIPTION;
     },
     parameters: bashParameters,
     policy: 'exec',

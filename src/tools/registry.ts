@@ -11,13 +11,36 @@ function dropSafeIntBounds(node: unknown): void {
   for (const v of Object.values(o)) dropSafeIntBounds(v);
 }
 
+function deepFreeze<T>(v: T): T {
+  if (v && typeof v === 'object' && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v)) deepFreeze(x);
+  }
+  return v;
+}
+
+/**
+ * A zod schema's JSON schema, generated once per schema object (issue 24: every model request lists the
+ * tools, and generating ~20 schemas took 1.5–5 ms a request). Tools' zod schemas are built once and not
+ * changed; the JSON schema is frozen, so no reader can alter what the next request sends.
+ */
+const jsonSchemas = new WeakMap<object, Record<string, unknown>>();
+
+export function jsonSchemaOf(parameters: z.ZodType): Record<string, unknown> {
+  let schema = jsonSchemas.get(parameters);
+  if (!schema) {
+    schema = z.toJSONSchema(parameters, { target: 'draft-7', io: 'input' }) as Record<string, unknown>;
+    delete schema.$schema;
+    dropSafeIntBounds(schema);
+    jsonSchemas.set(parameters, deepFreeze(schema));
+  }
+  return schema;
+}
+
 /** JSON schema for the model, generated from the tool's zod schema. */
 export function toolSpec(def: ToolDefinition): ToolSpec {
   if (def.jsonSchema) return { name: def.name, description: def.description, parameters: def.jsonSchema, policy: def.policy };
-  const schema = z.toJSONSchema(def.parameters, { target: 'draft-7', io: 'input' }) as Record<string, unknown>;
-  delete schema.$schema;
-  dropSafeIntBounds(schema);
-  return { name: def.name, description: def.description, parameters: schema, policy: def.policy };
+  return { name: def.name, description: def.description, parameters: jsonSchemaOf(def.parameters), policy: def.policy };
 }
 
 export function errorResult(info: ToolErrorInfo): ToolResult<never> {

@@ -9,6 +9,8 @@ import fs from 'node:fs';
 import Module from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
+import { startFakeOpenAI } from '../support/fake-openai';
+import { defaultNvim, startNvim } from '../support/nvim';
 
 const REPO = path.resolve(__dirname, '..', '..');
 const ENTRY = path.join(REPO, 'rplugin', 'node', 'caboose');
@@ -60,5 +62,43 @@ test('without Node’s own compile cache, the compiled code is cached in CABOOSE
     assert.equal(fs.statSync(path.join(cache, again[0])).mtimeMs, first.mtimeMs, 'the cache was used, not rewritten');
   } finally {
     fs.rmSync(cache, { recursive: true, force: true });
+  }
+});
+
+test('a cold chat from the bundled host: the first requests go out without loading Node’s fetch (undici)', async () => {
+  assert.ok(fs.existsSync(BUNDLE), `run npm run build first: ${BUNDLE} is missing`);
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-undici-'));
+  const out = path.join(work, 'probe.json');
+  const node = path.join(work, 'node.sh');
+  fs.writeFileSync(node, `#!/bin/sh\nUNDICI_PROBE_OUT=${JSON.stringify(out)} exec ${JSON.stringify(process.execPath)} -r ${JSON.stringify(path.join(REPO, 'test', 'support', 'undici-probe.cjs'))} "$@"\n`, { mode: 0o755 });
+  const fake = await startFakeOpenAI();
+  const t = await startNvim({
+    nvim: defaultNvim(),
+    env: { OPENAI_BASE_URL: fake.url, CABOOSE_MODEL: 'fake-model' },
+    initLua: `require('caboose').setup({ host = { node = ${JSON.stringify(node)} } })`,
+  });
+  try {
+    fake.script({ text: 'Cold reply from the bundle.' });
+    await t.cmd('Caboose hi');
+    await t.waitFor(async () => (await t.chatLines()).join('\n').includes('Cold reply from the bundle.'), 'the reply', 30_000);
+    const hostPid = await t.lua<number>("return require('caboose.rpc').host_pid()");
+    // The probe writes every 50 ms: wait for a write after the reply.
+    const after = Date.now();
+    const seen = await t.waitFor(async (): Promise<{ pid: number; undici: boolean } | null> => {
+      try {
+        const st = fs.statSync(out);
+        if (st.mtimeMs <= after) return null;
+        return JSON.parse(fs.readFileSync(out, 'utf8')) as { pid: number; undici: boolean };
+      } catch {
+        return null;
+      }
+    }, 'the probe', 10_000);
+    assert.equal(seen.pid, hostPid, 'precondition: the probe ran in the host');
+    assert.ok(fake.chatRequests.length >= 1, 'precondition: the request reached the server');
+    assert.equal(seen.undici, false, 'undici was loaded by the cold path');
+  } finally {
+    await t.close();
+    await fake.close();
+    fs.rmSync(work, { recursive: true, force: true });
   }
 });

@@ -1,12 +1,12 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createBashTool, type BashResult } from '../../src/tools/bash';
-import { Sandbox, detectSandbox, detectSandboxAsync, findGitEntries, resetSandboxDetection } from '../../src/workspace/sandbox/sandbox';
+import { Sandbox, TRIAL_FILE, detectSandbox, detectSandboxAsync, findGitEntries, rememberTrial, rememberedTrial, resetSandboxDetection, trialKey, trialNeeded } from '../../src/workspace/sandbox/sandbox';
 import { bwrapArgs, explainBlocked, hostAllowed, networkPolicy, seatbeltProfile, tmpFoldersNamed, type SandboxPolicy } from '../../src/workspace/sandbox/policy';
 import { PERMISSION_MODES, permissionFor } from '../../src/tools/permissions';
 import { testToolContext } from '../support/tool-context';
@@ -161,6 +161,189 @@ describe('detectSandboxAsync', { skip: process.platform !== 'linux' ? 'skipped: 
     });
   });
 });
+
+// ------------------------------------------------------------------------------------------------
+// The trial's answer remembered in the data folder (issue 24: the first request never waits for a trial)
+
+describe('remembered bwrap trial', { skip: process.platform !== 'linux' ? 'skipped: the bwrap trial is Linux only' : false }, () => {
+  const saved = process.env.CABOOSE_BWRAP;
+  let dir: string;
+  let dataDir: string;
+  let fake: string;
+  let gate: string;
+  let count: string;
+  const runs = (): number => (fs.existsSync(count) ? fs.readFileSync(count, 'utf8').length : 0);
+  before(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-trial-'));
+    dataDir = path.join(dir, 'data');
+    fake = path.join(dir, 'bwrap');
+    gate = path.join(dir, 'gate');
+    count = path.join(dir, 'count');
+    // A bwrap stand-in: counts its runs, waits until the test opens the gate, then passes ($FAKE_EXIT).
+    fs.writeFileSync(fake, `#!/bin/sh\nprintf x >> ${JSON.stringify(count)}\nwhile [ ! -e ${JSON.stringify(gate)} ]; do sleep 0.01; done\nexit "\${FAKE_EXIT:-0}"\n`, { mode: 0o755 });
+  });
+  after(() => {
+    if (saved === undefined) delete process.env.CABOOSE_BWRAP;
+    else process.env.CABOOSE_BWRAP = saved;
+    delete process.env.FAKE_EXIT;
+    resetSandboxDetection();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  const fresh = (): void => {
+    process.env.CABOOSE_BWRAP = fake;
+    resetSandboxDetection();
+    fs.rmSync(gate, { force: true });
+    fs.rmSync(count, { force: true });
+  };
+  const waitFile = async (p: string, pred: (text: string) => boolean): Promise<string> => {
+    for (let i = 0; i < 1000; i++) {
+      const t = fs.existsSync(p) ? fs.readFileSync(p, 'utf8') : '';
+      if (t && pred(t)) return t;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    throw new Error(`${p} never matched`);
+  };
+
+  test('no remembered answer: prepare() waits for the trial, whose answer is then remembered; the next host uses it without waiting', async () => {
+    fresh();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    const sb = new Sandbox({ root: dir, dataDir });
+    let prepared = false;
+    const p = sb.prepare().then(() => (prepared = true));
+    await waitFile(count, (t) => t.length === 1);
+    await new Promise((r) => setImmediate(r));
+    assert.equal(prepared, false, 'the first host waits for its trial');
+    fs.writeFileSync(gate, '');
+    await p;
+    assert.equal(sb.active, true);
+    const stored = JSON.parse(await waitFile(path.join(dataDir, TRIAL_FILE), (t) => t.includes('"available":true'))) as Record<string, unknown>;
+    assert.equal(stored.key, trialKey(fake)?.key);
+    assert.equal((fs.statSync(path.join(dataDir, TRIAL_FILE)).mode & 0o777).toString(8), '600');
+
+    // The next host: the gate is closed, so its trial cannot end; prepare() still resolves (cache hit).
+    fresh();
+    const next = new Sandbox({ root: dir, dataDir });
+    await next.prepare();
+    assert.equal(next.describedActive, true, 'the model is told about the sandbox from the remembered answer');
+    assert.equal(runs(), 0, 'no trial before recheck() (the runtime calls it once the first request left)');
+    next.recheck();
+    await waitFile(count, (t) => t.length === 1); // the re-check runs in the background
+    fs.writeFileSync(gate, '');
+    await detectSandboxAsync();
+    assert.equal(next.confinement(false), 'sandboxed');
+    assert.equal(runs(), 1, 'one trial: the re-check');
+  });
+
+  test('a change to what decides the answer (the bwrap binary) → the remembered answer is not used, a new trial is waited for', async () => {
+    fresh();
+    const before = trialKey(fake);
+    assert.ok(before && rememberedTrial(dataDir, before), 'precondition: an answer is remembered for this bwrap');
+    fs.appendFileSync(fake, '# changed\n');
+    const after = trialKey(fake);
+    assert.ok(after && after.key !== before.key);
+    assert.equal(rememberedTrial(dataDir, after), null);
+    // Another bwrap path, a kernel setting or the uid make another key too (the key lists them).
+    assert.match(after.key, /max_user_namespaces/);
+    assert.match(after.key, new RegExp(`"${os.release().replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"`));
+    const sb = new Sandbox({ root: dir, dataDir });
+    let prepared = false;
+    const p = sb.prepare().then(() => (prepared = true));
+    await waitFile(count, (t) => t.length === 1);
+    await new Promise((r) => setImmediate(r));
+    assert.equal(prepared, false, 'waits for the new trial');
+    fs.writeFileSync(gate, '');
+    await p;
+    assert.equal(sb.active, true);
+  });
+
+  test('a remembered "usable" that is stale: commands use the trial\'s answer (never sandboxed by the stale one), the file is corrected, the description follows', async () => {
+    fresh();
+    process.env.FAKE_EXIT = '1';
+    try {
+      const key = trialKey(fake);
+      assert.ok(key);
+      await rememberTrial(dataDir, key, { available: true, kind: 'bwrap', path: fake });
+      assert.equal(rememberedTrial(dataDir, key)?.available, true, 'precondition: "usable" is remembered');
+      const sb = new Sandbox({ root: dir, dataDir });
+      await sb.prepare();
+      assert.equal(sb.describedActive, true);
+      fs.writeFileSync(gate, '');
+      sb.recheck();
+      await detectSandboxAsync();
+      // How commands run follows the trial: no sandbox here, so every command asks (as without a cache).
+      assert.equal(sb.confinement(false), 'unavailable');
+      assert.equal(sb.active, false);
+      assert.equal(sb.describedActive, false);
+      const bash = createBashTool({ sandbox: sb });
+      assert.equal(bash.confinement?.({ command: 'true' }), 'unavailable');
+      assert.doesNotMatch(bash.description, /Commands run in a sandbox/);
+      await assert.rejects(sb.wrap('/bin/sh', ['-c', 'true'], dir, {}), /no sandbox available/);
+      await waitFile(path.join(dataDir, TRIAL_FILE), (t) => t.includes('"available":false'));
+      assert.equal(rememberedTrial(dataDir, key)?.available, false);
+    } finally {
+      delete process.env.FAKE_EXIT;
+    }
+  });
+
+  test('a stale "usable" read while the trial still runs: a command asked for then runs the trial itself, never the remembered answer', async () => {
+    fresh();
+    process.env.FAKE_EXIT = '1';
+    try {
+      const key = trialKey(fake);
+      assert.ok(key);
+      await rememberTrial(dataDir, key, { available: true, kind: 'bwrap', path: fake });
+      const sb = new Sandbox({ root: dir, dataDir });
+      await sb.prepare();
+      fs.writeFileSync(gate, ''); // the synchronous trial below must be able to end
+      assert.equal(runs(), 0, 'precondition: no trial has run yet');
+      assert.equal(sb.confinement(false), 'unavailable');
+      assert.equal(runs(), 1, 'the command\'s question ran the trial');
+      assert.equal(trialNeeded(dataDir), false);
+    } finally {
+      delete process.env.FAKE_EXIT;
+    }
+  });
+
+  test('a corrupted or hostile file is ignored', async () => {
+    fresh();
+    const key = trialKey(fake);
+    assert.ok(key);
+    const file = path.join(dataDir, TRIAL_FILE);
+    fs.mkdirSync(dataDir, { recursive: true });
+    const cases: [string, string | (() => void)][] = [
+      ['not JSON', '{"key":'],
+      ['an array', '[1]'],
+      ['null', 'null'],
+      ['another key', JSON.stringify({ key: key.key.replace('"format":1', '"format":2'), available: true })],
+      ['available not a boolean', JSON.stringify({ key: key.key, available: 'yes' })],
+      ['unusable without a reason', JSON.stringify({ key: key.key, available: false })],
+      ['oversized', JSON.stringify({ key: key.key, available: true, pad: 'x'.repeat(20_000) })],
+      ['a symlink to a valid answer', () => {
+        const real = path.join(dir, 'elsewhere.json');
+        fs.writeFileSync(real, JSON.stringify({ key: key.key, available: true }));
+        fs.symlinkSync(real, file);
+      }],
+      ['a folder', () => fs.mkdirSync(file)],
+      ['a FIFO', () => spawnSyncOk('mkfifo', [file])],
+    ];
+    for (const [what, content] of cases) {
+      fs.rmSync(file, { recursive: true, force: true });
+      if (typeof content === 'string') fs.writeFileSync(file, content);
+      else content();
+      assert.equal(rememberedTrial(dataDir, key), null, what);
+    }
+    // What the file says about the binary is never used: the path is the one found now.
+    fs.rmSync(file, { recursive: true, force: true });
+    fs.writeFileSync(file, JSON.stringify({ key: key.key, available: true, kind: 'bwrap', path: '/tmp/evil' }));
+    assert.deepEqual(rememberedTrial(dataDir, key), { available: true, kind: 'bwrap', path: fake });
+    fs.rmSync(file, { force: true });
+  });
+});
+
+function spawnSyncOk(cmd: string, args: string[]): void {
+  const r = spawnSync(cmd, args);
+  assert.equal(r.status, 0, `${cmd} ${args.join(' ')}`);
+}
 
 // ------------------------------------------------------------------------------------------------
 // Real sandbox (bwrap)

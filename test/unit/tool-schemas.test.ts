@@ -64,3 +64,16 @@ test('every argument of every tool is described for the model, and every schema 
     assert.deepEqual(missing, [], `undescribed arguments: ${missing.join(', ')}`);
   }
 });
+
+test('each tool’s JSON schema is generated once and cannot be altered between requests (issue 24)', () => {
+  const first = allSpecs();
+  const again = allSpecs();
+  for (let i = 0; i < first.length; i++) {
+    assert.equal(again[i].parameters, first[i].parameters, `${first[i].name}: the same schema object, not generated again`);
+    assert.ok(Object.isFrozen(first[i].parameters), `${first[i].name}: frozen`);
+    assert.throws(() => {
+      'use strict';
+      (first[i].parameters as Record<string, unknown>).type = 'string';
+    }, TypeError);
+  }
+});

@@ -142,6 +142,123 @@ function probe(override: string): SandboxSupport {
   return { available: true, kind: 'bwrap', path: bwrap };
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// The trial's answer remembered between hosts (issue 24): the first request describes the sandbox from it
+// instead of waiting for a trial run; the trial still runs in the background, and only its own answer
+// decides how a command runs.
+
+/** The file in the data folder that holds the last trial's answer and what it depended on. */
+export const TRIAL_FILE = 'sandbox-trial.json';
+const TRIAL_FILE_MAX = 16 * 1024;
+const TRIAL_FORMAT = 1;
+
+function readSmall(p: string, max: number): string | null {
+  let fd: number | null = null;
+  try {
+    fd = fs.openSync(p, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+    const st = fs.fstatSync(fd);
+    if (!st.isFile() || st.size > max) return null;
+    const buf = Buffer.alloc(st.size);
+    let off = 0;
+    while (off < buf.length) {
+      const n = fs.readSync(fd, buf, off, buf.length - off, off);
+      if (n <= 0) break;
+      off += n;
+    }
+    return buf.subarray(0, off).toString('utf8');
+  } catch {
+    return null;
+  } finally {
+    if (fd !== null) fs.closeSync(fd);
+  }
+}
+
+/** A kernel setting that can allow or forbid the namespaces bwrap needs (null where the kernel has none). */
+const TRIAL_SYSCTLS = [
+  '/proc/sys/kernel/unprivileged_userns_clone',
+  '/proc/sys/user/max_user_namespaces',
+  '/proc/sys/kernel/apparmor_restrict_unprivileged_userns',
+  '/proc/sys/kernel/unprivileged_userns_apparmor_policy',
+  '/proc/sys/user/max_pid_namespaces',
+  '/proc/sys/user/max_net_namespaces',
+  '/proc/sys/user/max_mnt_namespaces',
+];
+
+/**
+ * What decides the trial's answer on this machine, as one string: the bwrap binary (path, device, inode,
+ * size, mode, owner, mtime, ctime), the kernel (release and version), the user (uid, gid, the user namespace's
+ * uid map) and the kernel settings for unprivileged user namespaces. Null when no trial would run (not
+ * Linux, bwrap missing, CABOOSE_BWRAP=none).
+ */
+export function trialKey(override = process.env.CABOOSE_BWRAP ?? ''): { key: string; bwrap: string } | null {
+  if (process.platform !== 'linux') return null;
+  const bwrap = override === 'none' ? null : override !== '' ? override : onPath('bwrap');
+  if (!bwrap) return null;
+  let st: fs.Stats;
+  let real: string;
+  try {
+    real = fs.realpathSync(bwrap);
+    st = fs.statSync(real);
+  } catch {
+    return null;
+  }
+  const sysctls = TRIAL_SYSCTLS.map((p) => [p, readSmall(p, 256)?.trim() ?? null]);
+  const key = JSON.stringify({
+    format: TRIAL_FORMAT,
+    bwrap,
+    real,
+    file: [st.dev, st.ino, st.size, st.mode, st.uid, st.gid, st.mtimeMs, st.ctimeMs],
+    kernel: [os.release(), os.version()],
+    user: [process.getuid?.() ?? null, process.getgid?.() ?? null, readSmall('/proc/self/uid_map', 4096)],
+    sysctls,
+    args: TRIAL_ARGS,
+  });
+  return { key, bwrap };
+}
+
+/**
+ * The answer the last trial gave, if everything it depended on (trialKey) is unchanged; null otherwise and
+ * for a missing, unreadable, oversized or malformed file. Only what the file says about *whether* the trial
+ * passed is taken from it: the bwrap path is always the one found now, the fix text always ours.
+ */
+export function rememberedTrial(dataDir: string, current = trialKey()): SandboxSupport | null {
+  if (!current) return null;
+  const text = readSmall(path.join(dataDir, TRIAL_FILE), TRIAL_FILE_MAX);
+  if (text === null) return null;
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return null;
+  const o = v as Record<string, unknown>;
+  if (o.key !== current.key || typeof o.available !== 'boolean') return null;
+  if (o.available) return { available: true, kind: 'bwrap', path: current.bwrap };
+  if (typeof o.reason !== 'string' || o.reason.length === 0 || o.reason.length > 4096) return null;
+  return { available: false, reason: o.reason, fix: BWRAP_FIX };
+}
+
+/** Whether a host starting here must run the trial to know (no remembered answer for this machine). */
+export function trialNeeded(dataDir: string): boolean {
+  return rememberedTrial(dataDir) === null;
+}
+
+/** Remembers a trial's answer (atomically, 0600; a cache: a failure to write only costs the next start a wait). */
+export async function rememberTrial(dataDir: string, current: { key: string }, s: SandboxSupport): Promise<void> {
+  if (s.available && s.kind !== 'bwrap') return;
+  const body = JSON.stringify(s.available ? { key: current.key, available: true } : { key: current.key, available: false, reason: s.reason.slice(0, 4096) });
+  const file = path.join(dataDir, TRIAL_FILE);
+  const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
+  try {
+    await fs.promises.mkdir(dataDir, { recursive: true, mode: 0o700 });
+    await fs.promises.writeFile(tmp, body, { mode: 0o600, flag: 'wx' });
+    await fs.promises.rename(tmp, file);
+  } catch {
+    await fs.promises.rm(tmp, { force: true }).catch(() => {});
+  }
+}
+
 /** For tests: forget the probe's result. */
 export function resetSandboxDetection(): void {
   cached = null;
@@ -175,6 +292,9 @@ export class Sandbox {
   readonly mode: SandboxMode;
   readonly network: NetworkPolicy;
   private supportValue: SandboxSupport | null;
+  /** The answer an earlier host's trial gave (same bwrap, kernel, user and settings): for describing only. */
+  private remembered: SandboxSupport | null = null;
+  private pendingCheck: (() => Promise<SandboxSupport>) | null = null;
   private readonly root: string;
   private readonly dataDir?: string;
   private readonly home: string;
@@ -200,8 +320,43 @@ export class Sandbox {
    */
   async prepare(): Promise<void> {
     if (this.supportValue) return;
-    const s = await detectSandboxAsync();
-    this.supportValue ??= s;
+    const current = this.dataDir ? trialKey() : null;
+    const remembered = this.dataDir && current ? rememberedTrial(this.dataDir, current) : null;
+    const check = (): Promise<SandboxSupport> =>
+      detectSandboxAsync().then((s) => {
+        this.supportValue ??= s;
+        // Remembered for the next host when it says something else than the file (or the file said nothing).
+        if (this.dataDir && current && !sameAnswer(remembered, s)) void rememberTrial(this.dataDir, current, s);
+        return s;
+      });
+    if (remembered) {
+      // The model is told about the sandbox from the remembered answer; the trial that confirms it runs at
+      // recheck() (after the first request left), and commands use the trial's answer only.
+      this.remembered = remembered;
+      this.pendingCheck = check;
+      return;
+    }
+    await check();
+  }
+
+  /**
+   * Starts the trial that confirms or corrects a remembered answer (see prepare; nothing to do otherwise).
+   * Until its answer is in, a command that asks how it would run runs the trial itself (`support`).
+   */
+  recheck(): void {
+    const check = this.pendingCheck;
+    this.pendingCheck = null;
+    if (check) void check();
+  }
+
+  /**
+   * What the model is told about the sandbox (bash's description): the trial's answer, or until it is in,
+   * the one remembered from an earlier host. Never used to decide how a command runs (`support`, `active`,
+   * `confinement`, `wrap` use the trial's answer only).
+   */
+  get describedActive(): boolean {
+    if (this.mode === 'off') return false;
+    return (this.supportValue ?? this.remembered ?? this.support).available;
   }
 
   /** Whether (and how) a sandbox can run here. */
@@ -333,6 +488,11 @@ export class Sandbox {
     );
     return this.scanning;
   }
+}
+
+function sameAnswer(a: SandboxSupport | null, b: SandboxSupport): boolean {
+  if (!a || a.available !== b.available) return false;
+  return a.available || b.available || a.reason === b.reason;
 }
 
 function safeRealpath(p: string): string {
