@@ -5,13 +5,13 @@ import { fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type Writ
 import { reviewFiles } from '../workspace/review';
 import { assertTextFile, basisOf, toTextView, type FileView } from '../workspace/file-view';
 import { savedFields } from '../workspace/file-access';
-import { sha256HexAsync } from '../workspace/file-sha';
+import { sha256Hex } from '../workspace/file-sha';
 import { unsavedBufferError } from '../workspace/file-errors';
 import { encodeText, keepFinalNewline, normalizeEol } from '../workspace/encoding';
 import { applyEdits, applyEditsToBytes, type TextEdit } from '../workspace/edits';
 import { fileDiff, fileDiffBytes } from '../workspace/text-diff';
 import { traceMark, traceStart } from '../workspace/trace';
-import { duringIo } from '../workspace/io-idle';
+import { duringIo, type Deferred } from '../workspace/io-idle';
 import { DIAGNOSTICS_NOTE, STALE_PROTOCOL, capDiff, expectedShaField, pathField, type CappedDiff, type WithDiagnostics } from '../workspace/tool-support';
 
 export const editFileParameters = z.object({
@@ -54,10 +54,14 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
   const fast = editBytes(v, args.edits, r.rel, ws.files.maxFileBytes);
   let bytes: Buffer;
   let diffReady: Promise<string>;
+  let hash: Deferred<string>;
   let runDiff = (): void => undefined;
   if (fast) {
     bytes = fast.bytes;
-    // Computed while the commit waits for the temp file's fsync (io-idle.ts), or when first needed.
+    // The new bytes' sha256, then the diff: computed while the commit waits for the temp file's write and
+    // fsync (io-idle.ts; the thread pool's digest first copied the 4.9 MB on this thread), or when first needed.
+    const b = bytes;
+    hash = duringIo(() => sha256Hex(b));
     const d = duringIo(() => fileDiffBytes(r.rel, r.rel, fast.oldBody, fast.newBody));
     diffReady = d.promise;
     runDiff = d.run;
@@ -68,17 +72,22 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
     const text = keepFinalNewline(applyEdits(tv.text, edits, r.rel), enc.finalNewline);
     bytes = encodeText(text, enc);
     diffReady = Promise.resolve(fileDiff(r.rel, r.rel, tv.text, text));
+    const b = bytes;
+    hash = duringIo(() => sha256Hex(b));
   }
   traceMark('edit applied');
-  const shaReady = sha256HexAsync(bytes);
-  traceMark('hash started');
+  const shaReady = hash.promise;
+  const runQueued = (): void => {
+    hash.run();
+    runDiff();
+  };
   // Awaited in afterCommit/onFailure; marked handled so a failed commit cannot leave them unobserved.
   shaReady.catch(() => undefined);
   diffReady.catch(() => undefined);
   const result: EditFileData = { path: r.rel, sha256: '', previousSha256: v.sha256!, edits: args.edits.length } as EditFileData;
   const audit = { ...d, operation: 'edit' };
   const finish = async () => {
-    runDiff();
+    runQueued();
     const [sha, diff] = await Promise.all([shaReady, diffReady]);
     Object.assign(d, { afterSha256: sha, diff });
     Object.assign(audit, { afterSha256: sha, diff });
@@ -89,7 +98,7 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
     changes: bytes.equals(v.bytes!) ? [] : [{ type: 'write', abs: r.abs, bytes, sha256: shaReady, mode: v.mode ?? undefined, basis: basisOf(v) }],
     diff: '',
     diffReady,
-    runDiff,
+    runDiff: runQueued,
     result,
     audit: [audit],
     afterCommit: async (report) => {

@@ -154,6 +154,8 @@ export class DiskCommitter {
       }
       traceMark('disk: temp written + fsync');
       await beforeCommitPoint?.();
+      // Queued work (a caller's hash of the new bytes) ran during the fsync; without temp files, now.
+      runQueuedWork();
       for (let i = 0; i < changes.length; i++) if (hashes[i]) plan[i].newSha256 = await hashes[i];
       traceMark('disk: new sha256');
       throwIfCancelled(signal);

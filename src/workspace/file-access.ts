@@ -23,6 +23,7 @@ import { KnownBuffers } from './buffer-cache';
 import { DiskCommitter, type CommitFaultHook, type FileChange, type HardLinkPolicy } from './commit-disk';
 import { DiskCache } from './disk-cache';
 import { traceMark } from './trace';
+import { runQueuedWork } from './io-idle';
 
 export const DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024;
 
@@ -278,7 +279,10 @@ export class FileAccess {
     }
     let results: BufferOpResult[];
     try {
-      results = await this.bridge.update(ops);
+      const updated = this.bridge.update(ops);
+      // Queued CPU work of the call (the new bytes' sha256 awaited below) runs while Neovim works.
+      runQueuedWork();
+      results = await updated;
       traceMark('commit: buffer updated');
     } finally {
       await synced;
