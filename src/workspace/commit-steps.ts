@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { concurrentWriteError } from './file-errors';
+import { fileHoldsExactly } from './file-sha';
 
 /** One rename done: a file created, replaced (its old version moved to `backup`) or deleted (moved to `backup`). */
 export type Step =
@@ -40,14 +41,7 @@ export async function verifyDisplaced(s: Step, rel: string, at: (p: string) => s
 async function sameBytes(p: string, expect: Buffer): Promise<number | null> {
   const fh = await fsp.open(p, 'r');
   try {
-    // One byte more than expected: a longer file is seen as such.
-    const now = Buffer.allocUnsafe(expect.length + 1);
-    let got = 0;
-    for (;;) {
-      const { bytesRead } = await fh.read(now, got, now.length - got, got);
-      if (bytesRead === 0 || (got += bytesRead) === now.length) break;
-    }
-    return got === expect.length && now.subarray(0, got).equals(expect) ? got : null;
+    return await fileHoldsExactly(fh, expect);
   } finally {
     await fh.close();
   }

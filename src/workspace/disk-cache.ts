@@ -26,6 +26,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import { anchoringSupported, openVerified } from './anchored';
 import { isUnder } from './paths';
+import { fileHoldsExactly } from './file-sha';
 
 /** More than one coarse clock tick (≤ 10 ms at HZ=100) of the kernel's file times. */
 export const RACY_NS = 20_000_000n;
@@ -145,15 +146,7 @@ export class DiskCache {
         }
         return;
       }
-      const now = Buffer.allocUnsafe(bytes.length + 1);
-      let got = 0;
-      for (;;) {
-        const { bytesRead } = await fh.read(now, got, now.length - got, got);
-        if (bytesRead === 0) break;
-        got += bytesRead;
-        if (got === now.length) break;
-      }
-      if (got !== bytes.length || !now.subarray(0, got).equals(bytes)) return;
+      if ((await fileHoldsExactly(fh, bytes)) === null) return;
       const after = identityOf(await fh.stat({ bigint: true }));
       if (!sameIdentity(before, after)) return;
       await this.offer(abs, after, captured, bytes, sha256);
