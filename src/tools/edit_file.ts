@@ -10,7 +10,7 @@ import { unsavedBufferError } from '../workspace/file-errors';
 import { encodeText, keepFinalNewline, normalizeEol } from '../workspace/encoding';
 import { applyEdits, applyEditsToBytes, type TextEdit } from '../workspace/edits';
 import { fileDiff, fileDiffBytes } from '../workspace/text-diff';
-import { traceMark, traceStart } from '../workspace/trace';
+import { traceMark, traceStartIfIdle } from '../workspace/trace';
 import { duringIo, type Deferred } from '../workspace/io-idle';
 import { DIAGNOSTICS_NOTE, STALE_PROTOCOL, capDiff, expectedShaField, pathField, type CappedDiff, type WithDiagnostics } from '../workspace/tool-support';
 
@@ -40,7 +40,7 @@ type EditPlan = WritePlan<EditFileData> & { diffReady: Promise<string>; runDiff:
  * both are in the result and the audit row before the tool returns.
  */
 async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>, d: AuditDraft): Promise<EditPlan> {
-  traceStart();
+  traceStartIfIdle();
   const r = ws.resolve(args.path);
   d.path = r.rel;
   const v = await ws.files.view(r.abs);

@@ -287,6 +287,7 @@ async function writeTemp(tmp: string, bytes: Buffer, mode: number | undefined, o
   const fh = await fsp.open(tmp, 'wx', mode ?? 0o666);
   try {
     await fh.writeFile(bytes);
+    traceMark('disk: temp written');
     // Root (or a member of the group) can keep the old owner and group; others keep what they may.
     if (owner && (owner.uid !== process.getuid?.() || owner.gid !== process.getgid?.())) {
       await fh.chown(owner.uid, owner.gid).catch(() => fh.chown(-1, owner.gid).catch(() => undefined));
@@ -295,7 +296,9 @@ async function writeTemp(tmp: string, bytes: Buffer, mode: number | undefined, o
     const synced = fh.sync();
     // The longest wait of a commit: queued CPU work of the call runs meanwhile (io-idle.ts).
     runQueuedWork();
+    traceMark('disk: queued work done (sha256, diff)');
     await synced;
+    traceMark('disk: temp fsynced');
   } catch (err) {
     await fh.close();
     await fsp.unlink(tmp).catch(() => undefined);

@@ -16,6 +16,11 @@ export function traceStart(): void {
   marks = [];
 }
 
+/** Starts a trace unless one is running (a step inside a traced request). */
+export function traceStartIfIdle(): void {
+  if (!marks) traceStart();
+}
+
 /** Marks that the current trace reached `label`. */
 export function traceMark(label: string): void {
   if (marks) marks.push([label, Number(process.hrtime.bigint() - t0) / 1e6]);

@@ -1,4 +1,4 @@
-import { traceEnd, traceMark } from './trace';
+import { traceMark } from './trace';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ToolError, throwIfCancelled, type ErrorKind } from './errors';
@@ -258,7 +258,7 @@ export class FileWorkspace implements Workspace {
     // Waiting for the language servers holds no lock: other writes go on meanwhile.
     const settled = await watch.pending?.settle(signal);
     if (settled && result && typeof result === 'object') Object.assign(result, { diagnostics: settled });
-    traceEnd();
+    traceMark('write done');
     return result;
   }
 
