@@ -10,11 +10,19 @@ _G.caboose_bench = B
 -- could not run anything: a key press typed then would have waited as long. This sees both kinds of
 -- stall: Lua/C work hogging the loop, and a blocking vim.rpcrequest (its nested loop serves only the
 -- host's channel, so scheduled callbacks, other clients' requests and typed keys all wait).
--- Resolution: the timer period (2 ms). Gaps >= 4 ms are kept as { end_ns, gap_ns }.
+-- Resolution: the timer period (2 ms). Gaps >= 4 ms are kept as { end_ns, gap_ns, cpu_ms }: cpu_ms is
+-- Neovim's CPU time (user + system, getrusage) during the gap, which tells its own work from a wait for
+-- a CPU on a busy machine.
+local function cpu_now()
+  local r = uv.getrusage()
+  return (r.utime.sec + r.stime.sec) * 1e3 + (r.utime.usec + r.stime.usec) / 1e3
+end
+
 function B.probe_start()
   B.probe_stop()
   B.gaps = {}
   local last = uv.hrtime()
+  local last_cpu = cpu_now()
   local pending = false
   local timer = assert(uv.new_timer())
   timer:start(2, 2, function()
@@ -24,12 +32,13 @@ function B.probe_start()
     pending = true
     vim.schedule(function()
       pending = false
-      local now = uv.hrtime()
+      local now, cpu = uv.hrtime(), cpu_now()
       local gap = now - last
       last = now
       if gap >= 4e6 then
-        table.insert(B.gaps, { now, gap })
+        table.insert(B.gaps, { now, gap, cpu - last_cpu })
       end
+      last_cpu = cpu
     end)
   end)
   B.timer = timer
@@ -43,16 +52,30 @@ function B.probe_stop()
   end
 end
 
---- The longest main-loop gap (ms) that overlaps [from_ns, to_ns] (the probe must have run meanwhile).
+--- The longest main-loop gap (ms) that overlaps [from_ns, to_ns] (the probe must have run meanwhile), and
+--- Neovim's CPU time during it (ms).
 function B.max_stall(from_ns, to_ns)
-  local max = 0
+  local max, cpu = 0, 0
   for _, g in ipairs(B.gaps) do
     local stop, len = g[1], g[2]
     if stop >= from_ns and stop - len <= to_ns and len > max then
-      max = len
+      max, cpu = len, g[3] or 0
     end
   end
-  return max / 1e6
+  return max / 1e6, cpu
+end
+
+--- The most CPU time (ms) Neovim spent in one gap overlapping [from_ns, to_ns]: its heaviest piece of
+--- work between two probe ticks, whatever the machine's load made of the gap's length.
+function B.max_gap_cpu(from_ns, to_ns)
+  local max = 0
+  for _, g in ipairs(B.gaps) do
+    local stop, len = g[1], g[2]
+    if stop >= from_ns and stop - len <= to_ns and (g[3] or 0) > max then
+      max = g[3]
+    end
+  end
+  return max
 end
 
 --- Watches the chat buffer's text: t_first when `first` appears, t_done when `done` appears
@@ -65,7 +88,6 @@ function B.watch(first, done, buf)
   B.t_first, B.t_done, B.watch_error = nil, nil, nil
   B.watch_id = (B.watch_id or 0) + 1
   local id = B.watch_id
-  buf = buf or require('caboose.chat').buf()
   local function check(b, firstline, new_last)
     local now = uv.hrtime()
     local lines = vim.api.nvim_buf_get_lines(b, math.max(firstline, new_last - 200), new_last, false)
@@ -78,19 +100,40 @@ function B.watch(first, done, buf)
       end
     end
   end
-  vim.api.nvim_buf_attach(buf, false, {
-    on_lines = function(_, b, _, firstline, _, new_last)
-      if id ~= B.watch_id then
-        return true -- a newer watch took over
-      end
-      -- Never let the probe break the edit that triggered it.
-      local ok, err = pcall(check, b, firstline, new_last)
-      if not ok then
-        B.watch_error = tostring(err)
-        return true
-      end
-      if B.t_first and (B.t_done or not done) then
-        return true
+  local function attach(buf)
+    vim.api.nvim_buf_attach(buf, false, {
+      on_lines = function(_, b, _, firstline, _, new_last)
+        if id ~= B.watch_id then
+          return true -- a newer watch took over
+        end
+        -- Never let the probe break the edit that triggered it.
+        local ok, err = pcall(check, b, firstline, new_last)
+        if not ok then
+          B.watch_error = tostring(err)
+          return true
+        end
+        if B.t_first and (B.t_done or not done) then
+          return true
+        end
+      end,
+    })
+  end
+  if buf then
+    return attach(buf)
+  end
+  -- The chat's buffer when it exists; else it is watched from its creation (by the command measured:
+  -- creating it here would put the chat's loading in the bench's own turn, before the command).
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.b[b].caboose_chat and b == require('caboose.chat').buf() then
+      return attach(b)
+    end
+  end
+  vim.api.nvim_create_autocmd('BufFilePost', {
+    pattern = 'caboose://chat/*',
+    once = true,
+    callback = function(ev)
+      if id == B.watch_id then
+        attach(ev.buf)
       end
     end,
   })
@@ -121,6 +164,8 @@ function B.result()
     done_ms = rel(B.t_done),
     returned_ms = rel(B.t_returned),
     stall_first_ms = B.t_first and B.max_stall(B.t0, B.t_first) or nil,
+    stall_first_cpu_ms = B.t_first and select(2, B.max_stall(B.t0, B.t_first)) or nil,
+    max_gap_cpu_first_ms = B.t_first and B.max_gap_cpu(B.t0, B.t_first) or nil,
     stall_done_ms = B.t_done and B.max_stall(B.t0, B.t_done) or nil,
     watch_error = B.watch_error,
   }

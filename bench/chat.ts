@@ -70,6 +70,10 @@ export interface LuaResult {
   done_ms?: number;
   returned_ms?: number;
   stall_first_ms?: number;
+  /** Neovim's CPU time during that longest stall (the rest of it: waiting for a CPU). */
+  stall_first_cpu_ms?: number;
+  /** The most CPU time Neovim spent inside one gap (≥ 4 ms) before the first token. */
+  max_gap_cpu_first_ms?: number;
   stall_done_ms?: number;
 }
 
@@ -152,6 +156,8 @@ export interface ColdResult {
   nodeMs: number[];
   coldFirstMs: number[];
   coldStallMs: number[];
+  coldStallCpuMs: number[];
+  coldMaxGapCpuMs: number[];
   coldReturnMs: number[];
   warmFirstMs: number[];
   warmStallMs: number[];
@@ -159,6 +165,8 @@ export interface ColdResult {
   firstEverMs: number;
   typedFirstMs: number[];
   typedStallMs: number[];
+  typedStallCpuMs: number[];
+  typedMaxGapCpuMs: number[];
   nvim: string;
 }
 
@@ -226,7 +234,7 @@ export async function coldEnv(fake: FakeOpenAI): Promise<{ env: Record<string, s
 }
 
 export async function runColdBenchmark(runs = Number(process.env.BENCH_CHAT_RUNS ?? 10)): Promise<ColdResult> {
-  const res: ColdResult = { runs, nodeMs: [], coldFirstMs: [], coldStallMs: [], coldReturnMs: [], warmFirstMs: [], warmStallMs: [], firstEverMs: NaN, typedFirstMs: [], typedStallMs: [], nvim: defaultNvim().version };
+  const res: ColdResult = { runs, nodeMs: [], coldFirstMs: [], coldStallMs: [], coldStallCpuMs: [], coldMaxGapCpuMs: [], coldReturnMs: [], warmFirstMs: [], warmStallMs: [], firstEverMs: NaN, typedFirstMs: [], typedStallMs: [], typedStallCpuMs: [], typedMaxGapCpuMs: [], nvim: defaultNvim().version };
   nodeOnce(); // warm the page cache
   const fake = await startFakeOpenAI();
   // Every Neovim here is fresh, but they share one cache folder (stdpath('cache')), as a user's
@@ -243,6 +251,8 @@ export async function runColdBenchmark(runs = Number(process.env.BENCH_CHAT_RUNS
       const { cold, warm } = await coldAndWarm(fake, env);
       res.coldFirstMs.push(cold.first_ms!);
       res.coldStallMs.push(cold.stall_first_ms!);
+      res.coldStallCpuMs.push(cold.stall_first_cpu_ms ?? NaN);
+      res.coldMaxGapCpuMs.push(cold.max_gap_cpu_first_ms ?? NaN);
       res.coldReturnMs.push(cold.returned_ms!);
       res.warmFirstMs.push(warm.first_ms!);
       res.warmStallMs.push(warm.stall_first_ms!);
@@ -264,6 +274,8 @@ export async function runColdBenchmark(runs = Number(process.env.BENCH_CHAT_RUNS
         const typed = await result(u);
         res.typedFirstMs.push(typed.first_ms!);
         res.typedStallMs.push(typed.stall_first_ms!);
+        res.typedStallCpuMs.push(typed.stall_first_cpu_ms ?? NaN);
+        res.typedMaxGapCpuMs.push(typed.max_gap_cpu_first_ms ?? NaN);
         await u.lua('caboose_bench.probe_stop()');
       } finally {
         await u.close();
@@ -281,6 +293,13 @@ const TYPING_MS = 80;
 
 const ok = (pass: boolean) => (pass ? ' ✓' : ' ✗');
 const f1 = (x: number) => x.toFixed(1);
+
+/**
+ * `7.9 (6.1; 6.5), …`: each run's longest stall, Neovim's CPU time inside it and the most CPU Neovim spent
+ * inside any one gap of the run (its heaviest turn, whatever the load made of the gaps' lengths); spans
+ * the three time columns.
+ */
+const perRun = (ms: number[], cpu: number[], maxCpu: number[]) => `${ms.map((x, i) => `${f1(x)} (${f1(cpu[i])}; ${f1(maxCpu[i])})`).join(', ')} | | `;
 
 export function formatColdTable(r: ColdResult): string {
   const node = median(r.nodeMs);
@@ -303,6 +322,8 @@ export function formatColdTable(r: ColdResult): string {
     first(`typed \`:Caboose hi\` (${TYPING_MS} ms a key, fresh Neovim), <CR> → first token`, r.typedFirstMs, 1.5),
     stall('longest editor stall, typed <CR> → first token', r.typedStallMs),
     `| (information) cold \`:Caboose hi\` returns to the editor | ${cols(r.coldReturnMs)} | — | — | — |`,
+    `| (information) longest stall per run, cold (Neovim's CPU in it; most CPU in one gap) | ${perRun(r.coldStallMs, r.coldStallCpuMs, r.coldMaxGapCpuMs)} | — | — | — |`,
+    `| (information) longest stall per run, typed (Neovim's CPU in it; most CPU in one gap) | ${perRun(r.typedStallMs, r.typedStallCpuMs, r.typedMaxGapCpuMs)} | — | — | — |`,
     `| (information) the very first start, no compiled-code cache yet (one run) | ${f1(r.firstEverMs)} | — | — | ${f1(node)} | ${(r.firstEverMs / node).toFixed(2)}× | — |`,
   ].join('\n');
 }

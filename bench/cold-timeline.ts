@@ -79,7 +79,7 @@ async function main(): Promise<void> {
         await t.lua('caboose_bench.run(...)', ['Caboose hi', 'Zephyr', null]);
         await t.waitFor(() => t.lua<boolean>('return caboose_bench.t_first ~= nil'), 'the first token', 30_000);
         await new Promise((r) => setTimeout(r, 300));
-        const r = await t.lua<{ t0: number; t_first: number; t_ret: number; first_ms: number; stall_first_ms: number; gaps: [number, number][]; tl: [string, number][]; pid: number }>(
+        const r = await t.lua<{ t0: number; t_first: number; t_ret: number; first_ms: number; stall_first_ms: number; gaps: [number, number, number?][]; tl: [string, number][]; pid: number }>(
           "local r = caboose_bench.result(); r.t0 = caboose_bench.t0; r.t_first = caboose_bench.t_first; r.t_ret = caboose_bench.t_returned; r.gaps = caboose_bench.gaps; r.tl = _G.caboose_timeline; r.pid = require('caboose.rpc').host_pid(); return r",
         );
         await t.close();
@@ -93,7 +93,9 @@ async function main(): Promise<void> {
           ...r.tl.map(([s, ns]): [string, number] => [`nvim: ${s}`, ns / 1e6]),
           ['nvim: the command returned', r.t_ret / 1e6],
           ['nvim: FIRST TOKEN in the chat', r.t_first / 1e6],
-          ...r.gaps.filter(([end]) => end / 1e6 >= t0 && end / 1e6 <= r.t_first / 1e6 + 5).map(([end, len]): [string, number] => [`nvim: main-loop gap of ${(len / 1e6).toFixed(1)} ms ends`, end / 1e6]),
+          ...r.gaps
+            .filter(([end]) => end / 1e6 >= t0 && end / 1e6 <= r.t_first / 1e6 + 5)
+            .map(([end, len, cpu]): [string, number] => [`nvim: main-loop gap of ${(len / 1e6).toFixed(1)} ms ends (Neovim's CPU in it: ${(cpu ?? NaN).toFixed(1)} ms)`, end / 1e6]),
         ];
         try {
           const host = JSON.parse(fs.readFileSync(path.join(marksDir, `${r.pid}.json`), 'utf8')) as [string, number][];

@@ -31,12 +31,12 @@ M.start_host = function(prestarting)
 end
 
 --- Starts the host's job (not in 'remote' transport, which starts synchronously), quietly: whatever fails
---- here fails again, and is reported, at the call that follows.
+--- here fails again, and is reported, at the call that follows. Returns true when it started the job now.
 M.start_early = function()
   if require('caboose.rpc').is_running() or S.cfg().host.transport == 'remote' then
-    return
+    return false
   end
-  M.start_host(true)
+  return M.start_host(true) == true
 end
 
 --- Start the host (if needed), without waiting for it. Returns true when it is starting or up.

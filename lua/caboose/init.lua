@@ -6,6 +6,7 @@ local host = require('caboose.host')
 local commands = require('caboose.commands')
 
 local M = {}
+local H = {}
 
 --- Configure caboose. Optional: without it, defaults and the environment are used.
 ---@param opts table|nil see |caboose-config|
@@ -67,8 +68,45 @@ function M.send(text, opts)
   end
   opts = opts or {}
   -- A cold start: the host's process starts first, so Node loads while the chat opens and the message is
-  -- expanded (a failure to start is reported by the call below, where the chat shows it).
-  host.start_early()
+  -- expanded (a failure to start is reported by the call below, where the chat shows it). Starting it
+  -- blocks the editor until the child has run exec (≈ 0.5 ms on an idle machine, 10–25 ms when the CPUs
+  -- are busy). On a cold start or the chat's first opening, the rest runs in later turns of the main
+  -- loop, keys typed meanwhile served between them: the chat's modules (≈ 2 ms on an idle machine), its
+  -- buffers (≈ 2 ms), its windows, then the message expanded and sent. A message with a slash command
+  -- (which may not open the chat) is expanded at once.
+  local started = not opts.expanded and host.start_early()
+  if not opts.expanded and (started or not H.chat_built()) then
+    opts = vim.tbl_extend('force', opts, { origin = opts.origin or vim.api.nvim_get_current_buf() })
+    local function expand()
+      require('caboose.insertables').send(text, opts)
+    end
+    local steps = {
+      function()
+        S.chat() -- its modules
+      end,
+      function()
+        S.chat().buf()
+        S.chat().input_buf()
+      end,
+      M.open_chat,
+      expand,
+    }
+    local i = 0
+    local function step()
+      i = i + 1
+      steps[i]()
+      if steps[i + 1] then
+        S.next_turn(step)
+      end
+    end
+    S.next_turn(function()
+      if text:find('^%s*/') or text:find('\n%s*/') then
+        return expand()
+      end
+      step()
+    end)
+    return true
+  end
   if not opts.expanded then
     return require('caboose.insertables').send(text, opts)
   end
@@ -86,6 +124,12 @@ function M.send(text, opts)
       opts.on_done(err, res)
     end
   end)
+end
+
+--- Whether the chat's buffers exist (without loading the chat).
+H.chat_built = function()
+  local cs = package.loaded['caboose.chat.state']
+  return cs ~= nil and cs.valid(cs.buf) and cs.valid(cs.input)
 end
 
 function M.open_chat()

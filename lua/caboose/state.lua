@@ -24,6 +24,16 @@ S.notify_line = function(msg, level, cut)
   S.notify(msg, level)
 end
 
+--- Runs fn in a later iteration of the main loop (a libuv timer), so typed keys, RPC requests and timers
+--- that arrived meanwhile are served between two pieces of work.
+--- libuv times a timer from the loop's cached clock, taken before the current work ran: a 0 ms timer set
+--- after 10 ms of work was already due when the loop next ran its timers — before it read input — and
+--- the next piece ran at once. Timed from now and 1 ms out, it comes after the loop has read its input.
+S.next_turn = function(fn)
+  vim.uv.update_time()
+  vim.defer_fn(fn, 1)
+end
+
 S.cfg = function()
   if not S.config then
     S.config = require('caboose.config').build(vim.g.caboose_config)

@@ -29,6 +29,7 @@ const DISPATCH = "return require('caboose.rpc').on_event(...)";
  */
 export const FRAME_MS = 50;
 const DELTA_EVENT = 'assistant_delta';
+const START_EVENT = 'assistant_start';
 
 /** Text waiting for its frame, shared by a UI and its scopes so one frame carries it all, in order. */
 interface Frames {
@@ -89,6 +90,10 @@ export class LuaUi {
       return;
     }
     this.flush();
+    // A new reply (or the next step of one) starts: its first text goes at once, not when the frame of
+    // the previous reply's last text ends (a message sent right after a reply waited up to FRAME_MS for
+    // its first token, issue 24). The frames pace the text that follows.
+    if (name === START_EVENT) this.frames.last = 0;
     this.send(name, payload);
   }
 

@@ -32,6 +32,28 @@ test('streamed text goes out in frames: the first delta at once, the next ones j
   assert.deepEqual(r.events.slice(1), [['assistant_delta', { text: 'bcd' }]], 'one event for the rest of the frame');
 });
 
+test("a reply's first text goes at once, even within the frame of the previous reply's last text", async () => {
+  const r = recorder();
+  const ui = new LuaUi(r.nvim, silent, 1000);
+  ui.emit('assistant_start', {});
+  ui.emit('assistant_delta', { text: 'first reply' });
+  ui.emit('assistant_end', { interrupted: false });
+  // The next message's reply starts well within the 1 s frame of 'first reply'.
+  ui.emit('user_message', { id: 2, text: 'again' });
+  ui.emit('assistant_start', {});
+  ui.emit('assistant_delta', { text: 'Second' });
+  assert.deepEqual(r.events.at(-1), ['assistant_delta', { text: 'Second' }], 'not held for the frame');
+  // The text after it is paced again.
+  ui.emit('assistant_delta', { text: ' reply' });
+  ui.emit('assistant_delta', { text: '.' });
+  assert.deepEqual(r.events.at(-1), ['assistant_delta', { text: 'Second' }]);
+  ui.flush();
+  assert.deepEqual(
+    r.events.map(([e, p]) => `${e}${p.text === undefined ? '' : `:${String(p.text)}`}`),
+    ['assistant_start', 'assistant_delta:first reply', 'assistant_end', 'user_message:again', 'assistant_start', 'assistant_delta:Second', 'assistant_delta: reply.'],
+  );
+});
+
 test('any other event first sends the text waiting for its frame (order is kept)', () => {
   const r = recorder();
   const ui = new LuaUi(r.nvim, silent, 1000);

@@ -6,8 +6,13 @@ import type { ToolLines } from '../../src/host/session-parts/tool-lines';
 import { fakeUi } from '../support/session-parts';
 
 test('agent events: a turn is one checkpoint, one recorded user message and the chat\'s user line; its end flushes and names', () => {
-  const ui = fakeUi();
   const calls: string[] = [];
+  const ui = fakeUi();
+  const emit = ui.emit.bind(ui);
+  ui.emit = (name: string, payload?: Record<string, unknown>) => {
+    if (name === 'assistant_delta') calls.push(`chat text ${String(payload?.text)}`);
+    emit(name, payload);
+  };
   const recorder = {
     turnStart: (d: unknown) => calls.push(`record turn ${JSON.stringify(d)}`),
     flush: () => calls.push('flush'),
@@ -36,6 +41,8 @@ test('agent events: a turn is one checkpoint, one recorded user message and the 
     'mcp turn',
     'begin 4 fix it',
     'record turn {"text":"fix it","labels":["a.ts"]}',
+    // The chat gets the text before the database does (a reply's first text inserts its row).
+    'chat text ok',
     'record text ok',
     'tool c1',
     'result c1',

@@ -13,26 +13,69 @@ local H = {}
 M.OMNIFUNC = "v:lua.require'caboose.insertables.complete'.omnifunc"
 
 H.md_ready = false
+H.md_loading = false
 H.md_waiting = {} ---@type integer[]
 H.md_steps = {
+  -- Each parser's shared library is loaded (dlopen) in its own turn: 0.1–1.6 ms on an idle machine, up to
+  -- 20 ms when the disk is busy.
   function()
     vim.treesitter.language.add('markdown')
+  end,
+  function()
     vim.treesitter.language.add('markdown_inline')
   end,
   function()
-    vim.treesitter.query.get('markdown', 'highlights')
+    H.get_query('markdown', 'highlights')
   end,
   function()
-    vim.treesitter.query.get('markdown_inline', 'highlights')
+    H.get_query('markdown_inline', 'highlights')
   end,
   function()
-    vim.treesitter.query.get('markdown', 'injections')
-    vim.treesitter.query.get('markdown_inline', 'injections')
+    H.get_query('markdown', 'injections')
+    H.get_query('markdown_inline', 'injections')
   end,
   function()
     require('vim.treesitter.highlighter')
   end,
 }
+
+--- Neovim before 0.12 keeps the queries it has compiled in a weak cache (`vim.treesitter.query.get`): the
+--- ones loaded here were collected before the highlighter asked for them, and both highlight queries
+--- compiled again inside the chat's first redraw (≈ 14 ms on an idle machine, 25–35 ms on a busy one, in
+--- one turn of the main loop). The chat keeps its entries of that cache alive (found among the function's
+--- upvalues, or those of a function wrapping it). Neovim 0.12 keeps compiled queries in a strong cache (its
+--- `query.get` is a table then, and nothing is done here).
+H.pinned = {}
+H.query_cache = function(fn, key, depth)
+  for i = 1, 16 do
+    local name, value = debug.getupvalue(fn, i)
+    if not name then
+      return nil
+    end
+    if type(value) == 'table' and rawget(value, key) ~= nil then
+      return value
+    end
+    if type(value) == 'function' and depth > 0 then
+      local found = H.query_cache(value, key, depth - 1)
+      if found then
+        return found
+      end
+    end
+  end
+end
+
+H.get_query = function(lang, name)
+  local get = vim.treesitter.query.get
+  local query = get(lang, name)
+  if type(get) == 'function' then
+    local key = lang .. '%%' .. name -- the cache's key: the arguments joined with '%%' (two characters)
+    local cache = H.query_cache(get, key, 1)
+    if cache then
+      H.pinned[key] = cache[key]
+    end
+  end
+  return query
+end
 
 --- Runs fn in a later iteration of the main loop (a libuv timer): typed keys, RPC requests and timers
 --- that arrived meanwhile are served between two pieces of work.
@@ -64,10 +107,26 @@ H.md_parser = function(buf)
   end
 end
 
+--- Sets the filetype without the regex syntax: the `Syntax` event is ignored meanwhile, so the FileType
+--- autocommands (the ftplugin, the user's own) run but syntax/markdown.vim (with HTML's) is not loaded,
+--- only to be cleared by treesitter.start(): on Neovim 0.10 that was 10–20 ms of this turn. The buffer
+--- ends as before: 'syntax' empty, treesitter highlighting.
+H.set_filetype = function(buf)
+  local ei = vim.go.eventignore
+  vim.go.eventignore = ei == '' and 'Syntax' or (ei .. ',Syntax')
+  local ok, err = pcall(function()
+    vim.bo[buf].filetype = 'markdown'
+  end)
+  vim.go.eventignore = ei
+  if not ok then
+    error(err, 0)
+  end
+end
+
 H.md_apply = function(buf)
   if vim.api.nvim_buf_is_valid(buf) then
     H.md_parser(buf)
-    vim.bo[buf].filetype = 'markdown'
+    H.set_filetype(buf)
     if vim.b[buf].caboose_input then
       -- The markdown ftplugin sets its own (HTML tags); ours completes @paths.
       vim.bo[buf].omnifunc = M.OMNIFUNC
@@ -211,9 +270,10 @@ M.set = function(buf)
     return H.md_apply(buf)
   end
   table.insert(H.md_waiting, buf)
-  if #H.md_waiting > 1 then
+  if H.md_loading then
     return
   end
+  H.md_loading = true
   local i = 0
   local function step()
     i = i + 1
@@ -221,17 +281,21 @@ M.set = function(buf)
       pcall(H.md_steps[i])
       return H.next_turn(step)
     end
-    -- The parsers in this turn; the filetype (the markdown ftplugin, the highlighter) in the next.
+    -- The parsers in this turn; then each buffer's filetype (the markdown ftplugin, the highlighter:
+    -- 1.5–2 ms a buffer) in a turn of its own.
     for _, b in ipairs(H.md_waiting) do
       H.md_parser(b)
     end
-    H.next_turn(function()
-      H.md_ready = true
-      for _, b in ipairs(H.md_waiting) do
-        H.md_apply(b)
+    local function apply()
+      local b = table.remove(H.md_waiting, 1)
+      if not b then
+        H.md_ready = true
+        return
       end
-      H.md_waiting = {}
-    end)
+      H.md_apply(b)
+      H.next_turn(apply)
+    end
+    H.next_turn(apply)
   end
   H.next_turn(step)
 end

@@ -32,8 +32,10 @@ export function chatEvents(o: ChatEventsOptions): AgentEvents {
     state: (state, previous) => session.emitState(state, previous),
     assistantStart: () => ui.emit(EVENTS.assistantStart, {}),
     text: (delta) => {
-      recorder.text(delta);
+      // The chat first: a reply's first text creates its row in the database (an INSERT, ≈ 1 ms), which
+      // would otherwise hold the first token back (issue 24). What is recorded is the same.
       ui.emit(EVENTS.assistantDelta, { text: delta });
+      recorder.text(delta);
     },
     reasoning: (delta) => ui.emit(EVENTS.reasoningDelta, { text: delta }),
     messageAdded: (m) => recorder.messageAdded(m),
