@@ -18,6 +18,7 @@ import { hardLinkError } from './file-errors';
 import { statOrNull, type ChangeBasis } from './file-view';
 import { releaseBackup, rollback, verifyDisplaced, writeInPlace, type Step } from './commit-steps';
 import { traceMark } from './trace';
+import type { WrittenFile } from './buffer-bridge';
 import { runQueuedWork } from './io-idle';
 
 /** A change `commit` makes; several are committed all-or-nothing. */
@@ -88,7 +89,7 @@ export class DiskCommitter {
     faultHook?: CommitFaultHook,
     /** Awaited just before the commit point (after the temp files are written): its failure changes nothing. */
     beforeCommitPoint?: () => Promise<void>,
-  ): Promise<{ target: string; sha256: string }[]> {
+  ): Promise<{ target: string; sha256: string; file?: WrittenFile }[]> {
     if (changes.length === 0) {
       await beforeCommitPoint?.();
       // Buffer-only commits have their commit point here too.
@@ -99,6 +100,8 @@ export class DiskCommitter {
     const createdDirs: string[] = [];
     const steps: Step[] = [];
     const stats: (fs.Stats | null)[] = [];
+    /** What each replaced file is right after its rename (Neovim checks it before recording the file as read). */
+    const files = new Map<string, WrittenFile | undefined>();
     // The new bytes are hashed (thread pool) while the temp files are written; the journal gets their
     // sha256s before the commit point (recovery needs them from its renames on, not before).
     const hashes: (Promise<string> | undefined)[] = changes.map((c) => (c.type === 'write' ? Promise.resolve(c.sha256 ?? sha256HexAsync(c.bytes)) : undefined));
@@ -189,6 +192,7 @@ export class DiskCommitter {
           await backupCopy(at(c.abs), at(p.backup!));
           await fsp.rename(at(p.tmp!), at(c.abs));
           temps.delete(i);
+          files.set(c.abs, writtenFile(at(c.abs)));
           const expectBytes = p.oldSha256 && c.basis?.diskSha256 === p.oldSha256 ? c.basis.diskBytes : undefined;
           steps.push({ kind: 'replaced', target: c.abs, backup: p.backup!, bytes: c.bytes, expect: p.oldSha256 ?? null, ...(expectBytes ? { expectBytes } : {}) });
         }
@@ -211,8 +215,11 @@ export class DiskCommitter {
     for (const s of steps) await releaseBackup(s, at).catch(() => undefined);
     await anchors?.close();
     await journal?.end();
-    const written: { target: string; sha256: string }[] = [];
-    for (const p of plan) if (p.newSha256) written.push({ target: p.target, sha256: p.newSha256 });
+    const written: { target: string; sha256: string; file?: WrittenFile }[] = [];
+    for (const p of plan) {
+      const file = files.get(p.target);
+      if (p.newSha256) written.push({ target: p.target, sha256: p.newSha256, ...(file ? { file } : {}) });
+    }
     return written;
   }
 
@@ -266,6 +273,17 @@ export class DiskCommitter {
   async syncDirs(changes: FileChange[]): Promise<void> {
     const dirs = new Set(changes.map((c) => path.dirname(c.abs)));
     for (const d of dirs) await fsyncDir(d);
+  }
+}
+
+/** The file at `p` as a WrittenFile (undefined when it cannot be stat'ed or its inode is not a safe integer). */
+function writtenFile(p: string): WrittenFile | undefined {
+  try {
+    const st = fs.statSync(p, { bigint: true });
+    if (st.ino > BigInt(Number.MAX_SAFE_INTEGER)) return undefined;
+    return { ino: Number(st.ino), size: Number(st.size), mtimeSec: Number(st.mtimeNs / 1_000_000_000n), mtimeNsec: Number(st.mtimeNs % 1_000_000_000n) };
+  } catch {
+    return undefined;
   }
 }
 

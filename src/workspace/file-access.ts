@@ -18,7 +18,7 @@ import { sha256Hex } from './file-sha';
 import { bufferChangedError, isPermissionError, readonlyError, unreadableError, unsavedBufferError } from './file-errors';
 import { assertTextFile, diskView, statOrNull, toTextView, type FileView, type TextView } from './file-view';
 import { StaleGate } from './stale-gate';
-import { bufferLines, fmtKey, linesToBytes, type BufferBridge, type BufferOp, type BufferOpResult, type BufferSnapshot, type UnsavedBuffersPolicy } from './buffer-bridge';
+import { bufferLines, fmtKey, linesToBytes, type WrittenFile, type BufferBridge, type BufferOp, type BufferOpResult, type BufferSnapshot, type UnsavedBuffersPolicy } from './buffer-bridge';
 import { KnownBuffers } from './buffer-cache';
 import { DiskCommitter, type CommitFaultHook, type FileChange, type HardLinkPolicy } from './commit-disk';
 import { DiskCache } from './disk-cache';
@@ -260,7 +260,9 @@ export class FileAccess {
     try {
       checked = await validation;
       ops = [...checked.bufferSets.map((b) => b.op), ...checked.after.map((a) => (typeof a === 'function' ? a() : a))];
-      await written;
+      const files = await written;
+      // Clean buffers: the file each was brought in sync with, as the rename left it.
+      for (const op of ops) if (op.type === 'set' && op.clean && files.has(op.abs)) op.file = files.get(op.abs);
     } catch (err) {
       await written.catch(() => undefined);
       // A gate's refusal is the answer even when the disk part failed too (it was checked first before).
@@ -357,7 +359,7 @@ export class FileAccess {
   }
 
   /** The disk commit (commit-disk.ts); the agent is given the written files' sha256s; `syncDirs`: the folders are fsynced. */
-  private async commitDisk(changes: FileChange[], syncDirs = true, signal?: AbortSignal, beforeCommitPoint?: () => Promise<void>): Promise<void> {
+  private async commitDisk(changes: FileChange[], syncDirs = true, signal?: AbortSignal, beforeCommitPoint?: () => Promise<void>): Promise<Map<string, WrittenFile>> {
     for (const c of changes) {
       this.diskCache.drop(c.abs);
       if (c.type === 'write' && c.movedFrom) this.diskCache.drop(c.movedFrom);
@@ -373,6 +375,9 @@ export class FileAccess {
       if (c.type === 'write' && sha !== undefined) this.diskCache.settle(c.abs, this.root, c.bytes, sha);
     }
     if (syncDirs) await this.disk.syncDirs(changes);
+    const files = new Map<string, WrittenFile>();
+    for (const w of written) if (w.file) files.set(w.target, w.file);
+    return files;
   }
 
   /**

@@ -212,6 +212,26 @@ forEachNvim((bin) => {
       });
     }
 
+    it('record_written leaves a file that is no longer the one the host wrote (another inode, size or mtime) to :checktime', async () => {
+      await reset('a\nb\n');
+      await t.cmd('edit f.txt');
+      const r = await t.lua<boolean[]>(`
+        local ft = require('caboose.buffers.filetime')
+        local b = vim.api.nvim_get_current_buf()
+        local st = vim.uv.fs_stat(vim.api.nvim_buf_get_name(b))
+        local exact = { ino = st.ino, size = st.size, mtime_sec = st.mtime.sec, mtime_nsec = st.mtime.nsec }
+        local out = {}
+        for _, k in ipairs({ 'ino', 'size', 'mtime_nsec' }) do
+          local e = vim.deepcopy(exact)
+          e[k] = e[k] + 1
+          out[#out + 1] = ft.record_written(b, e)
+        end
+        out[#out + 1] = ft.record_written(b, exact)
+        return out`);
+      assert.deepEqual(r, [false, false, false, true]);
+      await noProblems(t);
+    });
+
     it('a user edit right after a clean-buffer write: the later compare is skipped and :checktime stays silent', async () => {
       await reset('a\nb\n');
       await t.cmd('edit f.txt');
