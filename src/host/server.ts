@@ -73,6 +73,8 @@ export class HostServer {
       case METHODS.init:
         return this.onInit(parse(protocol().InitParams, params, method));
       case METHODS.send: {
+        // When the message arrived (monotonic): the project rules read after it need not be read again.
+        const arrivedAt = performance.now();
         const { text, context } = parse(protocol().SendParams, params, method);
         // A message sent right after :CabooseAgent goes to the chat it opens, not the one it closes.
         await this.switching;
@@ -90,6 +92,7 @@ export class HostServer {
             endLine: c.end_line ?? undefined,
             modified: c.modified ?? undefined,
           })),
+          arrivedAt,
         );
       }
       case METHODS.stop: {
