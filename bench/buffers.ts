@@ -2,7 +2,8 @@
  * Live-buffer benchmark: edit_file on a 100,000-line file loaded in headless Neovim, measured from the
  * tool call (RPC `tool.call`, as the user runs it) until it returns with the buffer updated — the host
  * snapshots the buffer (one round trip), plans, writes the disk (clean buffer) and lands the minimal
- * hunks (one round trip). Median of BENCH_BUFFER_RUNS (default 30) after a warm-up. Target ≤ 25 ms.
+ * hunks (one round trip). Median of BENCH_BUFFER_RUNS (default 30) after a warm-up. Targets: ≤ 25 ms
+ * (unsaved buffer), ≈ 11 ms for the clean buffer (issue 24: 0.1× codecompanion.nvim's 112 ms).
  * Calls are BENCH_BUFFER_GAP_MS apart (default 100: an agent's next edit follows a model round trip, never
  * the previous call's return at once); the clean case also shows when Neovim is free again (the call,
  * then a round trip that waits for the work Neovim does after the call returned).
@@ -26,6 +27,7 @@ interface Result {
 
 export const LINES = 100_000;
 const TARGET_MS = 25;
+const CLEAN_TARGET_MS = 11; // issue 24: ≤ 0.1× codecompanion.nvim v19.22's 112 ms
 
 function quantile(xs: number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -112,7 +114,7 @@ export async function runBufferBenchmarks(): Promise<BufferBenchRow[]> {
     const settled: number[] = [];
     const cpu: { host: number | null; nvim: number | null } = { host: null, nvim: null };
     const clean = await measure(t, runs, 50_000, settled, cpu);
-    rows.push({ name: `edit_file, ${LINES.toLocaleString('en')}-line clean buffer (disk + buffer)`, medianMs: quantile(clean, 0.5), p90Ms: quantile(clean, 0.9), targetMs: TARGET_MS });
+    rows.push({ name: `edit_file, ${LINES.toLocaleString('en')}-line clean buffer (disk + buffer)`, medianMs: quantile(clean, 0.5), p90Ms: quantile(clean, 0.9), targetMs: CLEAN_TARGET_MS });
     rows.push({ name: '(information) same, until Neovim is free again (a round trip after the call returned)', medianMs: quantile(settled, 0.5), p90Ms: quantile(settled, 0.9), targetMs: 0 });
     // CPU per call from /proc (10 ms ticks, summed over all the calls): the host's includes its threads and
     // the kernel's time for its writes; shown in the median column (no p90: one sum).
