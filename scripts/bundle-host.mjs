@@ -59,5 +59,14 @@ await build({
   logOverride: { 'require-resolve-not-external': 'silent' },
   plugins: [clientLogger, sdkGlobals],
 });
+// An ASCII-only bundle is a one-byte string in V8: half the memory of a two-byte one, and faster to read,
+// decode and hash on every start (1.5–2 ms of CPU measured with the code cache). esbuild escapes non-ASCII
+// in strings and templates but prints regular-expression literals as written: such a character in a
+// regex (write it as \uXXXX) fails the build here.
+{
+  const out = await readFile(path.join(root, 'dist', 'host.bundle.js'), 'utf8');
+  const at = out.search(/[^\x00-\x7f]/);
+  if (at >= 0) throw new Error(`bundle-host: dist/host.bundle.js is not ASCII at ${at}: …${out.slice(Math.max(0, at - 60), at + 20)}… (write the character as \\uXXXX in the source)`);
+}
 // A new SDK that moved these modules would silently load undici again: the build says so instead.
 if (['client', 'headers', 'log'].some((f) => !patched.has(f))) throw new Error(`bundle-host: the openai SDK modules given lite Headers/FormData were not all found (patched: ${[...patched].join(', ')})`);

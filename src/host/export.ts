@@ -28,7 +28,7 @@ const closed = (text: string) => {
 };
 
 /** A tool line's summary after its text: ` — 3 lines`, but `→ exit 0` already has its arrow (no `— →`). */
-const summary = (text: string | undefined) => (!text ? '' : /^[→—]/.test(text) ? ` ${text}` : ` — ${text}`);
+const summary = (text: string | undefined) => (!text ? '' : /^[\u2192\u2014]/.test(text) ? ` ${text}` : ` — ${text}`);
 
 export function exportMarkdown(title: string | null, items: readonly TranscriptItem[], when = new Date()): string {
   const out: string[] = [`# ${title && title.trim() !== '' ? title.trim() : 'caboose chat'}`, '', `_Exported ${when.toISOString()}_`];

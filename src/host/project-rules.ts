@@ -78,6 +78,9 @@ export class ConversationRules {
   private fixed: RulesSnapshot | null = null;
   private section: string | undefined;
   private preview: Promise<void> = Promise.resolve();
+  /** The start() reading: when it began (performance.now()) and what it found. */
+  private previewStartedAt = -Infinity;
+  private previewSnap: RulesSnapshot | null = null;
   /** What the chat shows, so a second reading only redraws when something changed. */
   private shown: string[] = [];
 
@@ -101,17 +104,25 @@ export class ConversationRules {
   /** Reads the files and shows which in the chat (not for a reopened session: its transcript shows them). */
   start(): void {
     if (!this.o.options || this.fixed) return;
+    this.previewStartedAt = performance.now();
     this.preview = this.read().then((snap) => {
+      this.previewSnap = snap;
       if (snap && !this.fixed) this.show(rulesChatLines(snap));
     });
   }
 
-  /** Before the conversation's first message: reads the files again and fixes them for the conversation. */
-  async freeze(): Promise<void> {
+  /**
+   * Before the conversation's first message: reads the files again and fixes them for the conversation.
+   * `messageAt` (performance.now() when the message arrived): a start() reading that began after it already
+   * saw the files as they were when the message was sent, and is used as it is (issue 24: a cold start's
+   * first message read them twice in a row, 6–8 ms on its request's path).
+   */
+  async freeze(messageAt?: number): Promise<void> {
     if (!this.o.options || this.fixed) return;
     await this.preview;
     if (this.fixed) return;
-    const snap = (await this.read()) ?? { cwd: this.o.cwd, root: null, dirs: [], files: [], skipped: [] };
+    const fresh = messageAt !== undefined && this.previewSnap !== null && this.previewStartedAt >= messageAt ? this.previewSnap : null;
+    const snap = fresh ?? (await this.read()) ?? { cwd: this.o.cwd, root: null, dirs: [], files: [], skipped: [] };
     const lines = rulesChatLines(snap);
     // Files removed since the chat named them: say so rather than leave the old names up.
     this.show(lines.length === 0 && this.shown.length > 0 ? ['Rules: none found'] : lines);

@@ -40,7 +40,8 @@ export interface SessionRuntime {
   /** Every stored session of this data folder (list, search, delete). */
   sessions: SessionRepository;
   /** Starts a turn or queues the message; context items are read and attached first. */
-  send(text: string, context?: ContextItem[]): Promise<{ id: number; status: string; position?: number }>;
+  /** `arrivedAt`: when the host received it (performance.now()); defaults to now. */
+  send(text: string, context?: ContextItem[], arrivedAt?: number): Promise<{ id: number; status: string; position?: number }>;
   /** Loads what the first reply needs (model client, HTTP stack). */
   prepare(): Promise<void>;
   /** Resolves once every message sent so far reached the agent (started or queued). */
@@ -217,7 +218,7 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     sessions,
     selectionEdit: (p) => selectionEdits.run(p),
     cancelSelectionEdit: (id) => selectionEdits.cancel(id),
-    send: (text, context = []) => messages.send(text, context),
+    send: (text, context = [], arrivedAt) => messages.send(text, context, arrivedAt),
     sent: () => messages.sent(),
     prepare: () => {
       // MCP servers start while the user types the first message (they report their own failures).

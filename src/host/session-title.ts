@@ -16,7 +16,8 @@ export function cleanTitle(raw: string): string | null {
   if (!line) return null;
   const t = line
     .replace(/^(title|subject)\s*:\s*/i, '')
-    .replace(/^[#*_`"'“”‘’\s]+|[#*_`"'“”‘’.\s]+$/g, '')
+    // Curly quotes as escapes: the bundle stays ASCII (scripts/bundle-host.mjs).
+    .replace(/^[#*_`"'\u201C\u201D\u2018\u2019\s]+|[#*_`"'\u201C\u201D\u2018\u2019.\s]+$/g, '')
     .replace(/\s+/g, ' ');
   const words = t.split(' ').filter(Boolean);
   if (words.length < 3 || t.length > 80) return null;

@@ -330,6 +330,40 @@ describe('project rules: one conversation', () => {
     assert.match(h.rules.prompt()!, /two/);
   });
 
+  it('a message that arrived before the first reading began: that reading is used, not read again (issue 24); one that arrived earlier than it: read again', async () => {
+    const arrived = performance.now();
+    const h = harness(['one\n', 'two\n']);
+    h.rules.start();
+    await h.rules.freeze(arrived);
+    assert.equal(h.reads(), 1, 'the reading that began after the message arrived is used');
+    assert.match(h.rules.prompt()!, /one/);
+    assert.deepEqual(h.records, [['Rules: AGENTS.md']]);
+    // The chat opened (and read the rules) before the message was sent: the files may have changed since.
+    const w = harness(['one\n', 'two\n']);
+    w.rules.start();
+    await new Promise((r) => setTimeout(r, 2));
+    await w.rules.freeze(performance.now());
+    assert.equal(w.reads(), 2);
+    assert.match(w.rules.prompt()!, /two/);
+    // A reading that found nothing usable (failed) is not reused.
+    let n = 0;
+    const failing = new ConversationRules({
+      options: OPTS,
+      cwd: '/w',
+      ui: { emit: () => undefined } as unknown as LuaUi,
+      log: { info() {}, warn() {}, debug() {}, error() {} } as unknown as Logger,
+      load: async () => {
+        if (n++ === 0) throw new Error('EIO');
+        return snap('after\n');
+      },
+    });
+    const at = performance.now();
+    failing.start();
+    await failing.freeze(at);
+    assert.equal(n, 2);
+    assert.match(failing.prompt()!, /after/);
+  });
+
   it('a reopened conversation uses its stored rules and reads nothing; unreadable stored rules are read again', async () => {
     const h = harness(['fresh\n'], snap('stored\n'));
     h.rules.start();

@@ -244,6 +244,10 @@ describe('remembered bwrap trial', { skip: process.platform !== 'linux' ? 'skipp
     assert.equal(rememberedTrial(dataDir, after), null);
     // Another bwrap path, a kernel setting or the uid make another key too (the key lists them).
     assert.match(after.key, /max_user_namespaces/);
+    // The settings' values are in it (/proc files report size 0: they must still be read).
+    const maxNs = fs.existsSync('/proc/sys/user/max_user_namespaces') ? fs.readFileSync('/proc/sys/user/max_user_namespaces', 'utf8').trim() : null;
+    if (maxNs !== null) assert.ok(after.key.includes(`["/proc/sys/user/max_user_namespaces","${maxNs}"]`), 'the value of user.max_user_namespaces is in the key');
+    assert.ok(after.key.includes(JSON.stringify(fs.readFileSync('/proc/self/uid_map', 'utf8')).slice(1, -1).slice(0, 20)), 'the uid map is in the key');
     assert.match(after.key, new RegExp(`"${os.release().replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"`));
     const sb = new Sandbox({ root: dir, dataDir });
     let prepared = false;

@@ -153,6 +153,8 @@ describe('session store', () => {
 describe('titles, caps and context windows', () => {
   it('cleans model titles and falls back to the first words', () => {
     assert.equal(cleanTitle('"Fix the flaky login test."'), 'Fix the flaky login test');
+    assert.equal(cleanTitle('“Fix the flaky login test.”'), 'Fix the flaky login test', 'curly quotes too (written as \\u escapes in the source)');
+    assert.equal(cleanTitle('‘Fix the flaky login test’'), 'Fix the flaky login test');
     assert.equal(cleanTitle('Title: **Refactor parser module**\nmore'), 'Refactor parser module');
     assert.equal(cleanTitle('one two three four five six seven eight'), 'one two three four five six');
     assert.equal(cleanTitle('   '), null);

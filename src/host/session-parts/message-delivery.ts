@@ -65,10 +65,10 @@ export interface DeliveryOptions {
 export type Delivered = { id: number } & SendResult;
 
 /** The MessageQueue's `deliver`. */
-export function messageDelivery(o: DeliveryOptions): (text: string, context: ContextItem[], nextId: () => number) => Promise<Delivered> {
-  return async (text, context, nextId) => {
+export function messageDelivery(o: DeliveryOptions): (text: string, context: ContextItem[], nextId: () => number, arrivedAt?: number) => Promise<Delivered> {
+  return async (text, context, nextId, arrivedAt) => {
     o.ensureRestored();
-    await o.rules.freeze();
+    await o.rules.freeze(arrivedAt);
     const id = nextId();
     // `/server:prompt …` and `#mcp:server:uri` (MCP prompts and resources) are expanded first.
     const expanded = await o.mcp.expand(text, o.ask, o.signal);

@@ -30,10 +30,11 @@ export class MessageQueue<R> {
    * `deliver` hands one message to the agent; it runs once every earlier message was delivered, and takes
    * the message's number with `nextId()` when it gets that far.
    */
-  constructor(private readonly deliver: (text: string, context: ContextItem[], nextId: () => number) => Promise<R>) {}
+  constructor(private readonly deliver: (text: string, context: ContextItem[], nextId: () => number, arrivedAt: number) => Promise<R>) {}
 
-  send(text: string, context: ContextItem[]): Promise<R> {
-    const next = this.sending.then(() => this.deliver(text, context, () => ++this.count));
+  /** `arrivedAt`: when the host received the message (performance.now(); default now). */
+  send(text: string, context: ContextItem[], arrivedAt = performance.now()): Promise<R> {
+    const next = this.sending.then(() => this.deliver(text, context, () => ++this.count, arrivedAt));
     this.sending = next.catch(() => undefined);
     return next;
   }

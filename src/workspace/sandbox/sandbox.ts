@@ -152,20 +152,21 @@ export const TRIAL_FILE = 'sandbox-trial.json';
 const TRIAL_FILE_MAX = 16 * 1024;
 const TRIAL_FORMAT = 1;
 
+/** A small file's text, or null (missing, not a regular file, over `max` bytes). /proc files say size 0: read to EOF. */
 function readSmall(p: string, max: number): string | null {
   let fd: number | null = null;
   try {
     fd = fs.openSync(p, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
     const st = fs.fstatSync(fd);
     if (!st.isFile() || st.size > max) return null;
-    const buf = Buffer.alloc(st.size);
+    const buf = Buffer.alloc(max + 1);
     let off = 0;
     while (off < buf.length) {
-      const n = fs.readSync(fd, buf, off, buf.length - off, off);
+      const n = fs.readSync(fd, buf, off, buf.length - off, null);
       if (n <= 0) break;
       off += n;
     }
-    return buf.subarray(0, off).toString('utf8');
+    return off > max ? null : buf.subarray(0, off).toString('utf8');
   } catch {
     return null;
   } finally {
