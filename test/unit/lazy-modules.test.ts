@@ -27,3 +27,9 @@ test('the session runtime and the workspace load without jsdiff (loaded at the f
   assert.match(used, /^-a$/m);
   assert.match(used, /^\+b$/m);
 });
+
+test('the session runtime loads without node:http, node:https, node:tls or node:zlib (the fetch tool loads them at its first fetch)', () => {
+  const script = `require(${JSON.stringify(path.join(SRC, 'host', 'runtime.ts'))}); require(${JSON.stringify(path.join(SRC, 'tools', 'fetch.ts'))});
+    process.stdout.write(JSON.stringify(process.moduleLoadList.filter((m) => /^NativeModule (http|https|tls|zlib)$/.test(m))));`;
+  assert.deepEqual(JSON.parse(execFileSync(process.execPath, ['--import', 'tsx', '-e', script], { encoding: 'utf8' })), []);
+});
