@@ -97,6 +97,9 @@ function B.watch(first, done, buf)
       end
       if done and not B.t_done and l:find(done, 1, true) then
         B.t_done = now
+        -- CPU of Neovim and the host the moment the whole reply is in (not a client round trip later,
+        -- when the host is already ending the turn: session rows, the title request).
+        B.cpu_done = B.cpu()
       end
     end
   end
@@ -141,6 +144,7 @@ end
 
 --- Runs an Ex command (e.g. 'Caboose hi') with t0 taken first, the chat watched for `first`/`done`.
 function B.run(cmd, first, done)
+  B.cpu_t0, B.cpu_done = B.cpu(), nil
   B.t0 = uv.hrtime()
   B.watch(first, done)
   vim.cmd(cmd)
@@ -149,6 +153,7 @@ end
 
 --- Takes t0 and watches the chat without running anything: the client then types the command's <CR>.
 function B.arm(first, done)
+  B.cpu_t0, B.cpu_done = nil, nil
   B.t0 = uv.hrtime()
   B.watch(first, done)
   B.t_returned = nil
@@ -171,11 +176,12 @@ function B.result()
   }
 end
 
---- CPU time (ms, user + system) of Neovim and of the host, from /proc/<pid>/stat.
-local function cpu_ms(pid)
-  if not pid then
-    return nil
-  end
+--- CPU time (ms, user + system) of Neovim and of the host.
+--- Precise reading: the scheduler's run time of every thread of the process, in nanoseconds
+--- (/proc/<pid>/task/<tid>/schedstat, first field: what getrusage() and Node's process.cpuUsage() add up
+--- to, for the threads alive now; the host's and Neovim's threads live as long as the process).
+--- Fallback: utime + stime from /proc/<pid>/stat, in 10 ms clock ticks.
+local function cpu_ms_ticks(pid)
   local f = io.open('/proc/' .. pid .. '/stat', 'r')
   if not f then
     return nil
@@ -185,6 +191,35 @@ local function cpu_ms(pid)
   local fields = vim.split(s:sub(s:find(')', 1, true) + 2), ' ', { plain = true })
   -- fields[1] is field 3 (state); utime and stime are fields 14 and 15 (clock ticks, 100 Hz on Linux)
   return (tonumber(fields[12]) + tonumber(fields[13])) * 10
+end
+
+local function cpu_ms(pid)
+  if not pid then
+    return nil
+  end
+  local dir = uv.fs_scandir('/proc/' .. pid .. '/task')
+  if dir then
+    local ns, any = 0, false
+    while true do
+      local tid = uv.fs_scandir_next(dir)
+      if not tid then
+        break
+      end
+      local f = io.open('/proc/' .. pid .. '/task/' .. tid .. '/schedstat', 'r')
+      if f then
+        local first = tonumber((f:read('*l') or ''):match('^(%d+)'))
+        f:close()
+        if first then
+          ns = ns + first
+          any = true
+        end
+      end
+    end
+    if any then
+      return ns / 1e6
+    end
+  end
+  return cpu_ms_ticks(pid)
 end
 
 function B.cpu()

@@ -6,9 +6,29 @@
  *   node --import tsx bench/raw-stream.ts <base url ending in /v1>
  *
  * Prints one JSON line: `{"ms":…, "firstMs":…, "chars":…, "cpuMs":…}` (firstMs: first non-empty content delta;
- * cpuMs: this process's CPU time, user + system, from the request to `[DONE]`).
+ * cpuMs: this process's CPU time from the request to `[DONE]`, read as the host's is read by bench/chat-probe.lua:
+ * the scheduler's run time of every thread, in nanoseconds, from /proc/self/task/<tid>/schedstat (where it is
+ * missing: process.cpuUsage(), user + system); cpuUsageMs: process.cpuUsage()'s figure, for comparison).
  */
+import fs from 'node:fs';
 import http from 'node:http';
+
+/** CPU time (ms) of every thread of this process, as bench/chat-probe.lua reads the host's; undefined without /proc. */
+function threadsCpuMs(pid: number | 'self' = 'self'): number | undefined {
+  try {
+    let ns = 0;
+    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+      try {
+        ns += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      } catch {
+        // the thread ended meanwhile
+      }
+    }
+    return ns / 1e6;
+  } catch {
+    return undefined;
+  }
+}
 
 function main(): void {
   const base = process.argv[2];
@@ -16,6 +36,7 @@ function main(): void {
   const body = JSON.stringify({ model: 'fake-model', stream: true, messages: [{ role: 'user', content: 'stream please' }] });
   const url = new URL(base.replace(/\/+$/, '') + '/chat/completions');
   const t0 = process.hrtime.bigint();
+  const sched0 = threadsCpuMs();
   const cpu0 = process.cpuUsage();
   const since = () => Number(process.hrtime.bigint() - t0) / 1e6;
   let firstMs: number | undefined;
@@ -30,7 +51,10 @@ function main(): void {
     done = true;
     clearTimeout(timer);
     const cpu = process.cpuUsage(cpu0);
-    process.stdout.write(JSON.stringify({ ms: since(), firstMs, chars: text.length, cpuMs: (cpu.user + cpu.system) / 1000 }) + '\n', () => process.exit(0));
+    const sched1 = threadsCpuMs();
+    const cpuUsageMs = (cpu.user + cpu.system) / 1000;
+    const cpuMs = sched0 !== undefined && sched1 !== undefined ? sched1 - sched0 : cpuUsageMs;
+    process.stdout.write(JSON.stringify({ ms: since(), firstMs, chars: text.length, cpuMs, cpuUsageMs }) + '\n', () => process.exit(0));
   };
   const req = http.request(
     url,

@@ -137,20 +137,14 @@ export async function nodeFetch(input: string | URL | Request, init: FetchInit =
   const iterable: AsyncIterable<Uint8Array> = {
     [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
       used = true;
-      const it = (stream as unknown as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+      const it = chunksOf(stream, done, (err) => {
+        done();
+        return signal?.aborted ? abortReason(signal) : terminated(err);
+      });
       return {
-        async next() {
-          try {
-            const r = await it.next();
-            if (r.done) done();
-            return r;
-          } catch (err) {
-            done();
-            if (signal?.aborted) throw abortReason(signal);
-            throw terminated(err);
-          }
-        },
+        next: it.next,
         async return() {
+          it.stop();
           // The reader stopped early (the stream's `[DONE]`): a response the server already finished is
           // drained, so its connection goes back to the pool for the next request (a TLS handshake saved);
           // one still running is cut.
@@ -186,6 +180,75 @@ export async function nodeFetch(input: string | URL | Request, init: FetchInit =
     arrayBuffer: async () => {
       const b = await collect();
       return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
+    },
+  };
+}
+
+/**
+ * A readable's chunks as an iterator, from its `data` events: one promise per chunk when the reader waits,
+ * none when chunks are already queued. Node's own `readable[Symbol.asyncIterator]()` goes through
+ * `readable`/`read()` and a `nextTick` for every chunk, a good part of the CPU a paced model reply costs
+ * (500 reads; issue 24). What arrived while the reader was busy comes as one chunk, as `read()` gives it. Ends and failures come from `stream.finished`, as with Node's iterator (a
+ * response cut midway fails with its error, or a premature close). A chunk nobody waits for pauses the
+ * stream until the reader asks for more. `onEnd` is told of the end as the reader sees it; `failed` turns
+ * a failure into the error the reader gets.
+ */
+function chunksOf(stream: NodeJS.ReadableStream, onEnd: () => void, failed: (err: unknown) => unknown): { next(): Promise<IteratorResult<Buffer>>; stop(): void } {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { finished } = require('node:stream') as typeof import('node:stream');
+  const queue: Buffer[] = [];
+  let over = false;
+  let failure: { err: unknown } | undefined;
+  let waiter: { resolve(r: IteratorResult<Buffer>): void; reject(e: unknown): void } | undefined;
+  const onData = (chunk: Buffer): void => {
+    if (waiter) {
+      const w = waiter;
+      waiter = undefined;
+      w.resolve({ done: false, value: chunk });
+      return;
+    }
+    // Nobody is reading: the stream stops until the reader asks, so what arrives meanwhile waits in the
+    // socket and comes in one read (a fast stream takes few, large reads, as with Node's iterator).
+    queue.push(chunk);
+    stream.pause();
+  };
+  stream.on('data', onData);
+  const cleanup = finished(stream as NodeJS.ReadableStream & import('node:stream').Readable, (err) => {
+    over = true;
+    if (err) failure = { err };
+    if (!waiter) return;
+    const w = waiter;
+    waiter = undefined;
+    if (failure) w.reject(failed(failure.err));
+    else {
+      onEnd();
+      w.resolve({ done: true, value: undefined });
+    }
+  });
+  return {
+    next(): Promise<IteratorResult<Buffer>> {
+      if (queue.length > 0) {
+        // Everything that arrived since the last read, as one chunk (as Node's iterator gives it): the paused
+        // stream's own buffer too (`read()` hands it all to `onData`).
+        if (!over && stream.isPaused()) (stream as NodeJS.ReadableStream & { read(): unknown }).read();
+        const value = queue.length === 1 ? queue[0] : Buffer.concat(queue);
+        queue.length = 0;
+        if (!over) stream.resume();
+        return Promise.resolve({ done: false, value });
+      }
+      if (failure) return Promise.reject(failed(failure.err));
+      if (over) {
+        onEnd();
+        return Promise.resolve({ done: true, value: undefined });
+      }
+      return new Promise((resolve, reject) => {
+        waiter = { resolve, reject };
+      });
+    },
+    stop(): void {
+      stream.removeListener('data', onData);
+      cleanup();
+      queue.length = 0;
     },
   };
 }

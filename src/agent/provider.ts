@@ -11,7 +11,7 @@
 import type OpenAI from 'openai';
 import { nodeFetch } from './node-fetch';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
-import { readSseBatches, StreamAssembler, toWireMessages, type AssembledCall, type StreamErrorInfo, type StreamUsage } from './stream';
+import { SseDecoder, StreamAssembler, toWireMessages, type AssembledCall, type StreamErrorInfo, type StreamUsage } from './stream';
 import { classifyError, ProviderError, streamErrorToProviderError } from './provider-errors';
 
 export { isContextLengthMessage, parseRetryAfter, ProviderError, type ProviderErrorKind } from './provider-errors';
@@ -175,10 +175,7 @@ export class OpenAIProvider implements ModelClient {
     for (let attempt = 0; ; attempt++) {
       const yielded = { any: false };
       try {
-        for await (const ev of this.attempt(req)) {
-          yielded.any = true;
-          yield ev;
-        }
+        yield* this.attempt(req, yielded);
         return;
       } catch (err) {
         const e = err instanceof ProviderError ? err : this.mapError(err, req.signal);
@@ -227,7 +224,7 @@ export class OpenAIProvider implements ModelClient {
   }
 
   /** One HTTP request; text and partial state are tracked so a cut can report what arrived. */
-  private async *attempt(req: ModelRequest): AsyncGenerator<ModelEvent> {
+  private async *attempt(req: ModelRequest, yielded: { any: boolean }): AsyncGenerator<ModelEvent> {
     const { client } = await this.ensureClient();
     const controller = new AbortController();
     const onAbort = (): void => controller.abort();
@@ -275,30 +272,57 @@ export class OpenAIProvider implements ModelClient {
       if (!response.body) throw new ProviderError('bad_response', `empty response from ${this.config.baseURL}`);
       // The events of one read are yielded together, consecutive text (or reasoning) deltas joined into
       // one: the same text, far fewer steps through the generators and the agent loop in a fast stream.
-      reading: for await (const items of readSseBatches(response.body as unknown as AsyncIterable<Uint8Array>)) {
-        const out: ModelEvent[] = [];
-        let stop = false;
-        for (const item of items) {
-          if (item.kind === 'done') {
-            clean = true;
-            stop = true;
-            break;
+      // The body is parsed here, synchronously per read (SseDecoder), without a generator of its own in between.
+      const sse = new SseDecoder();
+      const iterator = (response.body as unknown as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+      // The body ended or failed: nothing to let go (a failing read is not followed by return(), as in `for await`).
+      let ended = false;
+      try {
+        for (;;) {
+          let r: IteratorResult<Uint8Array>;
+          try {
+            r = await iterator.next();
+          } catch (err) {
+            ended = true;
+            throw err;
           }
-          if (item.kind === 'error') {
-            streamError = item.error;
-            stop = true;
-            break;
+          const items = r.done ? sse.end() : sse.push(r.value);
+          if (r.done) ended = true;
+          if (items.length > 0) {
+            let stop = false;
+            let out: ModelEvent[] | undefined;
+            for (const item of items) {
+              if (item.kind === 'done') {
+                clean = true;
+                stop = true;
+                break;
+              }
+              if (item.kind === 'error') {
+                streamError = item.error;
+                stop = true;
+                break;
+              }
+              if (item.kind === 'invalid') continue; // keep-alive noise some proxies send
+              if (exchange) exchange.chunks++;
+              for (const ev of asm.push(item.data)) {
+                out ??= [];
+                const last = out[out.length - 1];
+                if (last && (ev.type === 'text' || ev.type === 'reasoning') && last.type === ev.type) out[out.length - 1] = { type: ev.type, delta: last.delta + ev.delta };
+                else out.push(ev);
+              }
+            }
+            if (out) {
+              yielded.any = true;
+              for (const ev of out) yield ev;
+            }
+            if (stop) break;
           }
-          if (item.kind === 'invalid') continue; // keep-alive noise some proxies send
-          if (exchange) exchange.chunks++;
-          for (const ev of asm.push(item.data)) {
-            const last = out[out.length - 1];
-            if (last && (ev.type === 'text' || ev.type === 'reasoning') && last.type === ev.type) out[out.length - 1] = { type: ev.type, delta: last.delta + ev.delta };
-            else out.push(ev);
-          }
+          if (ended) break;
         }
-        for (const ev of out) yield ev;
-        if (stop) break reading;
+      } finally {
+        // Stopped before the body's end (`[DONE]`, an error event, the consumer left): the body is let go
+        // as a `for await` would (node-fetch drains a finished response for keep-alive, cuts a running one).
+        if (!ended) await iterator.return?.();
       }
     } catch (err) {
       if (exchange) recordFailure(exchange, err, this.mapError(err, req.signal));
@@ -338,6 +362,7 @@ export class OpenAIProvider implements ModelClient {
     // A server that says "stop" while it sent tool calls still asked for them.
     if (calls.length > 0 && finishReason === 'stop') finishReason = 'tool_calls';
     const usage = asm.usage;
+    yielded.any = true;
     yield {
       type: 'done',
       finishReason,

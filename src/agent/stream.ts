@@ -31,28 +31,57 @@ export async function* readSse(body: AsyncIterable<Uint8Array>): AsyncGenerator<
 
 /** readSse's items, as one array per read of the byte stream (one async step per read, not per event). */
 export async function* readSseBatches(body: AsyncIterable<Uint8Array>): AsyncGenerator<SseItem[]> {
-  const pending: SseItem[] = [];
-  const parser = createParser({
-    onEvent(ev: EventSourceMessage) {
-      for (const it of itemsFromEvent(ev.event, ev.data)) pending.push(it);
+  const sse = new SseDecoder();
+  for await (const bytes of body) {
+    const items = sse.push(bytes);
+    if (items.length > 0) yield items;
+  }
+  const last = sse.end();
+  if (last.length > 0) yield last;
+}
+
+/**
+ * readSse's parser without the async steps: bytes in, the items they complete out (synchronously). The
+ * provider reads the body with it directly, one async step per network read for the whole path.
+ */
+export class SseDecoder {
+  private pending: SseItem[] = [];
+  private readonly decoder = new TextDecoder();
+  private readonly parser = createParser({
+    onEvent: (ev: EventSourceMessage) => {
+      for (const it of itemsFromEvent(ev.event, ev.data)) this.pending.push(it);
     },
-    onError(err) {
+    onError: (err) => {
       // An unknown field: llama.cpp writes `error: {json}` as its own line.
       const e = err as { type?: string; field?: string; value?: string };
       if (e.type === 'unknown-field' && e.field === 'error' && typeof e.value === 'string') {
-        pending.push({ kind: 'error', error: errorInfo(parseJson(e.value) ?? e.value) });
+        this.pending.push({ kind: 'error', error: errorInfo(parseJson(e.value) ?? e.value) });
       }
     },
   });
-  const decoder = new TextDecoder();
-  for await (const bytes of body) {
-    parser.feed(decoder.decode(bytes, { stream: true }));
-    if (pending.length > 0) yield pending.splice(0);
+
+  /** The items completed by these bytes (often none: an event split over reads waits for its end). */
+  push(bytes: Uint8Array): SseItem[] {
+    this.parser.feed(this.decoder.decode(bytes, { stream: true }));
+    return this.take();
   }
-  parser.feed(decoder.decode());
-  parser.feed('\n\n'); // a last event without its blank line still counts
-  if (pending.length > 0) yield pending.splice(0);
+
+  /** The body ended: what is left (a last event without its blank line still counts). */
+  end(): SseItem[] {
+    this.parser.feed(this.decoder.decode());
+    this.parser.feed('\n\n');
+    return this.take();
+  }
+
+  private take(): SseItem[] {
+    if (this.pending.length === 0) return NO_ITEMS;
+    const out = this.pending;
+    this.pending = [];
+    return out;
+  }
 }
+
+const NO_ITEMS: SseItem[] = Object.freeze([]) as unknown as SseItem[];
 
 function itemsFromEvent(event: string | undefined, data: string): SseItem[] {
   const trimmed = data.trim();

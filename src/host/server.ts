@@ -4,6 +4,7 @@
  * store or the MCP servers (mcp-setup.ts). It stays one file on purpose: the method table reads in one
  * place; the work behind each method lives in the modules it calls.
  */
+import { traceEnd, traceMark, traceStart } from '../workspace/trace';
 import type { z } from 'zod';
 import type { HostConfig } from './protocol';
 import { CALL_NOTIFICATION, EVENTS, METHODS } from './protocol-names';
@@ -361,9 +362,13 @@ export class HostServer {
       }
       case METHODS.toolCall: {
         // The user (or a test) runs a tool directly: no model, no approval.
+        traceStart();
         const p = parse(protocol().ToolCallParams, params, method);
         const rt = await this.ensureRuntime();
-        return rt.callTool(p.name, p.args ?? {});
+        traceMark('host: request parsed');
+        const r = await rt.callTool(p.name, p.args ?? {});
+        traceEnd();
+        return r;
       }
       case METHODS.checkpointList: {
         const rt = await this.ensureRuntime();

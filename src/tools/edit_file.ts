@@ -5,11 +5,13 @@ import { fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type Writ
 import { reviewFiles } from '../workspace/review';
 import { assertTextFile, basisOf, toTextView, type FileView } from '../workspace/file-view';
 import { savedFields } from '../workspace/file-access';
-import { sha256HexAsync } from '../workspace/file-sha';
+import { sha256Hex } from '../workspace/file-sha';
 import { unsavedBufferError } from '../workspace/file-errors';
 import { encodeText, keepFinalNewline, normalizeEol } from '../workspace/encoding';
 import { applyEdits, applyEditsToBytes, type TextEdit } from '../workspace/edits';
 import { fileDiff, fileDiffBytes } from '../workspace/text-diff';
+import { traceMark, traceStartIfIdle } from '../workspace/trace';
+import { duringIo, type Deferred } from '../workspace/io-idle';
 import { DIAGNOSTICS_NOTE, STALE_PROTOCOL, capDiff, expectedShaField, pathField, type CappedDiff, type WithDiagnostics } from '../workspace/tool-support';
 
 export const editFileParameters = z.object({
@@ -30,7 +32,7 @@ export const editFileParameters = z.object({
 export type EditFileData = { path: string; sha256: string; previousSha256: string; edits: number; savedToDisk?: boolean; unsavedBuffer?: boolean } & CappedDiff & WithDiagnostics;
 
 /** The plan, with the diff and the new sha256 still being computed (see plan). */
-type EditPlan = WritePlan<EditFileData> & { diffReady: Promise<string> };
+type EditPlan = WritePlan<EditFileData> & { diffReady: Promise<string>; runDiff: () => void };
 
 /**
  * Plans the edit against the current content. The new bytes' sha256 (on the thread pool) and the diff
@@ -38,9 +40,11 @@ type EditPlan = WritePlan<EditFileData> & { diffReady: Promise<string> };
  * both are in the result and the audit row before the tool returns.
  */
 async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>, d: AuditDraft): Promise<EditPlan> {
+  traceStartIfIdle();
   const r = ws.resolve(args.path);
   d.path = r.rel;
   const v = await ws.files.view(r.abs);
+  traceMark('view');
   if (v.kind === 'missing') throw notFound(r.rel);
   if (v.kind === 'directory') throw new ToolError('is_directory', `"${r.rel}" is a directory.`, { path: r.rel });
   d.beforeSha256 = v.sha256;
@@ -50,9 +54,17 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
   const fast = editBytes(v, args.edits, r.rel, ws.files.maxFileBytes);
   let bytes: Buffer;
   let diffReady: Promise<string>;
+  let hash: Deferred<string>;
+  let runDiff = (): void => undefined;
   if (fast) {
     bytes = fast.bytes;
-    diffReady = later(() => fileDiffBytes(r.rel, r.rel, fast.oldBody, fast.newBody));
+    // The new bytes' sha256, then the diff: computed while the commit waits for the temp file's write and
+    // fsync (io-idle.ts; the thread pool's digest first copied the 4.9 MB on this thread), or when first needed.
+    const b = bytes;
+    hash = duringIo(() => sha256Hex(b));
+    const d = duringIo(() => fileDiffBytes(r.rel, r.rel, fast.oldBody, fast.newBody));
+    diffReady = d.promise;
+    runDiff = d.run;
   } else {
     const tv = toTextView(v, r.rel, ws.files.maxFileBytes);
     const enc = tv.encoding;
@@ -60,14 +72,22 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
     const text = keepFinalNewline(applyEdits(tv.text, edits, r.rel), enc.finalNewline);
     bytes = encodeText(text, enc);
     diffReady = Promise.resolve(fileDiff(r.rel, r.rel, tv.text, text));
+    const b = bytes;
+    hash = duringIo(() => sha256Hex(b));
   }
-  const shaReady = sha256HexAsync(bytes);
+  traceMark('edit applied');
+  const shaReady = hash.promise;
+  const runQueued = (): void => {
+    hash.run();
+    runDiff();
+  };
   // Awaited in afterCommit/onFailure; marked handled so a failed commit cannot leave them unobserved.
   shaReady.catch(() => undefined);
   diffReady.catch(() => undefined);
   const result: EditFileData = { path: r.rel, sha256: '', previousSha256: v.sha256!, edits: args.edits.length } as EditFileData;
   const audit = { ...d, operation: 'edit' };
   const finish = async () => {
+    runQueued();
     const [sha, diff] = await Promise.all([shaReady, diffReady]);
     Object.assign(d, { afterSha256: sha, diff });
     Object.assign(audit, { afterSha256: sha, diff });
@@ -78,28 +98,18 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
     changes: bytes.equals(v.bytes!) ? [] : [{ type: 'write', abs: r.abs, bytes, sha256: shaReady, mode: v.mode ?? undefined, basis: basisOf(v) }],
     diff: '',
     diffReady,
+    runDiff: runQueued,
     result,
     audit: [audit],
     afterCommit: async (report) => {
+      traceMark('commit returned');
       await finish();
       Object.assign(result, savedFields(report, r.abs), v.source === 'buffer' && !report.buffered.has(r.abs) ? { savedToDisk: false, unsavedBuffer: true } : {});
+      traceMark('result (sha256, diff)');
     },
     onFailure: finish,
   };
   return p;
-}
-
-/** Runs `fn` on a later turn of the event loop (while the caller awaits I/O). */
-function later<T>(fn: () => T): Promise<T> {
-  return new Promise((resolve, reject) =>
-    setImmediate(() => {
-      try {
-        resolve(fn());
-      } catch (err) {
-        reject(err);
-      }
-    }),
-  );
 }
 
 const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
@@ -150,6 +160,7 @@ export const editFileTool: ToolDefinition<typeof editFileParameters, EditFileDat
   async preview(args, ctx) {
     const ws = fileWorkspace(ctx.workspace);
     const p = await plan(ws, args, empty());
+    p.runDiff();
     return { kind: 'diff', path: p.result.path, diff: await p.diffReady, files: await reviewFiles(ws, p.changes) };
   },
 };

@@ -27,6 +27,14 @@ export interface BufferSnapshot {
   utf8?: Buffer;
 }
 
+/** A file the host wrote, as `stat` saw it right after the rename (inode, size, mtime). */
+export interface WrittenFile {
+  ino: number;
+  size: number;
+  mtimeSec: number;
+  mtimeNsec: number;
+}
+
 /** An update the bridge performs on the buffers after (or instead of) a disk commit. */
 export type BufferOp =
   | {
@@ -46,6 +54,11 @@ export type BufferOp =
       sizeChanged?: boolean;
       /** Return the bytes the buffer would now write (non-UTF-8 'fileencoding'). */
       returnBytes?: boolean;
+      /**
+       * A clean update: the file the host wrote, as seen right after its rename. Neovim records the file as
+       * read without comparing it only while it is still this file (lua/caboose/buffers/filetime.lua).
+       */
+      file?: WrittenFile;
     }
   | { type: 'reload'; abs: string }
   | { type: 'wipe'; abs: string }

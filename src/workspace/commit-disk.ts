@@ -17,6 +17,9 @@ import { sha256HexAsync } from './file-sha';
 import { hardLinkError } from './file-errors';
 import { statOrNull, type ChangeBasis } from './file-view';
 import { releaseBackup, rollback, verifyDisplaced, writeInPlace, type Step } from './commit-steps';
+import { traceMark } from './trace';
+import type { WrittenFile } from './buffer-bridge';
+import { runQueuedWork } from './io-idle';
 
 /** A change `commit` makes; several are committed all-or-nothing. */
 export type FileChange =
@@ -86,7 +89,7 @@ export class DiskCommitter {
     faultHook?: CommitFaultHook,
     /** Awaited just before the commit point (after the temp files are written): its failure changes nothing. */
     beforeCommitPoint?: () => Promise<void>,
-  ): Promise<{ target: string; sha256: string }[]> {
+  ): Promise<{ target: string; sha256: string; file?: WrittenFile }[]> {
     if (changes.length === 0) {
       await beforeCommitPoint?.();
       // Buffer-only commits have their commit point here too.
@@ -97,6 +100,12 @@ export class DiskCommitter {
     const createdDirs: string[] = [];
     const steps: Step[] = [];
     const stats: (fs.Stats | null)[] = [];
+    /** What each replaced file is right after its rename (Neovim checks it before recording the file as read). */
+    const files = new Map<string, WrittenFile | undefined>();
+    // The new bytes are hashed (thread pool) while the temp files are written; the journal gets their
+    // sha256s before the commit point (recovery needs them from its renames on, not before).
+    const hashes: (Promise<string> | undefined)[] = changes.map((c) => (c.type === 'write' ? Promise.resolve(c.sha256 ?? sha256HexAsync(c.bytes)) : undefined));
+    for (const h of hashes) h?.catch(() => undefined);
     // Every name and step is fixed first: the journal lists them before anything is written.
     const plan: JournalStep[] = await Promise.all(
       changes.map(async (c, i): Promise<JournalStep> => {
@@ -104,24 +113,25 @@ export class DiskCommitter {
           stats[i] = null;
           return { kind: 'delete', target: c.abs, backup: siblingName(c.abs, 'bak'), ...(c.expectSha256 ? { oldSha256: c.expectSha256 } : {}) };
         }
-        const st = c.createOnly ? null : await statOrNull(c.abs);
+        // Synchronous (≈ 10 µs): through the thread pool, busy hashing the new bytes, it waited for a thread.
+        const st = c.createOnly ? null : statSyncOrNull(c.abs);
         stats[i] = st;
         const kind = c.createOnly || !st ? 'create' : 'replace';
-        const newSha256 = await (c.sha256 ?? sha256HexAsync(c.bytes));
         const inPlace = kind === 'replace' && st!.isFile() && st!.nlink > 1;
         if (inPlace && this.hardLinks === 'refuse') throw hardLinkError(this.rel(c.abs), st!.nlink);
         const oldSha256 = c.basis?.diskSha256 ?? undefined;
         return {
           kind,
           target: c.abs,
-          newSha256,
           ...(oldSha256 ? { oldSha256 } : {}),
           ...(inPlace ? { inPlace: true } : { tmp: siblingName(c.abs, 'tmp') }),
           ...(kind === 'replace' ? { backup: siblingName(c.abs, 'bak') } : {}),
         };
       }),
     );
+    traceMark('disk: planned');
     const journal = this.journalDir ? await CommitJournal.begin(this.journalDir, plan, this.root) : null;
+    traceMark('disk: journal');
     // Every folder is opened once and verified (anchored.ts); all names below are reached through those
     // handles, so a folder swapped for a link by another process cannot redirect a step out of the root.
     const anchors = this.root !== null && anchoringSupported() ? new AnchorSet(this.root) : null;
@@ -145,8 +155,14 @@ export class DiskCommitter {
         await writeTemp(at(plan[i].tmp!), c.bytes, c.mode, stats[i] ?? undefined);
         temps.set(i, plan[i].tmp!);
       }
+      traceMark('disk: temp written + fsync');
       await beforeCommitPoint?.();
+      // Queued work (a caller's hash of the new bytes) ran during the fsync; without temp files, now.
+      runQueuedWork();
+      for (let i = 0; i < changes.length; i++) if (hashes[i]) plan[i].newSha256 = await hashes[i];
+      traceMark('disk: new sha256');
       throwIfCancelled(signal);
+      journal?.update(plan, this.root);
       await journal?.mark('pending');
       for (let i = 0; i < changes.length; i++) {
         const c = changes[i];
@@ -176,13 +192,17 @@ export class DiskCommitter {
           await backupCopy(at(c.abs), at(p.backup!));
           await fsp.rename(at(p.tmp!), at(c.abs));
           temps.delete(i);
-          steps.push({ kind: 'replaced', target: c.abs, backup: p.backup!, bytes: c.bytes, expect: p.oldSha256 ?? null });
+          files.set(c.abs, writtenFile(at(c.abs)));
+          const expectBytes = p.oldSha256 && c.basis?.diskSha256 === p.oldSha256 ? c.basis.diskBytes : undefined;
+          steps.push({ kind: 'replaced', target: c.abs, backup: p.backup!, bytes: c.bytes, expect: p.oldSha256 ?? null, ...(expectBytes ? { expectBytes } : {}) });
         }
         faultHook?.({ index: i, change: c, phase: 'renamed' });
       }
       // What each rename displaced must be what the change was computed from: another program's write
       // in between would otherwise be lost. On a mismatch, everything is put back (their version kept).
+      traceMark('disk: link + rename');
       for (const s of steps) if (!(s.kind === 'replaced' && s.inPlace)) await verifyDisplaced(s, this.rel(s.target), at);
+      traceMark('disk: displaced verified');
       await journal?.mark('done');
     } catch (err) {
       await rollback(steps, at);
@@ -195,8 +215,11 @@ export class DiskCommitter {
     for (const s of steps) await releaseBackup(s, at).catch(() => undefined);
     await anchors?.close();
     await journal?.end();
-    const written: { target: string; sha256: string }[] = [];
-    for (const p of plan) if (p.newSha256) written.push({ target: p.target, sha256: p.newSha256 });
+    const written: { target: string; sha256: string; file?: WrittenFile }[] = [];
+    for (const p of plan) {
+      const file = files.get(p.target);
+      if (p.newSha256) written.push({ target: p.target, sha256: p.newSha256, ...(file ? { file } : {}) });
+    }
     return written;
   }
 
@@ -253,6 +276,27 @@ export class DiskCommitter {
   }
 }
 
+/** The file at `p` as a WrittenFile (undefined when it cannot be stat'ed or its inode is not a safe integer). */
+function writtenFile(p: string): WrittenFile | undefined {
+  try {
+    const st = fs.statSync(p, { bigint: true });
+    if (st.ino > BigInt(Number.MAX_SAFE_INTEGER)) return undefined;
+    return { ino: Number(st.ino), size: Number(st.size), mtimeSec: Number(st.mtimeNs / 1_000_000_000n), mtimeNsec: Number(st.mtimeNs % 1_000_000_000n) };
+  } catch {
+    return undefined;
+  }
+}
+
+function statSyncOrNull(p: string): fs.Stats | null {
+  try {
+    return fs.statSync(p);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+    throw err;
+  }
+}
+
 function siblingName(target: string, kind: 'tmp' | 'bak'): string {
   return path.join(path.dirname(target), `.${path.basename(target)}.caboose-${randomBytes(6).toString('hex')}.${kind}`);
 }
@@ -261,12 +305,18 @@ async function writeTemp(tmp: string, bytes: Buffer, mode: number | undefined, o
   const fh = await fsp.open(tmp, 'wx', mode ?? 0o666);
   try {
     await fh.writeFile(bytes);
+    traceMark('disk: temp written');
     // Root (or a member of the group) can keep the old owner and group; others keep what they may.
     if (owner && (owner.uid !== process.getuid?.() || owner.gid !== process.getgid?.())) {
       await fh.chown(owner.uid, owner.gid).catch(() => fh.chown(-1, owner.gid).catch(() => undefined));
     }
     if (mode !== undefined) await fh.chmod(mode);
-    await fh.sync();
+    const synced = fh.sync();
+    // The longest wait of a commit: queued CPU work of the call runs meanwhile (io-idle.ts).
+    runQueuedWork();
+    traceMark('disk: queued work done (sha256, diff)');
+    await synced;
+    traceMark('disk: temp fsynced');
   } catch (err) {
     await fh.close();
     await fsp.unlink(tmp).catch(() => undefined);

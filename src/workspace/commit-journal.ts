@@ -84,6 +84,18 @@ export class CommitJournal {
     return j;
   }
 
+  /**
+   * Replaces the recorded steps while the commit is still being prepared (before `mark('pending')`): the
+   * new bytes' sha256s, hashed while the temp files were written. Written beside the journal under a name
+   * recovery ignores, then renamed over it: a crash leaves the old or the new list, never a torn one.
+   */
+  update(steps: JournalStep[], root: string | null = null): void {
+    if (this.phase !== 'prep') throw new Error('a commit journal can only be updated before its renames');
+    const next = `${this.base}.update`;
+    fs.writeFileSync(next, JSON.stringify({ root, steps }));
+    fs.renameSync(next, this.file);
+  }
+
   async mark(phase: Phase): Promise<void> {
     const next = `${this.base}.${phase}`;
     fs.renameSync(this.file, next);
@@ -127,6 +139,9 @@ export function recoverCommits(dir: string, root?: string): RecoveryReport {
     return report;
   }
   for (const name of names) {
+    // A list being replaced (CommitJournal.update) when its process died: the journal itself holds the old one.
+    const u = /^(\d+)-(\d+|x)-[0-9a-f]+\.update$/.exec(name);
+    if (u && !isAlive(Number(u[1]), u[2])) unlinkQuiet(path.join(dir, name));
     const m = NAME.exec(name);
     if (!m) continue;
     const [, pid, start, id, phase, claimer, claimerStart] = m;

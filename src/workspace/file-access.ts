@@ -18,9 +18,12 @@ import { sha256Hex } from './file-sha';
 import { bufferChangedError, isPermissionError, readonlyError, unreadableError, unsavedBufferError } from './file-errors';
 import { assertTextFile, diskView, statOrNull, toTextView, type FileView, type TextView } from './file-view';
 import { StaleGate } from './stale-gate';
-import { bufferLines, fmtKey, linesToBytes, type BufferBridge, type BufferOp, type BufferOpResult, type BufferSnapshot, type UnsavedBuffersPolicy } from './buffer-bridge';
+import { bufferLines, fmtKey, linesToBytes, type WrittenFile, type BufferBridge, type BufferOp, type BufferOpResult, type BufferSnapshot, type UnsavedBuffersPolicy } from './buffer-bridge';
 import { KnownBuffers } from './buffer-cache';
 import { DiskCommitter, type CommitFaultHook, type FileChange, type HardLinkPolicy } from './commit-disk';
+import { DiskCache } from './disk-cache';
+import { traceMark } from './trace';
+import { runQueuedWork } from './io-idle';
 
 export const DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024;
 
@@ -70,6 +73,8 @@ export class FileAccess {
   faultHook: CommitFaultHook | undefined;
   readonly hardLinks: HardLinkPolicy;
   private readonly disk: DiskCommitter;
+  /** Files as last read or written, by their identity on disk (disk-cache.ts). */
+  private readonly diskCache = new DiskCache();
 
   constructor(opts: FileAccessOptions = {}) {
     this.bridge = opts.bridge ?? null;
@@ -86,6 +91,11 @@ export class FileAccess {
     return this.root ? path.relative(this.root, abs).split(path.sep).join('/') : abs;
   }
 
+  /** Views answered from the disk cache and entries made (disk-cache.ts), for tests and the bench. */
+  get diskCacheStats(): { hits: number; entries: number } {
+    return { ...this.diskCache.stats };
+  }
+
   get hasBridge(): boolean {
     return this.bridge !== null;
   }
@@ -97,11 +107,12 @@ export class FileAccess {
   async view(abs: string, opts: { remember?: boolean } = {}): Promise<FileView> {
     let loaded: BufferSnapshot | undefined;
     // The disk is read (and hashed) while Neovim answers: both views are needed for a loaded buffer.
-    const diskP = diskView(abs, this.rel(abs), this.root);
+    const diskP = diskView(abs, this.rel(abs), this.root, this.diskCache);
     diskP.catch(() => undefined);
     if (this.bridge) {
       const k = this.known.get(abs);
       loaded = (await this.bridge.status([abs], 'modified', k?.bytes ? new Map([[abs, k.tick]]) : undefined)).get(abs);
+      traceMark('view: buffer status');
       let cachedSha: string | undefined;
       if (loaded?.modified && !loaded.bytes) {
         const c = this.known.get(abs);
@@ -132,6 +143,7 @@ export class FileAccess {
       }
     }
     const v = await diskP;
+    traceMark(`view: disk ${this.diskCache.stats.hits}`);
     if (loaded) v.changedtick = loaded.changedtick;
     if (opts.remember) this.gate.noteGiven(abs, v.sha256);
     return v;
@@ -231,7 +243,10 @@ export class FileAccess {
     // prepared (journal, temp files, their fsync) while Neovim answers the buffer status, and the gates
     // below are checked before the commit point: a refusal there leaves the disk as it was.
     const diskPlanned = changes.filter((c) => c.type === 'delete' || (c.basis ?? { source: 'disk' }).source !== 'buffer');
-    const validation = this.bridge.status(paths, 'never').then((status) => this.checkGates(changes, status, movedFrom));
+    const validation = this.bridge.status(paths, 'never').then((status) => {
+      traceMark('commit: buffer status');
+      return this.checkGates(changes, status, movedFrom);
+    });
     validation.catch(() => undefined); // awaited below; a disk failure may come first
     // Its cancel check also guards the buffer updates, which only follow the disk commit.
     const written = this.commitDisk(diskPlanned, false, signal, async () => {
@@ -245,7 +260,9 @@ export class FileAccess {
     try {
       checked = await validation;
       ops = [...checked.bufferSets.map((b) => b.op), ...checked.after.map((a) => (typeof a === 'function' ? a() : a))];
-      await written;
+      const files = await written;
+      // Clean buffers: the file each was brought in sync with, as the rename left it.
+      for (const op of ops) if (op.type === 'set' && op.clean && files.has(op.abs)) op.file = files.get(op.abs);
     } catch (err) {
       await written.catch(() => undefined);
       // A gate's refusal is the answer even when the disk part failed too (it was checked first before).
@@ -256,14 +273,19 @@ export class FileAccess {
     }
     const { status, bufferSets, opLines } = checked;
     // The folders' fsync runs while Neovim updates the buffers; both end before the commit returns.
-    const synced = this.disk.syncDirs(diskPlanned);
+    traceMark('commit: disk done');
+    const synced = this.disk.syncDirs(diskPlanned).then(() => traceMark('commit: folder fsync'));
     if (ops.length === 0) {
       await synced;
       return report;
     }
     let results: BufferOpResult[];
     try {
-      results = await this.bridge.update(ops);
+      const updated = this.bridge.update(ops);
+      // Queued CPU work of the call (the new bytes' sha256 awaited below) runs while Neovim works.
+      runQueuedWork();
+      results = await updated;
+      traceMark('commit: buffer updated');
     } finally {
       await synced;
     }
@@ -337,11 +359,25 @@ export class FileAccess {
   }
 
   /** The disk commit (commit-disk.ts); the agent is given the written files' sha256s; `syncDirs`: the folders are fsynced. */
-  private async commitDisk(changes: FileChange[], syncDirs = true, signal?: AbortSignal, beforeCommitPoint?: () => Promise<void>): Promise<void> {
+  private async commitDisk(changes: FileChange[], syncDirs = true, signal?: AbortSignal, beforeCommitPoint?: () => Promise<void>): Promise<Map<string, WrittenFile>> {
+    for (const c of changes) {
+      this.diskCache.drop(c.abs);
+      if (c.type === 'write' && c.movedFrom) this.diskCache.drop(c.movedFrom);
+    }
     const written = await this.disk.commit(changes, signal, this.faultHook, beforeCommitPoint);
     // The write results give these sha256s to the agent.
     for (const w of written) this.gate.noteGiven(w.target, w.sha256);
+    // Once no longer racy, the written files are read back in the background: the next view of one
+    // nobody changed meanwhile skips reading and hashing it.
+    const byTarget = new Map(written.map((w) => [w.target, w.sha256]));
+    for (const c of changes) {
+      const sha = byTarget.get(c.abs);
+      if (c.type === 'write' && sha !== undefined) this.diskCache.settle(c.abs, this.root, c.bytes, sha);
+    }
     if (syncDirs) await this.disk.syncDirs(changes);
+    const files = new Map<string, WrittenFile>();
+    for (const w of written) if (w.file) files.set(w.target, w.file);
+    return files;
   }
 
   /**

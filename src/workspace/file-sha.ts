@@ -11,6 +11,24 @@ export async function sha256HexAsync(bytes: Buffer): Promise<string> {
   return Buffer.from(await webcrypto.subtle.digest('SHA-256', bytes)).toString('hex');
 }
 
+const PIECE = 1 << 20;
+
+/**
+ * The open file `fh` holds exactly `expect` (from offset 0 to its end): its size, else null. Read in
+ * 1 MiB pieces compared as they come: no buffer as large as the file is allocated (a 4.9 MB one per
+ * check made the host's garbage collector run every few edits).
+ */
+export async function fileHoldsExactly(fh: import('node:fs/promises').FileHandle, expect: Buffer): Promise<number | null> {
+  const piece = Buffer.allocUnsafeSlow(Math.min(PIECE, expect.length + 1));
+  let pos = 0;
+  for (;;) {
+    const { bytesRead } = await fh.read(piece, 0, piece.length, pos);
+    if (bytesRead === 0) return pos === expect.length ? pos : null;
+    if (pos + bytesRead > expect.length || piece.compare(expect, pos, pos + bytesRead, 0, bytesRead) !== 0) return null;
+    pos += bytesRead;
+  }
+}
+
 /** sha256 of a file's bytes, read in 1 MiB pieces (null when it cannot be read). Crash recovery and the trash use it. */
 export function sha256OfFileSync(p: string): string | null {
   try {

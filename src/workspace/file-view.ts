@@ -8,8 +8,9 @@ import fsp from 'node:fs/promises';
 import { ToolError } from './errors';
 import { decodeText, isBinary, type TextEncodingInfo } from './encoding';
 import { isUnder } from './paths';
-import { anchoringSupported, readVerified } from './anchored';
+import { anchoringSupported, openVerified, readVerified } from './anchored';
 import { sha256Hex } from './file-sha';
+import { identityOf, sameIdentity, wallNs, type DiskCache } from './disk-cache';
 import { isPermissionError, unreadableError } from './file-errors';
 
 /** A file's current state as the agent sees it. */
@@ -50,17 +51,20 @@ export interface ChangeBasis {
    * gate), or the file itself (disk views). The commit proves the file it displaces still has it.
    */
   diskSha256?: string | null;
+  /** A disk view's bytes (they hash to diskSha256): the commit compares what it displaces with them. */
+  diskBytes?: Buffer;
 }
 
 /** The basis to put on a write computed from `v`. */
 export function basisOf(v: FileView): ChangeBasis {
-  return v.source === 'buffer' ? { source: 'buffer', changedtick: v.changedtick, diskSha256: v.diskSha256 ?? null } : { source: 'disk', diskSha256: v.sha256 };
+  if (v.source === 'buffer') return { source: 'buffer', changedtick: v.changedtick, diskSha256: v.diskSha256 ?? null };
+  return { source: 'disk', diskSha256: v.sha256, ...(v.bytes ? { diskBytes: v.bytes } : {}) };
 }
 
 /** The file on disk, ignoring buffers. A file that cannot be read (EACCES, or no read bit at all) is permission_denied. */
-export async function diskView(abs: string, rel: string, root: string | null): Promise<FileView> {
+export async function diskView(abs: string, rel: string, root: string | null, cache?: DiskCache): Promise<FileView> {
   // Read through a handle verified to be at `abs` (anchored.ts): a link swapped into the path cannot redirect it.
-  if (root !== null && anchoringSupported() && isUnder(root, abs)) return diskViewVerified(abs, rel, root);
+  if (root !== null && anchoringSupported() && isUnder(root, abs)) return cache ? diskViewCached(abs, rel, root, cache) : diskViewVerified(abs, rel, root);
   try {
     const st = await statOrNull(abs);
     if (!st) return { abs, kind: 'missing', bytes: null, sha256: null, mode: null, size: 0, source: 'disk' };
@@ -88,6 +92,43 @@ async function diskViewVerified(abs: string, rel: string, root: string): Promise
     return { abs, kind: 'file', bytes: r.bytes, sha256: sha256Hex(r.bytes), mode, size: r.bytes.length, source: 'disk' };
   } catch (err) {
     throw isPermissionError(err) ? unreadableError(rel) : err;
+  }
+}
+
+/**
+ * diskViewVerified with the disk cache (disk-cache.ts): a file whose identity (device, inode, size,
+ * mtime, ctime) is the one of an entry is not read again; a file read is offered to the cache (kept
+ * when that identity proves the content: seen the same before and after the read, and not racy).
+ */
+async function diskViewCached(abs: string, rel: string, root: string, cache: DiskCache): Promise<FileView> {
+  let fh: fsp.FileHandle;
+  try {
+    fh = await openVerified(root, abs, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return { abs, kind: 'missing', bytes: null, sha256: null, mode: null, size: 0, source: 'disk' };
+    throw isPermissionError(err) ? unreadableError(rel) : err;
+  }
+  try {
+    const captured = wallNs();
+    const st = await fh.stat({ bigint: true });
+    const mode = Number(st.mode) & 0o7777;
+    if (st.isDirectory()) return { abs, kind: 'directory', bytes: null, sha256: null, mode, size: 0, source: 'disk' };
+    if (!st.isFile()) return { abs, kind: 'other', bytes: null, sha256: null, mode, size: Number(st.size), source: 'disk' };
+    // Root could read it anyway: the mode says nobody should.
+    if ((mode & 0o444) === 0) throw unreadableError(rel);
+    const id = identityOf(st);
+    const hit = cache.lookup(abs, id);
+    if (hit) return { abs, kind: 'file', bytes: hit.bytes, sha256: hit.sha256, mode, size: hit.bytes.length, source: 'disk' };
+    const bytes = await fh.readFile();
+    const sha256 = sha256Hex(bytes);
+    const after = identityOf(await fh.stat({ bigint: true }));
+    if (sameIdentity(id, after)) await cache.offer(abs, id, captured, bytes, sha256);
+    return { abs, kind: 'file', bytes, sha256, mode, size: bytes.length, source: 'disk' };
+  } catch (err) {
+    throw isPermissionError(err) ? unreadableError(rel) : err;
+  } finally {
+    await fh.close().catch(() => undefined);
   }
 }
 

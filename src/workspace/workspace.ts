@@ -1,3 +1,4 @@
+import { traceMark } from './trace';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ToolError, throwIfCancelled, type ErrorKind } from './errors';
@@ -214,10 +215,13 @@ export class FileWorkspace implements Workspace {
         if (review) p = await applyReviewSelection(this, p, review);
         throwIfCancelled(signal);
         // The pre-images are stored before anything changes; a failed write records nothing else.
+        traceMark('planned');
         const capture = await this.checkpoints.capture(p.changes);
         await p.beforeCommit?.();
+        traceMark('checkpoint captured');
         // The diagnostics before the change (one round trip to Neovim; never fails the write).
         if (opts.diagnostics && this.postEdit) watch.pending = await this.postEdit.arm(p.changes);
+        traceMark('diagnostics armed');
         let report: CommitReport;
         try {
           report = await this.files.commit(p.changes, signal);
@@ -228,6 +232,7 @@ export class FileWorkspace implements Workspace {
         // The files changed: from here on the call reports success, whatever the bookkeeping does (a
         // locked database is waited for up to its busy timeout; what still fails is said in the result).
         const warnings: string[] = [];
+        traceMark('committed');
         try {
           await this.checkpoints.record(capture, p.changes, report);
         } catch (err) {
@@ -247,11 +252,13 @@ export class FileWorkspace implements Workspace {
         throw te;
       }
       for (const a of p.audit) this.recordAudit(tool, a.operation, a, true, null);
+      traceMark('audit row');
       return p.result;
     });
     // Waiting for the language servers holds no lock: other writes go on meanwhile.
     const settled = await watch.pending?.settle(signal);
     if (settled && result && typeof result === 'object') Object.assign(result, { diagnostics: settled });
+    traceMark('write done');
     return result;
   }
 

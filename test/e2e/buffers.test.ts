@@ -162,7 +162,7 @@ forEachNvim((bin) => {
       });
     }
 
-    it('a clean-buffer write returns before Neovim compares the file; the compare runs on the next turn and a later :w is silent', async () => {
+    it('a clean-buffer write records the file as the buffer\'s own without comparing or touching it: its time stays the host\'s, a later :checktime and :w are silent', async () => {
       await reset('a\nb\n');
       await t.cmd('edit f.txt');
       const expected = await read();
@@ -172,12 +172,63 @@ forEachNvim((bin) => {
         [expected],
       );
       assert.ok(r.ok);
+      await new Promise((res) => setTimeout(res, 50));
       const later = await t.lua<number>('local st = vim.uv.fs_stat(vim.api.nvim_buf_get_name(0)); return st.mtime.sec * 1e3 + st.mtime.nsec / 1e6');
-      assert.ok(later > r.mtime, `the compare that records the time as read ran after the call (file time ${r.mtime} → ${later})`);
+      assert.equal(later, r.mtime, 'the file keeps the time of the agent\'s write (Neovim did not touch it)');
+      await t.lua("vim.o.autoread = false; _G.fcs = {}; vim.api.nvim_create_autocmd('FileChangedShell', { callback = function() table.insert(_G.fcs, vim.v.fcs_reason); vim.v.fcs_choice = '' end })");
       await t.cmd('checktime');
+      assert.deepEqual(await t.lua('return _G.fcs'), [], 'Neovim stored the new file time');
       await t.lua("vim.api.nvim_buf_set_lines(0, -1, -1, false, {'user line'})");
       await writeWithoutPrompt(t);
       assert.equal(fs.readFileSync(F(), 'utf8'), 'A\nb\nuser line\n');
+      await t.lua("vim.o.autoread = true; vim.api.nvim_clear_autocmds({ event = 'FileChangedShell' })");
+      await noProblems(t);
+    });
+
+    for (const [what, setup, undo] of [
+      ['a BufWriteCmd of the user\'s (another pattern)', "vim.api.nvim_create_autocmd('BufWriteCmd', { group = vim.api.nvim_create_augroup('user_bwc', {}), pattern = '*.never', callback = function() _G.bwc = true end })", "vim.api.nvim_del_augroup_by_name('user_bwc')"],
+      ['a BufWriteCmd of the user\'s for this file', "vim.api.nvim_create_autocmd('BufWriteCmd', { group = vim.api.nvim_create_augroup('user_bwc', {}), pattern = '*.TXT', callback = function() _G.bwc = true end })", "vim.api.nvim_del_augroup_by_name('user_bwc')"],
+      ["'eventignore' set", "vim.o.eventignore = 'CursorHold'", "vim.o.eventignore = ''"],
+      ["no 'filetype'", "vim.bo.filetype = ''", ''],
+      ["'readonly' set by the user (:view)", 'vim.bo.readonly = true', 'vim.bo.readonly = false'],
+    ] as const) {
+      it(`a clean-buffer write with ${what}: :checktime and :w stay silent, no autocommand of the user's runs`, async () => {
+        await reset('a\nb\n');
+        await t.cmd('edit f.txt');
+        await t.lua(`_G.bwc = false; _G.fired = {}; vim.api.nvim_create_autocmd({ 'BufWritePre', 'BufWritePost' }, { group = vim.api.nvim_create_augroup('watch', {}), callback = function(ev) table.insert(_G.fired, ev.event) end }); ${setup}`);
+        const r = await toolCall(t, 'write_file', { path: 'f.txt', content: 'a\nmuch longer B\n', expectedSha256: await read() });
+        assert.ok(r.ok, JSON.stringify(r));
+        assert.deepEqual(await bufferOf(t, F()), { lines: ['a', 'much longer B'], modified: false });
+        assert.equal(await t.lua('return vim.bo.readonly'), what.includes('readonly'), "'readonly' kept");
+        await t.lua('vim.o.autoread = false');
+        await t.cmd('checktime');
+        assert.deepEqual(await t.lua('return _G.fired'), [], 'no BufWritePre/Post');
+        assert.equal(await t.lua('return _G.bwc'), false);
+        await t.lua(`vim.o.autoread = true; vim.api.nvim_del_augroup_by_name('watch'); ${undo}`);
+        await t.lua("vim.api.nvim_buf_set_lines(0, -1, -1, false, {'user line'})");
+        await writeWithoutPrompt(t);
+        assert.equal(fs.readFileSync(F(), 'utf8'), 'a\nmuch longer B\nuser line\n');
+        await noProblems(t);
+      });
+    }
+
+    it('record_written leaves a file that is no longer the one the host wrote (another inode, size or mtime) to :checktime', async () => {
+      await reset('a\nb\n');
+      await t.cmd('edit f.txt');
+      const r = await t.lua<boolean[]>(`
+        local ft = require('caboose.buffers.filetime')
+        local b = vim.api.nvim_get_current_buf()
+        local st = vim.uv.fs_stat(vim.api.nvim_buf_get_name(b))
+        local exact = { ino = st.ino, size = st.size, mtime_sec = st.mtime.sec, mtime_nsec = st.mtime.nsec }
+        local out = {}
+        for _, k in ipairs({ 'ino', 'size', 'mtime_nsec' }) do
+          local e = vim.deepcopy(exact)
+          e[k] = e[k] + 1
+          out[#out + 1] = ft.record_written(b, e)
+        end
+        out[#out + 1] = ft.record_written(b, exact)
+        return out`);
+      assert.deepEqual(r, [false, false, false, true]);
       await noProblems(t);
     });
 

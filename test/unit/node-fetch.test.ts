@@ -37,6 +37,16 @@ before(async () => {
         res.write('data: one\n\n');
         setTimeout(() => res.write('data: two\n\n'), 20);
         setTimeout(() => res.end(), 40);
+      } else if (req.url === '/many') {
+        // 40 events, one write each, a turn of the loop apart; then the end.
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        let i = 0;
+        const next = (): void => {
+          if (i === 40) return void res.end();
+          res.write(`data: ${i++}\n\n`);
+          setImmediate(next);
+        };
+        next();
       } else if (req.url === '/cut') {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         res.write('data: one\n\n');
@@ -97,6 +107,23 @@ test('a redirect is left to fetch, which follows it', async () => {
 
 test('the body comes as the server writes it', async () => {
   assert.equal(await text((await nodeFetch(`${base}/stream`)).body), 'data: one\n\ndata: two\n\n');
+});
+
+test('a reader that falls behind gets what arrived meanwhile in one chunk: in order, nothing lost, up to the end', async () => {
+  const r = await nodeFetch(`${base}/many`);
+  const it = (r.body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+  const reads: string[] = [];
+  for (;;) {
+    const n = await it.next();
+    if (n.done) break;
+    reads.push(Buffer.from(n.value).toString('utf8'));
+    // A busy reader: the server's next writes arrive meanwhile.
+    await new Promise((res) => setTimeout(res, 15));
+  }
+  assert.equal(reads.join(''), Array.from({ length: 40 }, (_, i) => `data: ${i}\n\n`).join(''));
+  assert.ok(reads.length < 40, `${reads.length} reads for 40 writes`);
+  const after = await it.next();
+  assert.equal(after.done, true, 'the end is reported again');
 });
 
 test('a refused connection rejects as fetch does: TypeError "fetch failed" whose cause has the code', async () => {

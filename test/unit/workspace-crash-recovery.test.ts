@@ -129,3 +129,13 @@ test('the chat is told which files recovery put back and which it left alone', (
   assert.match(text ?? '', /put back .*: a\.txt; files left as they are \(changed since the crash\): d\/b\.txt/);
   assert.equal(recoveryNotice({ discarded: 2, rolledBack: 0, finished: 1, restored: [], kept: [] }, root), null);
 });
+
+test("a journal's step list cut off while being replaced (a dead process's .update file) is removed; a live one's is kept", () => {
+  const dir = path.join(dataDir, 'journal');
+  fs.mkdirSync(dir, { recursive: true });
+  // No process has pid 2^22 + 1 (Linux's pid_max is at most 2^22).
+  fs.writeFileSync(path.join(dir, '4194305-x-0123456789ab.update'), '{"root":null,"ste');
+  fs.writeFileSync(path.join(dir, `${process.pid}-x-0123456789ab.update`), '{}');
+  recoverCommits(dir);
+  assert.deepEqual(fs.readdirSync(dir), [`${process.pid}-x-0123456789ab.update`]);
+});

@@ -63,6 +63,75 @@ M.sync_file_time = function(b, size_changed)
   end)
 end
 
+--- Whether `:write` of buffer `b` would run only the one-shot BufWriteCmd of M.record_written and
+--- nothing else: no BufWriteCmd of the user's or of another plugin (any pattern), no ignored events
+--- ('eventignore', 'eventignorewin': Neovim would then write the file itself), a 'filetype' (an empty
+--- one makes `:write` detect it again and apply modelines), a normal file buffer.
+H.can_record_by_write = function(b)
+  if vim.o.eventignore ~= '' or vim.bo[b].buftype ~= '' or vim.bo[b].filetype == '' then
+    return false
+  end
+  local name = vim.api.nvim_buf_get_name(b)
+  local tail = vim.fn.fnamemodify(name, ':t')
+  for _, au in ipairs(vim.api.nvim_get_autocmds({ event = 'BufWriteCmd' })) do
+    if au.buffer then
+      if au.buffer == b then
+        return false
+      end
+    else
+      -- A pattern that might match the file (case ignored, full name or tail): not used.
+      local ok, re = pcall(vim.regex, '\\c' .. vim.fn.glob2regpat(au.pattern))
+      if not ok or re:match_str(name) or re:match_str(tail) then
+        return false
+      end
+    end
+  end
+  for _, w in ipairs(vim.fn.win_findbuf(b)) do
+    local ok, v = pcall(vim.api.nvim_get_option_value, 'eventignorewin', { win = w })
+    if ok and v ~= '' then
+      return false
+    end
+  end
+  return true
+end
+
+--- Records the file the agent just wrote as the buffer's file "as read" (its time and size: neither
+--- `:checktime` (W11/W12) nor a later `:w` ("changed since reading it") asks anything), without
+--- reading or comparing it and without touching the file: a `:write` whose only BufWriteCmd (one-shot,
+--- buffer-local) does nothing. Neovim then takes the file as written by that autocommand and stores
+--- its time, size and mode (`ml_timestamp`), as after any write. `lockmarks` keeps '[ and '] on the
+--- agent's lines. The buffer must be clean and hold the file's text. `expect` (ino, size, mtime) is the
+--- file the host wrote: another file there (a writer came in between) is left for `:checktime` to
+--- report. Returns false when this cannot be used (H.can_record_by_write); nothing was done then.
+M.record_written = function(b, expect)
+  if not H.can_record_by_write(b) then
+    return false
+  end
+  local st = vim.uv.fs_stat(vim.api.nvim_buf_get_name(b))
+  if
+    not st
+    or (expect.ino and st.ino ~= expect.ino)
+    or (expect.size and st.size ~= expect.size)
+    or (expect.mtime_sec and (st.mtime.sec ~= expect.mtime_sec or st.mtime.nsec ~= expect.mtime_nsec))
+  then
+    return false
+  end
+  local ran = false
+  local id = vim.api.nvim_create_autocmd('BufWriteCmd', {
+    buffer = b,
+    callback = function()
+      ran = true
+      vim.bo[b].modified = false
+    end,
+  })
+  local ok = pcall(vim.api.nvim_buf_call, b, function()
+    -- `!`: a 'readonly' buffer (`:view`) would otherwise refuse or, with 'confirm', ask.
+    vim.cmd('silent lockmarks keepalt write!')
+  end)
+  pcall(vim.api.nvim_del_autocmd, id)
+  return ok and ran
+end
+
 --- Stores the file's new time and size in the buffer while it is still marked modified (after the
 --- agent's lines landed, before 'nomodified'): `:checktime` then sees a "conflict", stores the file's
 --- time and size without comparing any content, and a handled FileChangedShell keeps it silent. From

@@ -55,6 +55,19 @@ M.set = function(op)
     vim.cmd('let &l:undolevels = &l:undolevels')
   end)
   if op.clean then
+    if op.final_eol ~= nil then
+      vim.bo[b].eol = op.final_eol
+    end
+    if op.bom ~= nil then
+      vim.bo[b].bomb = op.bom
+    end
+    vim.bo[b].modified = false
+    -- The file the host wrote is recorded as the buffer's file without comparing it (no read, no change
+    -- to the file's time): see filetime.record_written.
+    if filetime.record_written(b, op.file or {}) then
+      return H.set_result(b, op)
+    end
+    vim.bo[b].modified = true
     -- The user's own FileChangedShell autocommands never see the agent's write: with any, the file time
     -- is recorded as before (one content compare, on this turn).
     local quick = #vim.api.nvim_get_autocmds({ event = 'FileChangedShell' }) == 0
@@ -78,6 +91,10 @@ M.set = function(op)
       end
     end
   end
+  return H.set_result(b, op)
+end
+
+H.set_result = function(b, op)
   local res = { ok = true, changedtick = vim.api.nvim_buf_get_changedtick(b) }
   if op.return_bytes then
     res.bytes64 = vim.base64.encode(snapshot.bytes(b, snapshot.format(b)))
