@@ -6,6 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readFile } from 'node:fs/promises';
 import { build } from 'esbuild';
+import { zodLocales } from './zod-locales-plugin.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -57,7 +58,7 @@ await build({
   logLevel: 'warning',
   // main.ts resolves node-client's logger only when it is not bundled.
   logOverride: { 'require-resolve-not-external': 'silent' },
-  plugins: [clientLogger, sdkGlobals],
+  plugins: [clientLogger, sdkGlobals, zodLocales],
 });
 // An ASCII-only bundle is a one-byte string in V8: half the memory of a two-byte one, and faster to read,
 // decode and hash on every start (1.5–2 ms of CPU measured with the code cache). esbuild escapes non-ASCII
