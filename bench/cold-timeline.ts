@@ -16,7 +16,6 @@ import http from 'node:http';
 import { startFakeOpenAI } from '../test/support/fake-openai';
 import { defaultNvim, startNvim } from '../test/support/nvim';
 import { loadLine } from './chat';
-import { TRIAL_FILE } from '../src/workspace/sandbox/sandbox';
 
 const PROBE = path.join(__dirname, 'chat-probe.lua');
 const hr = (): number => Number(process.hrtime.bigint()) / 1e6;
@@ -40,6 +39,15 @@ vim.treesitter.start = timed(function() return 'treesitter.start' end, vim.trees
 vim.api.nvim_create_autocmd('FileType', { pattern = 'markdown', callback = function() mark('FileType markdown') end })
 `;
 
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 async function main(): Promise<void> {
   const runs = Number(process.argv[2] ?? 3);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-timeline-'));
@@ -55,16 +63,17 @@ async function main(): Promise<void> {
     return emit.apply(this, [ev, ...args] as Parameters<typeof emit>);
   } as typeof emit;
   const cacheHome = path.join(work, 'cache');
-  const carried = path.join(work, TRIAL_FILE);
+  const kept = path.join(work, 'kept-data');
   try {
     for (let i = 0; i <= runs; i++) {
       serverMarks.length = 0;
-      // The data folder's remembered sandbox trial carries over from the run before (as a user's data folder
-      // keeps it); the rest of the folder starts empty. BENCH_NO_TRIAL_CARRY=1: not carried.
+      // Each counted run starts from the data folder the uncounted first run left (its session database, its
+      // remembered sandbox trial), as a user's every start but the very first. BENCH_EMPTY_DATA=1: empty.
       const home = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-nvim-'));
       const dataDir = path.join(home, 'data', 'nvim', 'caboose');
-      fs.mkdirSync(dataDir, { recursive: true });
-      if (!process.env.BENCH_NO_TRIAL_CARRY && fs.existsSync(carried)) fs.copyFileSync(carried, path.join(dataDir, TRIAL_FILE));
+      fs.mkdirSync(path.dirname(dataDir), { recursive: true });
+      if (!process.env.BENCH_EMPTY_DATA && fs.existsSync(kept)) fs.cpSync(kept, dataDir, { recursive: true });
+      else fs.mkdirSync(dataDir, { recursive: true });
       const t = await startNvim({
         home,
         nvim: defaultNvim(),
@@ -83,7 +92,11 @@ async function main(): Promise<void> {
           "local r = caboose_bench.result(); r.t0 = caboose_bench.t0; r.t_first = caboose_bench.t_first; r.t_ret = caboose_bench.t_returned; r.gaps = caboose_bench.gaps; r.tl = _G.caboose_timeline; r.pid = require('caboose.rpc').host_pid(); return r",
         );
         await t.close();
-        if (fs.existsSync(path.join(dataDir, TRIAL_FILE))) fs.copyFileSync(path.join(dataDir, TRIAL_FILE), carried);
+        if (i === 0) {
+          // The host exits once Neovim has closed its stdin: keep its data folder only after it has.
+          for (let n = 0; n < 200 && alive(r.pid); n++) await new Promise((res) => setTimeout(res, 25));
+          fs.cpSync(dataDir, kept, { recursive: true });
+        }
         fs.rmSync(home, { recursive: true, force: true });
         if (i === 0) continue;
         await new Promise((res) => setTimeout(res, 200)); // the host writes its marks as it exits

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readFile } from 'node:fs/promises';
 import { build } from 'esbuild';
+import { zodLocales } from './zod-locales-plugin.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -57,13 +58,14 @@ await build({
   logLevel: 'warning',
   // main.ts resolves node-client's logger only when it is not bundled.
   logOverride: { 'require-resolve-not-external': 'silent' },
-  plugins: [clientLogger, sdkGlobals],
+  plugins: [clientLogger, sdkGlobals, zodLocales],
 });
 // An ASCII-only bundle is a one-byte string in V8: half the memory of a two-byte one, and faster to read,
 // decode and hash on every start (1.5–2 ms of CPU measured with the code cache). esbuild escapes non-ASCII
 // in strings and templates but prints regular-expression literals as written: such a character in a
-// regex (write it as \uXXXX) fails the build here.
-{
+// regex (write it as \uXXXX) fails the build here. Not checked for the readable bundle
+// (CABOOSE_BUNDLE_MINIFY=0, for profiling): it keeps the sources' comments, which may be any text.
+if (process.env.CABOOSE_BUNDLE_MINIFY !== '0') {
   const out = await readFile(path.join(root, 'dist', 'host.bundle.js'), 'utf8');
   const at = out.search(/[^\x00-\x7f]/);
   if (at >= 0) throw new Error(`bundle-host: dist/host.bundle.js is not ASCII at ${at}: …${out.slice(Math.max(0, at - 60), at + 20)}… (write the character as \\uXXXX in the source)`);

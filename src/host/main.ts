@@ -1,3 +1,5 @@
+// First: zod's setting must be in place before any schema is built (zod-jitless.ts).
+import './zod-jitless';
 import Module from 'node:module';
 import { getLogger, setClientLogger } from './client-logger';
 import { createFileLogger, guardConsole, isLogLevel, type Logger } from './logger';

@@ -1,4 +1,5 @@
-import { diffArrays } from 'diff';
+/** jsdiff, loaded on first use: its evaluation (the word tokenizer's tables) cost ≈ 3 ms of every cold start before the first request (issue 24). */
+const jsdiff = (): typeof import('diff') => require('diff') as typeof import('diff');
 
 /** One replacement in a buffer: old lines [start, start+count) (0-based) become `lines`. */
 export interface LineHunk {
@@ -83,7 +84,7 @@ function middleHunks(startLine: number, oldMid: string[], newMid: string[]): Lin
   const hunks: LineHunk[] = [];
   let row = startLine;
   let cur: LineHunk | null = null;
-  for (const part of diffArrays(oldMid, newMid)) {
+  for (const part of jsdiff().diffArrays(oldMid, newMid)) {
     if (!part.added && !part.removed) {
       if (cur) hunks.push(cur);
       cur = null;

@@ -3,7 +3,6 @@
  * the changed words) and how a partial decision becomes the bytes that are committed. Hunks are computed
  * the same way for the proposal and for the commit, so "hunk 2" means the same lines in both.
  */
-import { diffArrays, diffWordsWithSpace } from 'diff';
 import { MAX_DIFF_EDIT_LENGTH } from './patch/diff';
 import { ToolError } from './errors';
 import { decodeText, encodeText, isBinary } from './encoding';
@@ -13,6 +12,8 @@ import type { FileChange } from './commit-disk';
 import type { FileView } from './file-view';
 import { fileDiff } from './text-diff';
 import type { PathResolver } from './paths';
+/** jsdiff, loaded on first use: its evaluation (the word tokenizer's tables) cost ≈ 3 ms of every cold start before the first request (issue 24). */
+const jsdiff = (): typeof import('diff') => require('diff') as typeof import('diff');
 
 /** What the review reads of the workspace (FileWorkspace has both; named here so workspace.ts imports review.ts one way). */
 export interface ReviewWorkspace {
@@ -122,7 +123,7 @@ export function computeHunks(before: string, after: string): ReviewHunk[] {
  * common leading and trailing lines is one replacement (a bounded cost for a rewritten file).
  */
 function lineParts(a: string[], b: string[]): { value: string[]; added?: boolean; removed?: boolean }[] {
-  const parts = diffArrays(a, b, { maxEditLength: MAX_DIFF_EDIT_LENGTH });
+  const parts = jsdiff().diffArrays(a, b, { maxEditLength: MAX_DIFF_EDIT_LENGTH });
   if (parts) return parts;
   const max = Math.min(a.length, b.length);
   let p = 0;
@@ -143,7 +144,7 @@ function changedWords(removed: string[], added: string[]): [number, number, numb
   const oldText = removed.join('\n');
   const newText = added.join('\n');
   if (oldText.length + newText.length > MAX_WORD_DIFF_CHARS) return [];
-  const parts = diffWordsWithSpace(oldText, newText);
+  const parts = jsdiff().diffWordsWithSpace(oldText, newText);
   if (!parts.some((p) => !p.added && !p.removed && p.value.trim() !== '')) return [];
   const out: [number, number, number][] = [];
   let line = 0;

@@ -8,6 +8,7 @@ import {
   DEFAULT_RULES_FILES,
   findRepoRoot,
   isValidRulesPattern,
+  literalBase,
   loadRules,
   searchDirs,
   splitFrontMatter,
@@ -374,5 +375,42 @@ describe('project rules: one conversation', () => {
     const bad = harness(['fresh\n'], { nonsense: true });
     await bad.rules.freeze();
     assert.match(bad.rules.prompt()!, /fresh/);
+  });
+});
+
+describe('project rules: fast-glob only for a glob whose folder exists', () => {
+  it('literalBase: the leading folders written without glob syntax', () => {
+    assert.equal(literalBase('AGENTS.md'), null);
+    assert.equal(literalBase('.github/copilot-instructions.md'), null);
+    assert.equal(literalBase('.cursor/rules/*.mdc'), '.cursor/rules');
+    assert.equal(literalBase('docs/**/*.md'), 'docs');
+    assert.equal(literalBase('*.md'), '');
+    assert.equal(literalBase('a/{b,c}/x.md'), 'a');
+    assert.equal(literalBase('a/b\\*/x.md'), 'a');
+    assert.equal(literalBase('a/@(b|c)/x.md'), 'a');
+  });
+
+  it('rules are read without loading fast-glob when no glob folder exists, and globs still match when it does', async () => {
+    const t = tree({ 'repo/AGENTS.md': 'root rules\n', 'repo/pkg/app/.github/copilot-instructions.md': 'copilot\n' });
+    try {
+      // A fresh process: whether fast-glob was loaded is read from its module cache.
+      const script = `
+        const { loadRules, DEFAULT_RULES_FILES } = require(${JSON.stringify(path.resolve(__dirname, '..', '..', 'src', 'workspace', 'rules.ts'))});
+        loadRules(${JSON.stringify(t.cwd)}, { files: DEFAULT_RULES_FILES, maxBytesPerFile: 32768, maxTotalBytes: 65536 }).then((s) => {
+          const loaded = Object.keys(require.cache).some((k) => k.includes('/node_modules/fast-glob/'));
+          process.stdout.write(JSON.stringify({ files: s.files.map((f) => f.rel), loaded }));
+        });`;
+      const run = () => JSON.parse(require('node:child_process').execFileSync(process.execPath, ['--import', 'tsx', '-e', script], { encoding: 'utf8' })) as { files: string[]; loaded: boolean };
+      const before = run();
+      assert.deepEqual(before.files, ['.github/copilot-instructions.md', '../../AGENTS.md']);
+      assert.equal(before.loaded, false, 'no .cursor/rules folder: fast-glob not loaded');
+      fs.mkdirSync(path.join(t.cwd, '.cursor', 'rules'), { recursive: true });
+      fs.writeFileSync(path.join(t.cwd, '.cursor', 'rules', 'a.mdc'), 'cursor a\n');
+      const after = run();
+      assert.deepEqual(after.files, ['.github/copilot-instructions.md', '.cursor/rules/a.mdc', '../../AGENTS.md']);
+      assert.equal(after.loaded, true);
+    } finally {
+      t.done();
+    }
   });
 });
