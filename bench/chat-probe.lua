@@ -18,18 +18,31 @@ local function cpu_now()
   return (r.utime.sec + r.stime.sec) * 1e3 + (r.utime.usec + r.stime.usec) / 1e3
 end
 
--- The main thread's scheduler times (/proc/thread-self/schedstat, ns): time on a CPU, and time runnable but
--- waiting for one (preempted, or no CPU free). A gap's wall time is its CPU, its wait for a CPU, and the
--- time the thread was blocked (I/O, sleeping); {0, 0} where the file does not exist.
-local function sched_now()
-  local f = io.open('/proc/thread-self/schedstat', 'r')
-  if not f then
-    return 0, 0
+-- The main thread's CPU time (CLOCK_THREAD_CPUTIME_ID, ns) and its time runnable but waiting for a CPU
+-- (preempted, or none free: /proc/thread-self/schedstat's second field, ns). A gap's wall time is its
+-- CPU, its wait for a CPU, and the time the thread was blocked (I/O, sleeping); 0 where unavailable.
+local thread_cpu = function()
+  return 0
+end
+do
+  local ok, ffi = pcall(require, 'ffi')
+  if ok and jit and jit.os == 'Linux' then
+    pcall(ffi.cdef, 'typedef struct { long tv_sec; long tv_nsec; } caboose_probe_ts; int clock_gettime(int, caboose_probe_ts *);')
+    local ts = ffi.new('caboose_probe_ts')
+    thread_cpu = function()
+      ffi.C.clock_gettime(3, ts) -- CLOCK_THREAD_CPUTIME_ID
+      return tonumber(ts.tv_sec) * 1e9 + tonumber(ts.tv_nsec)
+    end
   end
-  local l = f:read('*l') or ''
-  f:close()
-  local run, wait = l:match('^(%d+)%s+(%d+)')
-  return tonumber(run) or 0, tonumber(wait) or 0
+end
+local function sched_now()
+  local wait = 0
+  local f = io.open('/proc/thread-self/schedstat', 'r')
+  if f then
+    wait = tonumber((f:read('*l') or ''):match('^%d+%s+(%d+)')) or 0
+    f:close()
+  end
+  return thread_cpu(), wait
 end
 
 function B.probe_start()
