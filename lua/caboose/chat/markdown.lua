@@ -245,7 +245,7 @@ end
 --- Whether a reply is streaming or about to (the model's request in flight, or tools running before the
 --- next one): the settled part's re-parse and the quiet collection then wait for the turn's end. Started
 --- in a wait for the first token (the user's message makes the chat change, and a model answers in
---- 0.3–2 s), they landed on the reply's first frames: a full collection is one turn of 9–17 ms in a
+--- 0.3–2 s), they landed on the reply's first frames: a full collection is one turn of 8–17 ms in a
 --- ~100k-token chat, and the re-parse holds the highlighter's own parse of the reply until it ends.
 H.busy = function()
   local state = S.status.state
