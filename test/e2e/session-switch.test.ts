@@ -65,8 +65,10 @@ forEachNvim((bin) => {
 
     it('after a reply, and while one streams: the message after :CabooseNew is the new session’s, the old keeps its own', async () => {
       const t = await e.start({ env: { CABOOSE_MODEL: 'fake-model' }, initLua: UI_STUB });
+      const words = Array.from({ length: 200 }, (_, i) => `word${i} `);
       e.fake.scriptFor('first', { text: 'Reply to first.' });
-      e.fake.scriptFor('second', { text: 'Reply to second.' });
+      // (The fake picks a conversation's replies by its first message: 'third' continues 'second'.)
+      e.fake.scriptFor('second', { text: 'Reply to second.' }, { text: words.join(''), chunks: words, delayMs: 10 });
       await t.cmd('Caboose first');
       await t.waitFor(async () => (await chatText(t)).includes('Reply to first.'), 'the first reply');
       await idle(t);
@@ -80,8 +82,6 @@ forEachNvim((bin) => {
       assert.notEqual(second, first);
 
       // While a reply streams.
-      const words = Array.from({ length: 200 }, (_, i) => `word${i} `);
-      e.fake.scriptFor('third', { text: words.join(''), chunks: words, delayMs: 10 });
       e.fake.scriptFor('fourth', { text: 'Reply to fourth.' });
       await t.cmd('Caboose third');
       await t.waitFor(async () => (await chatText(t)).includes('word10 '), 'the third reply streaming');
