@@ -51,8 +51,13 @@ export class HostServer {
   private init: InitState | null = null;
   private runtime: SessionRuntime | null = null;
   private starting: Promise<SessionRuntime> | null = null;
-  /** How many session runtimes were started: each one's UI scope tag. */
-  private runtimes = 0;
+  /**
+   * The tag of the chat's view (Lua numbers a new one each time it leaves a session, rpc.lua leave_scope):
+   * the UI scope of the runtimes started for it. Lua drops events tagged lower (a session it left).
+   */
+  private scopeTag = 0;
+  /** The current runtime's UI scope (retagged when a switch keeps it). */
+  private runtimeUi: LuaUi | null = null;
   /** The MCP servers, shared by the sessions; created on first need when any is configured. */
   private mcp: McpPool | null | undefined;
   /** The model chosen with :CabooseModel: kept for the sessions that follow (:CabooseNew, reopening). */
@@ -116,8 +121,8 @@ export class HostServer {
       }
       case METHODS.reset: {
         // A new conversation works in Neovim's current directory (it may have changed with :cd).
-        const { cwd } = parse(protocol().ResetParams, params, method);
-        return this.inOrder(async () => {
+        const { cwd, scope } = parse(protocol().ResetParams, params, method);
+        return this.switchStep(scope, async () => {
           if (cwd && this.init && cwd !== this.init.cwd) {
             this.init.cwd = cwd;
             this.mcp?.rootsChanged();
@@ -133,9 +138,9 @@ export class HostServer {
         return this.withRuntime((rt) => this.listSessions(rt, query ?? undefined));
       }
       case METHODS.sessionOpen: {
-        const { id } = parse(protocol().SessionOpenParams, params, method);
+        const { id, scope } = parse(protocol().SessionOpenParams, params, method);
         // After the requests before it; the ones after it reach the reopened session.
-        return this.inOrder(() => this.openSession(id));
+        return this.switchStep(scope, () => this.openSession(id));
       }
       case METHODS.mcpItems: {
         const pool = this.mcpPool();
@@ -149,7 +154,7 @@ export class HostServer {
       }
       case METHODS.agentSelect: {
         const p = parse(protocol().AgentSelectParams, params, method);
-        return this.inOrder(() => this.selectAgent(p));
+        return this.switchStep(p.scope, () => this.selectAgent(p));
       }
       case METHODS.sessionExport: {
         // The chat as Markdown (:CabooseExport): what the session store holds, after the messages sent before.
@@ -173,8 +178,8 @@ export class HostServer {
         return this.withRuntime((rt) => rt.rename(title));
       }
       case METHODS.sessionDelete: {
-        const { id } = parse(protocol().SessionDeleteParams, params, method);
-        return this.inOrder(async () => {
+        const { id, scope } = parse(protocol().SessionDeleteParams, params, method);
+        return this.switchStep(scope, async () => {
           const rt = await this.ensureRuntime();
           // A session left a moment ago is deleted once it has stopped writing to it.
           await this.left(id);
@@ -492,6 +497,19 @@ export class HostServer {
   }
 
   /**
+   * A step of inOrder that may replace the runtime for the chat's view `scope` (Lua's number, absent from
+   * other callers): the session it opens is tagged with it; one it keeps (nothing to replace) is retagged.
+   */
+  private switchStep<T>(scope: number | null | undefined, fn: () => Promise<T>): Promise<T> {
+    return this.inOrder(async () => {
+      if (typeof scope === 'number') this.scopeTag = scope;
+      const r = await fn();
+      if (typeof scope === 'number') this.runtimeUi?.retag(scope);
+      return r;
+    });
+  }
+
+  /**
    * `fn` with the chat's runtime, taken in arrival order (inOrder); it runs as that runtime's work, so a
    * replacement that comes after it lets it finish before that runtime's store is closed.
    */
@@ -575,7 +593,7 @@ export class HostServer {
         const acpAgent = init.agent ? init.config.acp?.agents?.[init.agent] : undefined;
         if (init.agent && acpAgent) {
           const { createAcpRuntime } = require('./acp-runtime') as typeof import('./acp-runtime');
-          const ui = this.ui.scope(++this.runtimes);
+          const ui = (this.runtimeUi = this.ui.scope(this.scopeTag));
           const session = new ChatSession(ui, this.log, resumeId);
           const rt = await createAcpRuntime({
             config: init.config,
@@ -596,7 +614,7 @@ export class HostServer {
         const { modelLabel } = require('./provider-config') as typeof import('./provider-config');
         const provider = await this.models.forNewSession();
         // The session's own view of the UI: closed when it is replaced (see LuaUi.scope).
-        const ui = this.ui.scope(++this.runtimes);
+        const ui = (this.runtimeUi = this.ui.scope(this.scopeTag));
         const session = new ChatSession(ui, this.log, resumeId);
         const rt = await createSessionRuntime({ ...init, provider, modelLabel: modelLabel(init.config, provider), session, ui, log: this.log, resume: resumeId !== undefined, mcp: this.mcpPool() });
         this.runtime = rt;
