@@ -18,11 +18,39 @@ local function cpu_now()
   return (r.utime.sec + r.stime.sec) * 1e3 + (r.utime.usec + r.stime.usec) / 1e3
 end
 
+-- The main thread's CPU time (CLOCK_THREAD_CPUTIME_ID, ns) and its time runnable but waiting for a CPU
+-- (preempted, or none free: /proc/thread-self/schedstat's second field, ns). A gap's wall time is its
+-- CPU, its wait for a CPU, and the time the thread was blocked (I/O, sleeping); 0 where unavailable.
+local thread_cpu = function()
+  return 0
+end
+do
+  local ok, ffi = pcall(require, 'ffi')
+  if ok and jit and jit.os == 'Linux' then
+    pcall(ffi.cdef, 'typedef struct { long tv_sec; long tv_nsec; } caboose_probe_ts; int clock_gettime(int, caboose_probe_ts *);')
+    local ts = ffi.new('caboose_probe_ts')
+    thread_cpu = function()
+      ffi.C.clock_gettime(3, ts) -- CLOCK_THREAD_CPUTIME_ID
+      return tonumber(ts.tv_sec) * 1e9 + tonumber(ts.tv_nsec)
+    end
+  end
+end
+local function sched_now()
+  local wait = 0
+  local f = io.open('/proc/thread-self/schedstat', 'r')
+  if f then
+    wait = tonumber((f:read('*l') or ''):match('^%d+%s+(%d+)')) or 0
+    f:close()
+  end
+  return thread_cpu(), wait
+end
+
 function B.probe_start()
   B.probe_stop()
   B.gaps = {}
   local last = uv.hrtime()
   local last_cpu = cpu_now()
+  local last_run, last_wait = sched_now()
   local pending = false
   local timer = assert(uv.new_timer())
   timer:start(2, 2, function()
@@ -33,12 +61,13 @@ function B.probe_start()
     vim.schedule(function()
       pending = false
       local now, cpu = uv.hrtime(), cpu_now()
+      local run, wait = sched_now()
       local gap = now - last
       last = now
       if gap >= 4e6 then
-        table.insert(B.gaps, { now, gap, cpu - last_cpu })
+        table.insert(B.gaps, { now, gap, cpu - last_cpu, (run - last_run) / 1e6, (wait - last_wait) / 1e6 })
       end
-      last_cpu = cpu
+      last_cpu, last_run, last_wait = cpu, run, wait
     end)
   end)
   B.timer = timer
@@ -53,16 +82,16 @@ function B.probe_stop()
 end
 
 --- The longest main-loop gap (ms) that overlaps [from_ns, to_ns] (the probe must have run meanwhile), and
---- Neovim's CPU time during it (ms).
+--- Neovim's CPU time during it (ms); then the main thread's CPU time in it and its wait for a CPU (ms).
 function B.max_stall(from_ns, to_ns)
-  local max, cpu = 0, 0
+  local max, cpu, run, wait = 0, 0, 0, 0
   for _, g in ipairs(B.gaps) do
     local stop, len = g[1], g[2]
     if stop >= from_ns and stop - len <= to_ns and len > max then
-      max, cpu = len, g[3] or 0
+      max, cpu, run, wait = len, g[3] or 0, g[4] or 0, g[5] or 0
     end
   end
-  return max / 1e6, cpu
+  return max / 1e6, cpu, run, wait
 end
 
 --- The most CPU time (ms) Neovim spent in one gap overlapping [from_ns, to_ns]: its heaviest piece of
@@ -172,6 +201,8 @@ function B.result()
     stall_first_cpu_ms = B.t_first and select(2, B.max_stall(B.t0, B.t_first)) or nil,
     max_gap_cpu_first_ms = B.t_first and B.max_gap_cpu(B.t0, B.t_first) or nil,
     stall_done_ms = B.t_done and B.max_stall(B.t0, B.t_done) or nil,
+    stall_done_run_ms = B.t_done and select(3, B.max_stall(B.t0, B.t_done)) or nil,
+    stall_done_wait_ms = B.t_done and select(4, B.max_stall(B.t0, B.t_done)) or nil,
     watch_error = B.watch_error,
   }
 end

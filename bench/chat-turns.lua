@@ -113,6 +113,19 @@ do
     end
   end
 end
+-- Full collections (caboose's quiet collection calls collectgarbage('collect')), with their time.
+do
+  local cg = collectgarbage
+  _G.collectgarbage = function(opt, ...)
+    if opt == 'collect' then
+      local t0 = uv.hrtime()
+      local r = { cg(opt, ...) }
+      span('full_gc', t0)
+      return unpack(r)
+    end
+    return cg(opt, ...)
+  end
+end
 local rpc = require('caboose.rpc')
 local oe = rpc.on_event
 rpc.on_event = function(name, payload)
@@ -190,7 +203,17 @@ end
 D.cpu = cpu
 D.cgaps = {}
 do
-  local lastw, lastc = uv.hrtime(), cpu()
+  -- The main thread's time waiting on a run queue (ns, /proc/thread-self/schedstat's second field): a
+  -- turn's wall time = its CPU + this wait (preempted, no free CPU) + time blocked (I/O, sleeping).
+  local function rq()
+    local f = io.open('/proc/thread-self/schedstat', 'r')
+    if not f then return 0 end
+    local l = f:read('*l') or ''
+    f:close()
+    return tonumber(l:match('^%d+%s+(%d+)')) or 0
+  end
+  D.rq = rq
+  local lastw, lastc, lastq = uv.hrtime(), cpu(), rq()
   local pending = false
   local timer = assert(uv.new_timer())
   timer:start(2, 2, function()
@@ -198,11 +221,11 @@ do
     pending = true
     vim.schedule(function()
       pending = false
-      local w, c = uv.hrtime(), cpu()
+      local w, c, q = uv.hrtime(), cpu(), rq()
       if c - lastc >= 4e6 or w - lastw >= 8e6 then
-        D.cgaps[#D.cgaps + 1] = { w, w - lastw, c - lastc }
+        D.cgaps[#D.cgaps + 1] = { w, w - lastw, c - lastc, q - lastq }
       end
-      lastw, lastc = w, c
+      lastw, lastc, lastq = w, c, q
     end)
   end)
 end
@@ -218,7 +241,7 @@ B.result = function()
       if not longest or wall > longest[2] then
         longest = g
       end
-      list[#list + 1] = string.format('%.1f/%.1f@%+.0f', c / 1e6, wall / 1e6, (stop - wall - B.t0) / 1e6)
+      list[#list + 1] = string.format('%.1f/%.1f(rq %.1f)@%+.0f', c / 1e6, wall / 1e6, (g[4] or 0) / 1e6, (stop - wall - B.t0) / 1e6)
       if c >= 5e6 then
         list[#list + 1] = '\n'
         for _, sp in ipairs(D.allspans or {}) do
@@ -229,8 +252,22 @@ B.result = function()
       end
     end
   end
-  out:write(string.format('CPU-turns run %d: max cpu %.1f ms; longest turn %.1f ms wall, %.1f ms cpu; cpu/wall: %s\n', D.run, maxc / 1e6,
-    longest and longest[2] / 1e6 or 0, longest and longest[3] / 1e6 or 0, table.concat(list, ' ')))
+  -- Before t0 (from the new chat on): full collections, boundary moves, and the turns with >= 4 ms of CPU.
+  local pre = {}
+  for _, sp in ipairs(D.allspans or {}) do
+    if (sp[3] == 'full_gc' or sp[3] == 'set_included_regions') and sp[2] >= B.t0 - 1500e6 then
+      pre[#pre + 1] = string.format('%s %.1f ms@%+.0f', sp[3], (sp[2] - sp[1]) / 1e6, (sp[1] - B.t0) / 1e6)
+    end
+  end
+  for _, g in ipairs(D.cgaps) do
+    local stop, wall, c = g[1], g[2], g[3]
+    if stop < B.t0 and stop >= B.t0 - 1500e6 and c >= 4e6 then
+      pre[#pre + 1] = string.format('turn %.1f/%.1f@%+.0f', c / 1e6, wall / 1e6, (stop - wall - B.t0) / 1e6)
+    end
+  end
+  out:write(string.format('PRE run %d: %s\n', D.run, table.concat(pre, ', ')))
+  out:write(string.format('CPU-turns run %d: max cpu %.1f ms; longest turn %.1f ms wall, %.1f ms cpu, %.1f ms waiting for a CPU; cpu/wall(rq): %s\n', D.run, maxc / 1e6,
+    longest and longest[2] / 1e6 or 0, longest and longest[3] / 1e6 or 0, longest and (longest[4] or 0) / 1e6 or 0, table.concat(list, ' ')))
   out:close()
   D.cgaps = {}
   return r

@@ -24,7 +24,9 @@
  *
  * Env: BENCH_CHAT_RUNS (cold runs, each a fresh Neovim; default 10), BENCH_STREAM_RUNS (runs per stream
  * case; default 5), BENCH_STREAM_CASES (a comma list of burst-fresh, burst-long, paced-fresh, paced-long, or burst / paced
- * for both cases of a shape; default all), BENCH_NODE (node executable for the host and the baseline; default `node`).
+ * for both cases of a shape; default all), BENCH_NODE (node executable for the host and the baseline; default `node`),
+ * BENCH_STREAM_FIRST_MS (the fake server holds each stream run's first token that long after the command, as a
+ * hosted model's wait for it; the measured window then includes the wait; default 0).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -39,6 +41,8 @@ export const UI = process.env.BENCH_CHAT_UI !== '0';
 export const PROBE_LUA = path.join(__dirname, 'chat-probe.lua');
 /** A Lua file run after the probe (instrumentation while investigating, e.g. bench/chat-turns.lua; not part of the figures). */
 const DIAG = process.env.BENCH_CHAT_DIAG ? path.resolve(process.env.BENCH_CHAT_DIAG) : undefined;
+/** BENCH_STREAM_FIRST_MS: how long a stream run's first token is held after the command (0: not held). */
+const FIRST_MS = Number(process.env.BENCH_STREAM_FIRST_MS ?? 0);
 const TSX = ['--import', 'tsx'];
 
 /* ------------------------------------------------------------------------------------------------
@@ -76,6 +80,9 @@ export interface LuaResult {
   /** The most CPU time Neovim spent inside one gap (≥ 4 ms) before the first token. */
   max_gap_cpu_first_ms?: number;
   stall_done_ms?: number;
+  /** The main thread's CPU time in that longest stall, and its wait for a CPU (ms, /proc/thread-self/schedstat). */
+  stall_done_run_ms?: number;
+  stall_done_wait_ms?: number;
 }
 
 /**
@@ -522,6 +529,9 @@ export interface StreamCase {
   evalMs: number[];
   /** Longest main-loop gap seen inside Neovim during [t0, rendered], per run. */
   stallMs: number[];
+  /** Per run, the longest stall's main-thread CPU time and its wait for a CPU (ms): the rest of it was blocked. */
+  stallRunMs?: number[];
+  stallWaitMs?: number[];
   nvimCpuMs: number[];
   hostCpuMs: number[];
   /** CPU time (user + system) of the plain Node client reading the same stream (its whole process). */
@@ -560,13 +570,17 @@ export async function streamRun(t: TestNvim, target: StreamTarget, fake: FakeOpe
   c.rawMs.push(raw.ms);
   c.rawFirstMs.push(raw.firstMs);
   c.chatChars.push(await target.newChat(fill));
-  fake.script(streamReply(text, shape));
+  let open: () => void = () => undefined;
+  const gate = FIRST_MS > 0 ? new Promise<void>((r) => (open = r)) : undefined;
+  fake.script(gate ? { ...streamReply(text, shape), gate, gateAfterChunks: 0 } : streamReply(text, shape));
   const probe = await startProbe(socket);
   await t.lua('caboose_bench.probe_start()');
   await sleep(500); // let the chat settle (redraw, a first parse of the filled chat) before timing
   const before = await t.lua<{ nvim?: number; host?: number }>('return caboose_bench.cpu()');
+  const held = gate ? setTimeout(open, FIRST_MS) : undefined;
   await target.send('stream please', STREAM_FIRST, STREAM_MARKER);
   await waitSeen(t, 't_done', 120_000);
+  clearTimeout(held);
   const after = await t.lua<{ nvim?: number; host?: number }>('return caboose_bench.cpu()');
   // CPU read inside Neovim right before the command and the moment the marker is in the chat (bench/chat-probe.lua
   // `run`), not a round trip later when the host is already ending the turn; a chat started otherwise: the reads around it.
@@ -581,6 +595,10 @@ export async function streamRun(t: TestNvim, target: StreamTarget, fake: FakeOpe
   c.renderedMs.push(r.done_ms!);
   c.firstMs.push(r.first_ms!);
   c.stallMs.push(r.stall_done_ms!);
+  if (r.stall_done_run_ms !== undefined && r.stall_done_wait_ms !== undefined) {
+    (c.stallRunMs ??= []).push(r.stall_done_run_ms);
+    (c.stallWaitMs ??= []).push(r.stall_done_wait_ms);
+  }
   // Round trips that overlap [t0, rendered].
   for (const [start, ms] of samples) if (start + ms * 1e6 >= r.t0 && start <= r.t_done!) c.evalMs.push(ms);
   if (cpu0.nvim !== undefined && cpu1.nvim !== undefined) c.nvimCpuMs.push(cpu1.nvim - cpu0.nvim);
@@ -632,6 +650,17 @@ export async function runStreamBenchmark(runs = Number(process.env.BENCH_STREAM_
   }
 }
 
+/** Each run's longest stall (ms), with the main thread's CPU time and wait for a CPU in it where known: "36 (12.6 + 22.5 wait)". */
+function stallRuns(c: StreamCase): string {
+  return c.stallMs
+    .map((x, i) => {
+      const run = c.stallRunMs?.[i];
+      const wait = c.stallWaitMs?.[i];
+      return run !== undefined && wait !== undefined && (run > 0 || wait > 0) ? `${x.toFixed(0)} (${run.toFixed(1)} + ${wait.toFixed(1)} wait)` : x.toFixed(0);
+    })
+    .join(', ');
+}
+
 export function formatStreamTables(cases: StreamCase[]): string {
   const runs = cases[0]?.renderedMs.length ?? 0;
   const out = [
@@ -650,7 +679,7 @@ export function formatStreamTables(cases: StreamCase[]): string {
   }
   out.push(
     '',
-    "Editor responsiveness meanwhile: a second RPC client (its own process) calling `nvim_eval('1')` every 10 ms — round trips overlapping [command, fully rendered], all runs pooled; the longest main-loop gap seen inside Neovim (2 ms timer, worst run); CPU time from the command to the reply's last characters in the chat (read inside Neovim at those two moments), median run: the scheduler's run time of every thread of the process, in ns, from /proc/<pid>/task/*/schedstat; the plain client's the same way, from its request to `[DONE]`.",
+    "Editor responsiveness meanwhile: a second RPC client (its own process) calling `nvim_eval('1')` every 10 ms — round trips overlapping [command, fully rendered], all runs pooled; the longest main-loop gap seen inside Neovim (2 ms timer, worst run), and per run with the main thread's CPU time in it + its wait for a CPU (run-queue time from /proc/thread-self/schedstat; what is left of the gap the thread was blocked); CPU time from the command to the reply's last characters in the chat (read inside Neovim at those two moments), median run: the scheduler's run time of every thread of the process, in ns, from /proc/<pid>/task/*/schedstat; the plain client's the same way, from its request to `[DONE]`.",
     '',
     '| reply streamed into | eval p50 (ms) | eval p99 (ms) | eval max (ms) | samples | targets p99 ≤ 16, max ≤ 50 | longest in-Neovim stall (ms) | stall per run (ms) | Neovim CPU (ms) | Neovim CPU / stream time (target ≤ 20 % when paced) | host CPU (ms) | host CPU / raw client CPU (target ≤ 2×) |',
     '|---|---:|---:|---:|---:|---|---:|---|---:|---:|---:|---:|',
@@ -667,7 +696,7 @@ export function formatStreamTables(cases: StreamCase[]): string {
     const spread = pairs.length > 1 ? ` (runs ${Math.min(...pairs).toFixed(2)}–${Math.max(...pairs).toFixed(2)}×)` : '';
     const hostCol = Number.isNaN(hostRatio) ? '—' : `${f1(median(c.rawCpuMs))} ms: ${hostRatio.toFixed(2)}×${ok(hostRatio <= 2)}${spread}`;
     out.push(
-      `| ${c.shape.label}, ${c.name} | ${f1(quantile(c.evalMs, 0.5))} | ${f1(p99)} | ${f1(max)} | ${c.evalMs.length} | p99${ok(p99 <= 16)} max${ok(max <= 50)} | ${f1(Math.max(...c.stallMs))} | ${c.stallMs.map((x) => x.toFixed(0)).join(', ')} | ${cpu(c.nvimCpuMs)} | ${shareCol} | ${cpu(c.hostCpuMs)} | ${hostCol} |`,
+      `| ${c.shape.label}, ${c.name} | ${f1(quantile(c.evalMs, 0.5))} | ${f1(p99)} | ${f1(max)} | ${c.evalMs.length} | p99${ok(p99 <= 16)} max${ok(max <= 50)} | ${f1(Math.max(...c.stallMs))} | ${stallRuns(c)} | ${cpu(c.nvimCpuMs)} | ${shareCol} | ${cpu(c.hostCpuMs)} | ${hostCol} |`,
     );
   }
   return out.join('\n');

@@ -13,6 +13,8 @@ import assert from 'node:assert/strict';
 import { forEachNvim } from '../support/nvim';
 import { useE2E } from '../support/e2e';
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 type State = { state: string };
 const SETUP = `require('caboose').setup({ mode = 'chug', provider = { max_retries = 0 } })`;
 
@@ -196,6 +198,56 @@ forEachNvim((bin) => {
       assert.equal(burst.captures.length, slow.captures.length);
       assert.deepEqual(diff, [], `the same treesitter captures at every column (trees: slow ${slow.trees.join('; ')} / burst ${burst.trees.join('; ')})`);
       assert.ok(slow.captures.some((c) => /lua:keyword/.test(c)), 'the injected code highlighted');
+    });
+
+    it('no boundary move and no quiet collection while a reply is about to stream; both once it has ended', async () => {
+      await e.start({ initLua: SETUP });
+      await e.t.nvim.uiAttach(120, 50, { ext_linegrid: true, rgb: true });
+      // Counts full collections (the quiet collection calls collectgarbage('collect')).
+      await e.t.lua(`_G.full_gcs = 0
+        local cg = collectgarbage
+        _G.collectgarbage = function(opt, ...)
+          if opt == 'collect' then _G.full_gcs = _G.full_gcs + 1 end
+          return cg(opt, ...)
+        end`);
+      const gcs = () => e.t.lua<number>('return _G.full_gcs');
+      await e.t.cmd('CabooseNew');
+      await e.t.lua("require('caboose.chat').append(...)", [fill()]);
+      e.fake.script({ text: REPLY });
+      await e.t.cmd('Caboose first');
+      await waitState('idle');
+      await e.t.waitFor(async () => (await e.t.chatLines()).includes('Done one.'), 'the first reply');
+      const first = await e.t.chatLines();
+      if (split) {
+        const plan = first.lastIndexOf('## Plan');
+        await e.t.waitFor(async () => (await liveStart()) === plan, `the live part starting at "## Plan" (row ${plan})`);
+        await e.t.waitFor(async () => (await gcs()) > 0, 'the trees of the boundary move collected when quiet', 5000);
+      }
+      await sleep(800); // the chat quiet: nothing scheduled is left
+      const gcsBefore = await gcs();
+      const liveBefore = await liveStart();
+      // The next reply is held before its first token (a model's wait for it): the user's message changed
+      // the chat, and more than two quiet spells (H.SETTLE_MS = 300 ms) pass.
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      e.fake.script({ text: REPLY.replace('First answer.', 'Second answer.').replace('Done one.', 'Done two.'), gate, gateAfterChunks: 0 });
+      await e.t.cmd('Caboose second');
+      await e.t.waitFor(async () => (await e.t.chatLines()).includes('second'), 'the message in the chat');
+      await sleep(1000);
+      assert.equal((await e.t.lua<State>("return require('caboose').state()")).state, 'streaming', 'the reply still about to stream');
+      assert.equal(await liveStart(), liveBefore, 'no boundary move while the reply is about to stream');
+      assert.equal(await gcs(), gcsBefore, 'no quiet collection while the reply is about to stream');
+      release();
+      await waitState('idle');
+      await e.t.waitFor(async () => (await e.t.chatLines()).includes('Done two.'), 'the second reply');
+      if (split) {
+        // Afterwards both happen: the live part starts at the second reply's "## Plan", the old trees collected.
+        const lines = await e.t.chatLines();
+        const plan = lines.lastIndexOf('## Plan');
+        assert.ok(plan > (liveBefore ?? 0));
+        await e.t.waitFor(async () => (await liveStart()) === plan, `the live part starting at the second "## Plan" (row ${plan})`);
+        await e.t.waitFor(async () => (await gcs()) > gcsBefore, 'the boundary move\'s trees collected once quiet', 5000);
+      }
     });
 
     it('without an HTML parser, inline markdown is not scanned whole for injections at every parse', async () => {

@@ -242,6 +242,16 @@ M.split_reset = function(buf, parser)
   end
 end
 
+--- Whether a reply is streaming or about to (the model's request in flight, or tools running before the
+--- next one): the settled part's re-parse and the quiet collection then wait for the turn's end. Started
+--- in a wait for the first token (the user's message makes the chat change, and a model answers in
+--- 0.3–2 s), they landed on the reply's first frames: a full collection is one turn of 8–17 ms in a
+--- ~100k-token chat, and the re-parse holds the highlighter's own parse of the reply until it ends.
+H.busy = function()
+  local state = S.status.state
+  return state == 'streaming' or state == 'executing_tools'
+end
+
 --- Moves the boundary to the last top-level section's heading (if it moved forward).
 H.settle = function(buf)
   local st = H.splits[buf]
@@ -249,6 +259,13 @@ H.settle = function(buf)
   local parser = hl and hl.tree
   -- Only the parser being watched (treesitter restarted on the buffer would bring another one).
   if not st or not parser or parser ~= st.parser or not S.valid(buf) then
+    return
+  end
+  if H.busy() then
+    -- Not while a reply streams or is about to: again after a quiet spell (not counted as a try).
+    st.timer:start(H.SETTLE_MS, 0, vim.schedule_wrap(function()
+      H.settle(buf)
+    end))
     return
   end
   if not parser:is_valid(true) or hl.parsing == true then
@@ -347,13 +364,17 @@ H.gc_watch = function(buf, parser)
 end
 
 --- Runs a full garbage collection (in a later turn of the main loop) once no transcript has changed for
---- H.SETTLE_MS: at once when that is already so (a boundary move's parse ends after such a spell).
+--- H.SETTLE_MS and no reply streams or is about to (H.busy): at once when that is already so (a boundary
+--- move's parse ends after such a spell).
 M.collect_when_quiet = function()
   local g = H.gc
   g.timer = g.timer or assert(vim.uv.new_timer())
   local function try()
     vim.uv.update_time()
     local wait = g.last + H.SETTLE_MS - vim.uv.now()
+    if wait <= 0 and H.busy() then
+      wait = H.SETTLE_MS -- not while a reply streams or is about to (H.busy)
+    end
     if wait > 0 then
       g.timer:start(wait, 0, vim.schedule_wrap(try))
       return
