@@ -82,7 +82,8 @@ forEachNvim((bin) => {
       assert.notEqual(second, first);
 
       // While a reply streams.
-      e.fake.scriptFor('fourth', { text: 'Reply to fourth.' });
+      e.fake.scriptFor('fourth', { text: 'Reply to fourth.' }, { text: 'Reply to fifth.' });
+      e.fake.scriptFor('sixth', { text: 'Reply to sixth.' });
       await t.cmd('Caboose third');
       await t.waitFor(async () => (await chatText(t)).includes('word10 '), 'the third reply streaming');
       await t.lua("vim.cmd('CabooseNew'); vim.cmd('Caboose fourth')");
@@ -91,10 +92,21 @@ forEachNvim((bin) => {
       await noErrors(t);
       assert.ok(!/word\d|third/.test(await chatText(t)), 'nothing of the streaming session in the new chat');
       const fourth = (await state(t)).session;
+
+      // A message and :CabooseNew at once: the message stays with the session it was sent to (stopped
+      // there, or kept as not sent when the switch overtook it), the one after it goes to the new session.
+      await t.lua("vim.cmd('Caboose fifth'); vim.cmd('CabooseNew'); vim.cmd('Caboose sixth')");
+      await t.waitFor(async () => (await chatText(t)).includes('Reply to sixth.'), 'the sixth reply');
+      await idle(t);
+      await noErrors(t);
+      assert.ok(!/fourth|fifth/.test(await chatText(t)), `nothing of the left session in the new chat:\n${await chatText(t)}`);
+      const sixth = (await state(t)).session;
+      await t.waitFor(async () => (await userMessages(t)).get(fourth!)?.length === 2, 'the fifth message stored with its session');
       const msgs = await userMessages(t);
       assert.deepEqual(msgs.get(first!), ['first']);
       assert.deepEqual(msgs.get(second!), ['second', 'third']);
-      assert.deepEqual(msgs.get(fourth!), ['fourth']);
+      assert.deepEqual(msgs.get(fourth!), ['fourth', 'fifth']);
+      assert.deepEqual(msgs.get(sixth!), ['sixth']);
       noStoreErrors(t);
     });
 
