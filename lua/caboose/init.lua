@@ -224,9 +224,9 @@ end
 
 --- Start a new conversation.
 function M.new_session()
-  local undo = M._leave_session()
+  local undo, scope = M._leave_session()
   M.open_chat()
-  return host.call(require('caboose.rpc').methods.reset, { cwd = vim.fn.getcwd() }, function(err)
+  return host.call(require('caboose.rpc').methods.reset, { cwd = vim.fn.getcwd(), scope = scope }, function(err)
     if err then
       undo()
     end
@@ -235,14 +235,14 @@ end
 
 --- The chat leaves the current session (:CabooseNew, deleting it): nothing it still sends is shown, its
 --- approval requests close, and the chat starts empty (the unsent draft stays). Returns what takes the
---- first part back when the host refuses.
+--- first part back when the host refuses, and the scope to give the host (rpc.leave_scope).
 M._leave_session = function()
-  local undo = require('caboose.rpc').leave_scope()
+  local undo, scope = require('caboose.rpc').leave_scope()
   if package.loaded['caboose.ui.approval'] then
     require('caboose.ui.approval').close_all()
   end
   S.chat().reset()
-  return undo
+  return undo, scope
 end
 
 --- Pick a stored session and reopen it (vim.ui.select); `query` searches their text. With `delete`, the
@@ -380,9 +380,9 @@ function M.agent(name, new_chat)
     S.notify('this chat already runs ' .. name)
     return true
   end
-  local undo = M._leave_session()
+  local undo, scope = M._leave_session()
   M.open_chat()
-  return host.call(methods.agent_select, { name = name, new_chat = new_chat or false }, function(err, res)
+  return host.call(methods.agent_select, { name = name, new_chat = new_chat or false, scope = scope }, function(err, res)
     if err then
       undo()
       return

@@ -65,19 +65,24 @@ function M.set_handlers(handlers)
   H.handlers = handlers
 end
 
---- A session's events carry its runtime's `_scope` (src/host/lua-ui.ts): the latest seen, and the
---- latest left (its events still on their way when the user moved to another session are dropped).
-H.scope_seen = 0
-H.scope_left = 0
+--- A session's events carry its runtime's `_scope` (src/host/lua-ui.ts). Each time the chat leaves its
+--- session it numbers a new scope and gives it to the host with the call that switches, and the host tags
+--- the session it opens with it; events of a lower scope come from a session the chat has left (sent
+--- before the host had the switch, still on their way, possibly from a session Lua never saw) and are dropped.
+H.scope = 0
 
 --- The chat leaves the current session (:CabooseNew, reopening or deleting it): what that session
---- still sends is not shown. Returns a function that takes it back (the host refused to leave it).
+--- still sends is not shown. Returns a function that takes it back (the host refused to leave it), and
+--- the new scope (the `scope` parameter of the switching call).
 function M.leave_scope()
-  local before = H.scope_left
-  H.scope_left = H.scope_seen
+  local before = H.scope
+  H.scope = H.scope + 1
+  local mine = H.scope
   return function()
-    H.scope_left = before
-  end
+    if H.scope == mine then
+      H.scope = before
+    end
+  end, mine
 end
 
 --- Called by the host through nvim_exec_lua for every event it emits.
@@ -88,10 +93,9 @@ function M.on_event(name, payload)
   local scope = payload and payload._scope
   if scope then
     payload._scope = nil
-    if scope <= H.scope_left then
+    if scope < H.scope then
       return
     end
-    H.scope_seen = math.max(H.scope_seen, scope)
   end
   local fn = H.handlers[name]
   if not fn then
@@ -154,7 +158,7 @@ H.on_exit = function(job, code)
   end
   local expected = H.stopping
   H.chan, H.job, H.stopping = nil, nil, false
-  H.scope_seen, H.scope_left = 0, 0 -- a new host counts its sessions from 1 again
+  H.scope = 0 -- a new host tags its sessions from 0 again
   H.fail_pending('the host exited' .. (H.last_stderr and H.last_stderr ~= '' and (': ' .. H.last_stderr) or ''))
   local fn = H.handlers['host_exit']
   if fn then

@@ -19,6 +19,7 @@ import type { LuaUi } from './lua-ui';
 import type { Logger } from './logger';
 import { composeMessage, type ContextItem } from './message-context';
 import { SessionRecorder } from './session-recorder';
+import { InFlight } from './session-parts/in-flight';
 import { checkpointApi } from './checkpoints';
 import type { SessionRuntime } from './runtime';
 
@@ -97,6 +98,10 @@ export async function createAcpRuntime(o: AcpRuntimeOptions): Promise<SessionRun
   };
   let messageCount = 0;
   let sending: Promise<unknown> = Promise.resolve();
+  const inFlight = new InFlight();
+  let disposed = false;
+  /** Settles once the store is closed (dispose). */
+  let closed: Promise<void> | null = null;
   const maxQueue = config.max_queue ?? 3;
   const agent = new AcpAgent(o.agentName, o.agent, {
     cwd: o.cwd,
@@ -177,6 +182,13 @@ export async function createAcpRuntime(o: AcpRuntimeOptions): Promise<SessionRun
   const sendNow = async (text: string, context: ContextItem[]) => {
     const id = ++messageCount;
     const composed = await composeMessage(text, context, readForUser, undefined, isSecret);
+    if (disposed) {
+      // The chat left this session while the message's context was read: kept with it, not started.
+      recorder.turnStart({ text });
+      recorder.messageAdded({ role: 'user', content: composed.text });
+      recorder.chatLine('notice', 'this message was not sent to the agent: the chat left this session first');
+      return { id, status: 'stopped' };
+    }
     const r = agent.send(text, composed.text, id);
     if (r.status === 'queued') ui.emit(EVENTS.queued, { id, text, context: composed.labels, position: r.position });
     if (r.status === 'rejected') {
@@ -222,12 +234,27 @@ export async function createAcpRuntime(o: AcpRuntimeOptions): Promise<SessionRun
       return { session: session.id, title: s?.title ?? null, cwd: o.cwd, messages: s?.messageCount ?? 0, agent: o.agentName };
     },
     checkpoints: checkpointApi(ws.workspace, () => session.id, () => agent.state !== 'idle', notice),
-    dispose() {
+    hold: (fn) => inFlight.hold(fn),
+    dispose(immediately = false) {
+      if (closed) return closed;
+      disposed = true;
       ui.close();
-      session.stop();
+      session.close();
       agent.dispose();
-      recorder.dispose();
-      ws.close();
+      const close = (): void => {
+        recorder.dispose();
+        ws.close();
+      };
+      if (immediately) {
+        close();
+        return (closed = Promise.resolve());
+      }
+      // The store closes after the messages on their way and the requests routed here (see runtime.ts).
+      closed = inFlight
+        .settled(() => sending)
+        .then(close)
+        .catch((err: unknown) => log.error('closing session %s: %s', session.id, err instanceof Error ? err.message : String(err)));
+      return closed;
     },
     acp: agent,
   };

@@ -55,7 +55,7 @@ export class LuaUi {
     private readonly frameMs = FRAME_MS,
     private readonly frames: Frames = { text: '', owner: null, timer: null, last: 0 },
     /** Sent with each of a scope's events as `_scope`: Lua drops a left session's events still in flight. */
-    private readonly tag?: number,
+    private tag?: number,
   ) {}
 
   /**
@@ -66,6 +66,11 @@ export class LuaUi {
    */
   scope(tag: number): LuaUi {
     return new LuaUi(this.nvim, this.log, this.frameMs, this.frames, tag);
+  }
+
+  /** The chat switched to a view it numbered `tag` and this session stays its session: its events carry that. */
+  retag(tag: number): void {
+    this.tag = tag;
   }
 
   /** Drops this scope's events from now on, and its text still waiting for a frame. */

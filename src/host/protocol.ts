@@ -113,7 +113,9 @@ export const ModelListParams = z.object({ refresh: z.boolean().optional().nullab
 export const ModelSetParams = z.object({ provider: z.string().min(1).max(200).optional().nullable(), model: z.string().min(1).max(500) });
 
 export const SessionListParams = z.object({ query: z.string().max(1000).optional().nullable() });
-export const SessionOpenParams = z.object({ id: z.string().min(1).max(200) });
+/** `scope`: the chat's number for the view it switches to (rpc.lua leave_scope): the session it opens is tagged with it. */
+const Scope = z.number().int().nonnegative().optional().nullable();
+export const SessionOpenParams = z.object({ id: z.string().min(1).max(200), scope: Scope });
 const FilesChoice = z.enum(['ask', 'rewind', 'keep']).optional().nullable();
 /** :CabooseRetry [model]: `files` says what to do with the files the dropped turn changed (default: ask). */
 export const SessionRetryParams = z.object({ model: z.string().min(1).max(500).optional().nullable(), files: FilesChoice, force: z.boolean().optional().nullable() });
@@ -125,8 +127,8 @@ export const SessionForkParams = z.object({
   force: z.boolean().optional().nullable(),
 });
 export const SessionRenameParams = z.object({ title: z.string().min(1).max(1000) });
-export const SessionDeleteParams = z.object({ id: z.string().min(1).max(200) });
-export const ResetParams = z.object({ cwd: z.string().min(1).optional() });
+export const SessionDeleteParams = z.object({ id: z.string().min(1).max(200), scope: Scope });
+export const ResetParams = z.object({ cwd: z.string().min(1).optional(), scope: Scope });
 const n = z.number().int().positive().optional().nullable();
 export const ContextItemParams = z.object({
   kind: z.enum(['buffer', 'selection', 'file', 'attachment', 'fetch', 'image']),
@@ -142,7 +144,7 @@ export const ContextItemParams = z.object({
 });
 export const SendParams = z.object({ text: z.string().min(1), context: z.array(ContextItemParams).max(50).optional().nullable() });
 /** :CabooseAgent: `name` an `acp.agents` entry or 'caboose' (the built-in agent); `new_chat` always starts a new chat. */
-export const AgentSelectParams = z.object({ name: z.string().min(1).max(64), new_chat: z.boolean().optional().nullable() });
+export const AgentSelectParams = z.object({ name: z.string().min(1).max(64), new_chat: z.boolean().optional().nullable(), scope: Scope });
 export const SetModeParams = z.object({ mode: z.enum(PERMISSION_MODES) });
 /** A hunk review's answer: per file, the sha256 the review was shown for and the hunks (1-based) rejected. */
 export const ReviewSelectionParams = z.object({

@@ -24,7 +24,10 @@ import { forkAt, regenerate, type FilesChoice, type ForkReply, type RetryReply }
 import { transcriptItems } from './session-history';
 import { attachSessionMcp } from './session-parts/mcp-attachment';
 import { messageDelivery, restoreOnce } from './session-parts/message-delivery';
-import { MessageQueue } from './session-parts/message-queue';
+import { MessageQueue, metaOf } from './session-parts/message-queue';
+import { InFlight } from './session-parts/in-flight';
+import { userMessage } from '../agent/messages';
+import type { QueuedMessage } from '../agent/loop';
 import { createChatAgent, contextWindowOf } from './session-parts/session-agent';
 import { SessionIdentity } from './session-parts/session-identity';
 import { SelectionEdits, type SelectionEditParams, type SelectionEditResult } from './session-parts/selection-edits';
@@ -72,7 +75,17 @@ export interface SessionRuntime {
   };
   /** :CabooseDebug: the chat's last model request and response, secrets masked (absent for external agents). */
   debug?(): import('./debug-view').DebugView;
-  dispose(): void;
+  /**
+   * Runs `fn` (a request the server routed to this session) as this session's work: once disposed, the
+   * session closes its store only after such work has settled.
+   */
+  hold<T>(fn: () => Promise<T> | T): Promise<T>;
+  /**
+   * Leaves the session (:CabooseNew, reopening another, deleting it): what it emits from now on is dropped,
+   * its turn and what waits on the user stop at once; its store closes once its work in flight settled
+   * (messages on their way, the stopped turn, held requests), or at once with `immediately` (host exit).
+   */
+  dispose(immediately?: boolean): Promise<void>;
   /** An external agent's chat (src/acp): its agent. */
   acp?: import('../acp/agent').AcpAgent;
   /** MCP servers' elicitation and sampling, answered in this chat. */
@@ -195,8 +208,28 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       fetchUrl: (url) => agent.callAsUser('fetch', { url }),
       maxQueue: config.max_queue ?? 3,
       images: { root: ws.workspace.root, model: () => chat.provider },
+      // A message still on its way when the session was left: kept in it, not started (see dispose).
+      park: (text, meta, content) => void parked.push(content ? { text, meta, content } : { text, meta }),
     }),
   );
+  const inFlight = new InFlight();
+  /** Messages the session was given but never started (it was left first): stored once its turn has ended. */
+  const parked: QueuedMessage[] = [];
+  let disposed = false;
+  /** Settles once the store is closed (dispose). */
+  let closed: Promise<void> | null = null;
+  const storeParked = (): void => {
+    for (const m of parked) {
+      const meta = metaOf(m);
+      recorder.turnStart({ text: meta.display, ...(meta.labels.length > 0 ? { labels: meta.labels } : {}) });
+      recorder.messageAdded(m.content ? { role: 'user', content: m.content } : userMessage(m.text));
+    }
+    if (parked.length > 0) {
+      const n = parked.length;
+      recorder.chatLine('notice', `${n === 1 ? 'this message was' : `these ${n} messages were`} not sent to the model: the chat left this session first`);
+    }
+    parked.length = 0;
+  };
   const selectionEdits = new SelectionEdits(() => chat.fresh());
   const checkpointsApi = checkpointApi(ws.workspace, () => session.id, () => agent.state !== 'idle', notice);
   const control = {
@@ -247,16 +280,40 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
     },
     debug: () => debugView(chat.client.lastExchange, chat.secrets),
     mcpClient: mcp.client,
-    dispose() {
+    hold: (fn) => inFlight.hold(fn),
+    dispose(immediately = false) {
+      if (closed) return closed;
+      disposed = true;
       // Nothing this session emits while it winds down reaches the chat that replaces it.
       ui.close();
       selectionEdits.dispose();
       closing.abort();
       mcp.hooks?.detach();
-      session.stop();
-      recorder.dispose();
-      void sandbox.dispose();
-      ws.close();
+      // Queued messages stay with this session (stored after the stopped turn), not dropped.
+      parked.push(...agent.stop());
+      session.close();
+      const close = (): void => {
+        storeParked();
+        recorder.dispose();
+        void sandbox.dispose();
+        ws.close();
+      };
+      if (immediately) {
+        close();
+        return (closed = Promise.resolve());
+      }
+      // The store closes after the work still in flight: messages on their way (parked, see above), the
+      // stopped turn unwinding (its cut reply is recorded), a title request, requests the server routed here.
+      closed = inFlight
+        .settled(async () => {
+          await messages.sent();
+          await agent.idle();
+          // A title asked for when the stopped turn ended.
+          await namer.settled();
+        })
+        .then(close)
+        .catch((err: unknown) => log.error('closing session %s: %s', session.id, err instanceof Error ? (err.stack ?? err.message) : String(err)));
+      return closed;
     },
   };
 }

@@ -21,6 +21,8 @@ import { ModelChoice } from './model-choice';
 const protocol = () => require('./protocol') as typeof import('./protocol');
 
 export const HOST_VERSION = '0.1.0';
+/** How long reopening or deleting a session the chat just left waits for it to wind down, at most. */
+const LEFT_WAIT_MS = 5000;
 /** Rows :CabooseAudit shows without a count. */
 export const DEFAULT_AUDIT_LIMIT = 50;
 
@@ -49,14 +51,25 @@ export class HostServer {
   private init: InitState | null = null;
   private runtime: SessionRuntime | null = null;
   private starting: Promise<SessionRuntime> | null = null;
-  /** How many session runtimes were started: each one's UI scope tag. */
-  private runtimes = 0;
+  /**
+   * The tag of the chat's view (Lua numbers a new one each time it leaves a session, rpc.lua leave_scope):
+   * the UI scope of the runtimes started for it. Lua drops events tagged lower (a session it left).
+   */
+  private scopeTag = 0;
+  /** The current runtime's UI scope (retagged when a switch keeps it). */
+  private runtimeUi: LuaUi | null = null;
   /** The MCP servers, shared by the sessions; created on first need when any is configured. */
   private mcp: McpPool | null | undefined;
   /** The model chosen with :CabooseModel: kept for the sessions that follow (:CabooseNew, reopening). */
   private readonly models = new ModelChoice(() => this.requireInit().config, userError);
-  /** Settles when a :CabooseAgent switch has its new chat (messages sent meanwhile wait for it). */
-  private switching: Promise<unknown> = Promise.resolve();
+  /**
+   * The order in which requests reach the chat's session: each takes the runtime, or replaces it, after
+   * the requests that arrived before it (see inOrder). A message sent right after :CabooseNew goes to the
+   * session it opens, one sent just before it to the session it leaves; a replaced runtime is handed nothing.
+   */
+  private order: Promise<unknown> = Promise.resolve();
+  /** Replaced runtimes still winding down, by session id: settles when that one's store is closed. */
+  private readonly leaving = new Map<string, Promise<void>>();
 
   constructor(
     private readonly ui: LuaUi,
@@ -76,10 +89,10 @@ export class HostServer {
         // When the message arrived (monotonic): the project rules read after it need not be read again.
         const arrivedAt = performance.now();
         const { text, context } = parse(protocol().SendParams, params, method);
-        // A message sent right after :CabooseAgent goes to the chat it opens, not the one it closes.
-        await this.switching;
-        const rt = await this.ensureRuntime();
-        return rt.send(
+        // A message sent right after :CabooseNew or :CabooseAgent goes to the chat it opens, not the one it
+        // closes; one sent just before it, to the one it closes.
+        return this.withRuntime((rt) =>
+          rt.send(
           text,
           (context ?? []).map((c) => ({
             kind: c.kind,
@@ -93,81 +106,41 @@ export class HostServer {
             modified: c.modified ?? undefined,
           })),
           arrivedAt,
-        );
+        ));
       }
       case METHODS.stop: {
-        // A stop that arrives while the session is still starting applies once it has started.
-        const rt = this.runtime ?? (this.starting ? await this.starting.catch(() => null) : null);
+        // A stop that arrives while the session is still starting applies once it has started (no session
+        // is started for it).
+        const rt = await this.inOrder(async () => this.runtime ?? (this.starting ? await this.starting.catch(() => null) : null));
         // Messages sent before the stop are in the queue when it is cleared (and reported as discarded).
-        await rt?.sent();
-        rt?.session.stop();
+        await rt?.hold(async () => {
+          await rt.sent();
+          rt.session.stop();
+        });
         return { ok: true };
       }
       case METHODS.reset: {
         // A new conversation works in Neovim's current directory (it may have changed with :cd).
-        const { cwd } = parse(protocol().ResetParams, params, method);
-        if (cwd && this.init && cwd !== this.init.cwd) {
-          this.init.cwd = cwd;
-          this.mcp?.rootsChanged();
-        }
-        const rt = await this.replaceRuntime();
-        // Lua learns the new session (its id, no standing grants) at once, not at the first turn.
-        rt.session.emitState(rt.session.agent.state, rt.session.agent.state);
-        return { session: rt.session.id };
+        const { cwd, scope } = parse(protocol().ResetParams, params, method);
+        return this.switchStep(scope, async () => {
+          if (cwd && this.init && cwd !== this.init.cwd) {
+            this.init.cwd = cwd;
+            this.mcp?.rootsChanged();
+          }
+          const rt = await this.replaceRuntime();
+          // Lua learns the new session (its id, no standing grants) at once, not at the first turn.
+          rt.session.emitState(rt.session.agent.state, rt.session.agent.state);
+          return { session: rt.session.id };
+        });
       }
       case METHODS.sessionList: {
         const { query } = parse(protocol().SessionListParams, params, method);
-        const rt = await this.ensureRuntime();
-        const repo = rt.sessions;
-        const cwd = this.requireInit().cwd;
-        const current = rt.session.id;
-        const view = (s: import('../store/sessions').SessionInfo & { snippet?: string }) => ({
-          id: s.id,
-          title: s.title ?? '(untitled)',
-          cwd: s.cwd,
-          here: s.cwd === cwd,
-          current: s.id === current,
-          updated_at: s.updatedAt,
-          message_count: s.messageCount,
-          // Edit-and-resend's branches: the session this one was forked from (its title then).
-          ...(s.forkedFrom ? { forked_from: { id: s.forkedFrom, title: repo.get(s.forkedFrom)?.title ?? '(deleted session)' } } : {}),
-          ...(s.snippet ? { snippet: s.snippet } : {}),
-        });
-        const found = query && query.trim() !== '' ? repo.search(query, { cwd }) : repo.list({ cwd });
-        return { sessions: found.map(view) };
+        return this.withRuntime((rt) => this.listSessions(rt, query ?? undefined));
       }
       case METHODS.sessionOpen: {
-        const { id } = parse(protocol().SessionOpenParams, params, method);
-        const rt = await this.ensureRuntime();
-        const stored = rt.sessions.get(id);
-        if (!stored) throw new HostError(`no stored session ${id}`);
-        if (id === rt.session.id) return rt.info();
-        // The conversation continues in the folder it was about (when it still exists).
-        const init = this.requireInit();
-        const fs = require('node:fs') as typeof import('node:fs');
-        if (fs.existsSync(stored.cwd) && stored.cwd !== init.cwd) {
-          init.cwd = stored.cwd;
-          this.mcp?.rootsChanged();
-        }
-        // An external agent's chat reopens with that agent (when it is still configured).
-        const { parseAcpModelTag } = require('./acp-runtime') as typeof import('./acp-runtime');
-        const acpTag = parseAcpModelTag(stored.model);
-        init.agent = acpTag && init.config.acp?.agents?.[acpTag.agent] ? acpTag.agent : null;
-        // The transcript first, read through the current store: Neovim renders it while the new runtime
-        // (workspace, tools, agent) is built.
-        const { transcriptItems } = require('./session-history') as typeof import('./session-history');
-        const t0 = performance.now();
-        const items = transcriptItems(rt.sessions.displayRows(id));
-        const itemsJson = JSON.stringify(items);
-        const t1 = performance.now();
-        const next = await this.replaceRuntime(id, () => {
-          // As bytes: msgpack copies them, where a 1 MB string is encoded character by character.
-          this.ui.emit(EVENTS.transcript, { session: id, title: stored.title ?? null, items_json: Buffer.from(itemsJson) });
-          this.log.info('reopened session %s: %d chat entries (read %d ms, sent %d ms)', id, items.length, Math.round(t1 - t0), Math.round(performance.now() - t1));
-        });
-        this.log.info('session.open: new runtime in %d ms', Math.round(performance.now() - t0));
-        next.session.emitState(next.session.agent.state, next.session.agent.state);
-        return next.info();
+        const { id, scope } = parse(protocol().SessionOpenParams, params, method);
+        // After the requests before it; the ones after it reach the reopened session.
+        return this.switchStep(scope, () => this.openSession(id));
       }
       case METHODS.mcpItems: {
         const pool = this.mcpPool();
@@ -181,59 +154,62 @@ export class HostServer {
       }
       case METHODS.agentSelect: {
         const p = parse(protocol().AgentSelectParams, params, method);
-        const done = this.selectAgent(p);
-        this.switching = done.catch(() => undefined);
-        return done;
+        return this.switchStep(p.scope, () => this.selectAgent(p));
       }
       case METHODS.sessionExport: {
         // The chat as Markdown (:CabooseExport): what the session store holds, after the messages sent before.
-        const rt = await this.ensureRuntime();
-        await rt.sent();
-        const { transcriptItems } = require('./session-history') as typeof import('./session-history');
-        const { exportMarkdown } = require('./export') as typeof import('./export');
-        const info = rt.info();
-        return { title: info.title, messages: info.messages, markdown: exportMarkdown(info.title, transcriptItems(rt.sessions.displayRows(rt.session.id))) };
+        return this.withRuntime(async (rt) => {
+          await rt.sent();
+          const { transcriptItems } = require('./session-history') as typeof import('./session-history');
+          const { exportMarkdown } = require('./export') as typeof import('./export');
+          const info = rt.info();
+          return { title: info.title, messages: info.messages, markdown: exportMarkdown(info.title, transcriptItems(rt.sessions.displayRows(rt.session.id))) };
+        });
       }
       case METHODS.sessionCompact: {
-        await this.switching;
-        const rt = await this.ensureRuntime();
         // After the messages sent before it (they are in the history it summarizes).
-        await rt.sent();
-        return rt.compact();
+        return this.withRuntime(async (rt) => {
+          await rt.sent();
+          return rt.compact();
+        });
       }
       case METHODS.sessionRename: {
         const { title } = parse(protocol().SessionRenameParams, params, method);
-        const rt = await this.ensureRuntime();
-        return rt.rename(title);
+        return this.withRuntime((rt) => rt.rename(title));
       }
       case METHODS.sessionDelete: {
-        const { id } = parse(protocol().SessionDeleteParams, params, method);
-        const rt = await this.ensureRuntime();
-        if (id !== rt.session.id) return { deleted: rt.sessions.delete(id), current: rt.session.id };
-        // Deleting the open session: the chat starts a new one.
-        const next = await this.replaceRuntime();
-        const deleted = next.sessions.delete(id);
-        next.session.emitState(next.session.agent.state, next.session.agent.state);
-        return { deleted, current: next.session.id };
+        const { id, scope } = parse(protocol().SessionDeleteParams, params, method);
+        return this.switchStep(scope, async () => {
+          const rt = await this.ensureRuntime();
+          // A session left a moment ago is deleted once it has stopped writing to it.
+          await this.left(id);
+          if (id !== rt.session.id) return { deleted: rt.sessions.delete(id), current: rt.session.id };
+          // Deleting the open session: the chat starts a new one.
+          const next = await this.replaceRuntime();
+          await this.left(id);
+          const deleted = next.sessions.delete(id);
+          next.session.emitState(next.session.agent.state, next.session.agent.state);
+          return { deleted, current: next.session.id };
+        });
       }
       case METHODS.sessionDebug: {
         // :CabooseDebug: after the messages sent before it (the request they started is the last one).
-        const rt = await this.ensureRuntime();
-        await rt.sent();
-        if (!rt.debug) return { request: null, external: rt.acp?.name ?? true };
-        return rt.debug();
+        return this.withRuntime(async (rt) => {
+          await rt.sent();
+          if (!rt.debug) return { request: null, external: rt.acp?.name ?? true };
+          return rt.debug();
+        });
       }
-      case METHODS.sessionInfo: {
-        const rt = await this.ensureRuntime();
-        return rt.info();
-      }
+      case METHODS.sessionInfo:
+        return this.withRuntime((rt) => rt.info());
       case METHODS.setMode: {
         const { mode } = parse(protocol().SetModeParams, params, method);
-        const rt = await this.ensureRuntime();
-        rt.session.setMode(mode);
-        // A later :CabooseNew keeps the mode the user chose.
-        this.requireInit().config.mode = mode;
-        return { mode };
+        return this.withRuntime((rt) => {
+          rt.session.setMode(mode);
+          // A later :CabooseNew keeps the mode the user chose.
+          this.requireInit().config.mode = mode;
+          return { mode };
+        });
       }
       case METHODS.approvalResolve: {
         const p = parse(protocol().ApprovalResolveParams, params, method);
@@ -273,47 +249,49 @@ export class HostServer {
       }
       case METHODS.modelSet: {
         const p = parse(protocol().ModelSetParams, params, method);
-        const rt = await this.ensureRuntime();
-        const m = await this.models.resolve(rt, p.model, p.provider ?? undefined);
-        this.models.apply(rt, m);
-        const { resolved, label } = m;
-        return { provider: resolved.name, model: resolved.model, label, base_url: resolved.baseURL };
+        return this.withRuntime(async (rt) => {
+          const m = await this.models.resolve(rt, p.model, p.provider ?? undefined);
+          this.models.apply(rt, m);
+          const { resolved, label } = m;
+          return { provider: resolved.name, model: resolved.model, label, base_url: resolved.baseURL };
+        });
       }
       case METHODS.sessionRetry: {
         // Regenerate (:CabooseRetry [model]): after the messages sent before it; refused while a turn runs.
         const p = parse(protocol().SessionRetryParams, params, method);
-        await this.switching;
-        const rt = await this.ensureRuntime();
-        await rt.sent();
-        if (!rt.conversation) throw new HostError('regenerate is not available in an external agent’s chat');
-        // An unknown model is refused before anything is dropped; the switch happens just before the cut.
-        const model = p.model ? await this.models.resolve(rt, p.model) : null;
-        const r = await rt.conversation
-          .retry({ files: p.files ?? 'ask', force: p.force ?? false, model: model?.label, beforeCut: model ? () => this.models.apply(rt, model) : undefined })
-          .catch(userError);
-        return { ...r, ...(model && r.status !== 'ask' && r.status !== 'conflict' ? { model: model.label } : {}) };
+        return this.withRuntime(async (rt) => {
+          await rt.sent();
+          if (!rt.conversation) throw new HostError('regenerate is not available in an external agent’s chat');
+          // An unknown model is refused before anything is dropped; the switch happens just before the cut.
+          const model = p.model ? await this.models.resolve(rt, p.model) : null;
+          const r = await rt.conversation
+            .retry({ files: p.files ?? 'ask', force: p.force ?? false, model: model?.label, beforeCut: model ? () => this.models.apply(rt, model) : undefined })
+            .catch(userError);
+          return { ...r, ...(model && r.status !== 'ask' && r.status !== 'conflict' ? { model: model.label } : {}) };
+        });
       }
       case METHODS.sessionFork: {
         // Edit-and-resend: a new session (branch) with the history before the edited message; the chat
         // switches to it and sends the edited text next (Lua). The earlier branch stays stored as it was.
         const p = parse(protocol().SessionForkParams, params, method);
-        await this.switching;
-        const rt = await this.ensureRuntime();
-        await rt.sent();
-        if (!rt.conversation) throw new HostError('edit-and-resend is not available in an external agent’s chat');
-        const { randomUUID } = require('node:crypto') as typeof import('node:crypto');
-        const r = await rt.conversation.fork({ index: p.index, text: p.text, files: p.files ?? 'ask', force: p.force ?? false, newId: randomUUID() }).catch(userError);
-        if (r.status !== 'forked') return r;
-        const fromTitle = rt.sessions.get(r.from)?.title ?? '(untitled)';
-        rt.sessions.append(r.session, { kind: 'notice', text: `⑂ forked from "${fromTitle}" before the message "${oneLine(r.message)}" (that branch stays in :CabooseSessions)`, inContext: false });
-        const { transcriptItems } = require('./session-history') as typeof import('./session-history');
-        const itemsJson = JSON.stringify(transcriptItems(rt.sessions.displayRows(r.session)));
-        const title = rt.sessions.get(r.session)?.title ?? null;
-        const next = await this.replaceRuntime(r.session, () => {
-          this.ui.emit(EVENTS.transcript, { session: r.session, title, items_json: Buffer.from(itemsJson) });
+        return this.inOrder(async () => {
+          const rt = await this.ensureRuntime();
+          await rt.sent();
+          if (!rt.conversation) throw new HostError('edit-and-resend is not available in an external agent’s chat');
+          const { randomUUID } = require('node:crypto') as typeof import('node:crypto');
+          const r = await rt.conversation.fork({ index: p.index, text: p.text, files: p.files ?? 'ask', force: p.force ?? false, newId: randomUUID() }).catch(userError);
+          if (r.status !== 'forked') return r;
+          const fromTitle = rt.sessions.get(r.from)?.title ?? '(untitled)';
+          rt.sessions.append(r.session, { kind: 'notice', text: `⑂ forked from "${fromTitle}" before the message "${oneLine(r.message)}" (that branch stays in :CabooseSessions)`, inContext: false });
+          const { transcriptItems } = require('./session-history') as typeof import('./session-history');
+          const itemsJson = JSON.stringify(transcriptItems(rt.sessions.displayRows(r.session)));
+          const title = rt.sessions.get(r.session)?.title ?? null;
+          const next = await this.replaceRuntime(r.session, () => {
+            this.ui.emit(EVENTS.transcript, { session: r.session, title, items_json: Buffer.from(itemsJson) });
+          });
+          next.session.emitState(next.session.agent.state, next.session.agent.state);
+          return { ...r, forked_from_title: fromTitle, ...next.info() };
         });
-        next.session.emitState(next.session.agent.state, next.session.agent.state);
-        return { ...r, forked_from_title: fromTitle, ...next.info() };
       }
       case METHODS.modelCheck:
         return this.models.check(this.runtime);
@@ -342,19 +320,15 @@ export class HostServer {
         const { auditDiff } = require('./audit') as typeof import('./audit');
         return auditDiff(this.requireInit().dataDir, p.id);
       }
-      case METHODS.trashList: {
-        const rt = await this.ensureRuntime();
-        return rt.listTrash();
-      }
+      case METHODS.trashList:
+        return this.withRuntime((rt) => rt.listTrash());
       case METHODS.trashRestore: {
         const p = parse(protocol().TrashRestoreParams, params, method);
-        const rt = await this.ensureRuntime();
-        return rt.restore(p.trash_id, p.target_path ?? undefined);
+        return this.withRuntime((rt) => rt.restore(p.trash_id, p.target_path ?? undefined));
       }
       case METHODS.selectionEdit: {
         const p = parse(protocol().SelectionEditParams, params, method);
-        const rt = await this.ensureRuntime();
-        return rt.selectionEdit(p);
+        return this.withRuntime((rt) => rt.selectionEdit(p));
       }
       case METHODS.selectionEditCancel: {
         const p = parse(protocol().SelectionEditCancelParams, params, method);
@@ -364,25 +338,22 @@ export class HostServer {
         // The user (or a test) runs a tool directly: no model, no approval.
         traceStart();
         const p = parse(protocol().ToolCallParams, params, method);
-        const rt = await this.ensureRuntime();
-        traceMark('host: request parsed');
-        const r = await rt.callTool(p.name, p.args ?? {});
-        traceEnd();
-        return r;
+        return this.withRuntime(async (rt) => {
+          traceMark('host: request parsed');
+          const r = await rt.callTool(p.name, p.args ?? {});
+          traceEnd();
+          return r;
+        });
       }
-      case METHODS.checkpointList: {
-        const rt = await this.ensureRuntime();
-        return { checkpoints: rt.checkpoints.list() };
-      }
+      case METHODS.checkpointList:
+        return this.withRuntime((rt) => ({ checkpoints: rt.checkpoints.list() }));
       case METHODS.checkpointDiff: {
         const p = parse(protocol().CheckpointDiffParams, params, method);
-        const rt = await this.ensureRuntime();
-        return rt.checkpoints.preview(p.id).catch(userError);
+        return this.withRuntime((rt) => rt.checkpoints.preview(p.id).catch(userError));
       }
       case METHODS.checkpointRewind: {
         const p = parse(protocol().CheckpointRewindParams, params, method);
-        const rt = await this.ensureRuntime();
-        return rt.checkpoints.rewind({ id: p.id ?? undefined, force: p.force ?? false }).catch(userError);
+        return this.withRuntime((rt) => rt.checkpoints.rewind({ id: p.id ?? undefined, force: p.force ?? false }).catch(userError));
       }
       default:
         throw new HostError(`unknown method ${method}`);
@@ -409,8 +380,9 @@ export class HostServer {
     );
   }
 
+  /** The host exits: the session's store is closed now (its work in flight ends with the process). */
   dispose(): void {
-    this.runtime?.dispose();
+    void this.runtime?.dispose(true);
     this.runtime = null;
     this.mcp?.dispose();
   }
@@ -446,9 +418,7 @@ export class HostServer {
     // Get the session ready while the user is still typing: the first message then streams at once. Loading
     // happens in this process, so Neovim never waits for it; a failure surfaces again at the first message.
     setImmediate(() => {
-      this.ensureRuntime()
-        .then((rt) => rt.prepare())
-        .catch((err: unknown) => this.log.info('warm-up: %s', errorMessage(err)));
+      this.withRuntime((rt) => rt.prepare()).catch((err: unknown) => this.log.info('warm-up: %s', errorMessage(err)));
     });
     return { version: HOST_VERSION, pid: process.pid };
   }
@@ -458,14 +428,138 @@ export class HostServer {
     return this.init;
   }
 
-  /** Ends the current session (it stays stored) and starts another: a new one, or `resumeId` reopened. */
+  /** :CabooseSessions: the stored sessions (of this folder), or those matching `query`. */
+  private listSessions(rt: SessionRuntime, query: string | undefined) {
+    const repo = rt.sessions;
+    const cwd = this.requireInit().cwd;
+    const current = rt.session.id;
+    const view = (s: import('../store/sessions').SessionInfo & { snippet?: string }) => ({
+      id: s.id,
+      title: s.title ?? '(untitled)',
+      cwd: s.cwd,
+      here: s.cwd === cwd,
+      current: s.id === current,
+      updated_at: s.updatedAt,
+      message_count: s.messageCount,
+      // Edit-and-resend's branches: the session this one was forked from (its title then).
+      ...(s.forkedFrom ? { forked_from: { id: s.forkedFrom, title: repo.get(s.forkedFrom)?.title ?? '(deleted session)' } } : {}),
+      ...(s.snippet ? { snippet: s.snippet } : {}),
+    });
+    const found = query && query.trim() !== '' ? repo.search(query, { cwd }) : repo.list({ cwd });
+    return { sessions: found.map(view) };
+  }
+
+  /** Reopens stored session `id` in the chat (a step of inOrder: it replaces the runtime). */
+  private async openSession(id: string) {
+    const rt = await this.ensureRuntime();
+    // A session left a moment ago is read once its stopped turn has written its last words.
+    await this.left(id);
+    const stored = rt.sessions.get(id);
+    if (!stored) throw new HostError(`no stored session ${id}`);
+    if (id === rt.session.id) return rt.info();
+    // The conversation continues in the folder it was about (when it still exists).
+    const init = this.requireInit();
+    const fs = require('node:fs') as typeof import('node:fs');
+    if (fs.existsSync(stored.cwd) && stored.cwd !== init.cwd) {
+      init.cwd = stored.cwd;
+      this.mcp?.rootsChanged();
+    }
+    // An external agent's chat reopens with that agent (when it is still configured).
+    const { parseAcpModelTag } = require('./acp-runtime') as typeof import('./acp-runtime');
+    const acpTag = parseAcpModelTag(stored.model);
+    init.agent = acpTag && init.config.acp?.agents?.[acpTag.agent] ? acpTag.agent : null;
+    // The transcript first, read through the current store: Neovim renders it while the new runtime
+    // (workspace, tools, agent) is built.
+    const { transcriptItems } = require('./session-history') as typeof import('./session-history');
+    const t0 = performance.now();
+    const items = transcriptItems(rt.sessions.displayRows(id));
+    const itemsJson = JSON.stringify(items);
+    const t1 = performance.now();
+    const next = await this.replaceRuntime(id, () => {
+      // As bytes: msgpack copies them, where a 1 MB string is encoded character by character.
+      this.ui.emit(EVENTS.transcript, { session: id, title: stored.title ?? null, items_json: Buffer.from(itemsJson) });
+      this.log.info('reopened session %s: %d chat entries (read %d ms, sent %d ms)', id, items.length, Math.round(t1 - t0), Math.round(performance.now() - t1));
+    });
+    this.log.info('session.open: new runtime in %d ms', Math.round(performance.now() - t0));
+    next.session.emitState(next.session.agent.state, next.session.agent.state);
+    return next.info();
+  }
+
+  /**
+   * Runs `step` once the steps of the requests that arrived before it have run (not their whole work: a
+   * message's step ends when the message is in its session's queue). Steps that replace the runtime run
+   * whole in it, so what arrives after them reaches the new session. A step must not wait for a later one.
+   */
+  private inOrder<T>(step: () => Promise<T>): Promise<T> {
+    const run = this.order.then(step);
+    this.order = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * A step of inOrder that may replace the runtime for the chat's view `scope` (Lua's number, absent from
+   * other callers): the session it opens is tagged with it; one it keeps (nothing to replace) is retagged.
+   */
+  private switchStep<T>(scope: number | null | undefined, fn: () => Promise<T>): Promise<T> {
+    return this.inOrder(async () => {
+      if (typeof scope === 'number') this.scopeTag = scope;
+      const r = await fn();
+      if (typeof scope === 'number') this.runtimeUi?.retag(scope);
+      return r;
+    });
+  }
+
+  /**
+   * `fn` with the chat's runtime, taken in arrival order (inOrder); it runs as that runtime's work, so a
+   * replacement that comes after it lets it finish before that runtime's store is closed.
+   */
+  private async withRuntime<T>(fn: (rt: SessionRuntime) => Promise<T> | T): Promise<T> {
+    const { done } = await this.inOrder(async () => {
+      const rt = await this.ensureRuntime();
+      return { done: rt.hold(() => fn(rt)) };
+    });
+    return done;
+  }
+
+  /**
+   * Ends the current session (it stays stored) and starts another: a new one, or `resumeId` reopened. A
+   * step of inOrder: the old runtime was handed everything that arrived before, and is handed nothing more.
+   */
   private async replaceRuntime(resumeId?: string, afterDispose?: () => void): Promise<SessionRuntime> {
     const old = this.runtime ?? (this.starting ? await this.starting.catch(() => null) : null);
     this.runtime = null;
     this.starting = null;
-    old?.dispose();
+    if (old) {
+      // Stopped now; its store closes once its work in flight has settled (runtime.ts dispose).
+      const id = old.session.id;
+      const closed = old.dispose().finally(() => {
+        if (this.leaving.get(id) === closed) this.leaving.delete(id);
+      });
+      this.leaving.set(id, closed);
+      // Reopening it: its stopped turn has written its last words first.
+      if (resumeId === id) await this.left(id);
+    }
     afterDispose?.();
     return this.ensureRuntime(resumeId);
+  }
+
+  /**
+   * Resolves once the runtime of session `id` that the chat left has closed its store (at once when none
+   * is winding down). Bounded: work that never settles delays the request at most LEFT_WAIT_MS.
+   */
+  private left(id: string): Promise<void> {
+    const closing = this.leaving.get(id);
+    if (!closing) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.log.warn('session %s still winding down after %d ms; going on', id, LEFT_WAIT_MS);
+        resolve();
+      }, LEFT_WAIT_MS);
+      void closing.finally(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   /** :CabooseAgent: the chat's agent (see METHODS.agentSelect). */
@@ -486,7 +580,7 @@ export class HostServer {
     const next = await this.replaceRuntime(fresh ? undefined : rt.session.id);
     next.session.emitState(next.session.agent.state, next.session.agent.state);
     // The agent starts while the user types (a failure is reported in the chat and retried at the first message).
-    next.prepare().catch((err: unknown) => this.log.info('agent warm-up: %s', errorMessage(err)));
+    next.hold(() => next.prepare()).catch((err: unknown) => this.log.info('agent warm-up: %s', errorMessage(err)));
     return { ...next.info(), new_chat: fresh };
   }
 
@@ -499,7 +593,7 @@ export class HostServer {
         const acpAgent = init.agent ? init.config.acp?.agents?.[init.agent] : undefined;
         if (init.agent && acpAgent) {
           const { createAcpRuntime } = require('./acp-runtime') as typeof import('./acp-runtime');
-          const ui = this.ui.scope(++this.runtimes);
+          const ui = (this.runtimeUi = this.ui.scope(this.scopeTag));
           const session = new ChatSession(ui, this.log, resumeId);
           const rt = await createAcpRuntime({
             config: init.config,
@@ -520,7 +614,7 @@ export class HostServer {
         const { modelLabel } = require('./provider-config') as typeof import('./provider-config');
         const provider = await this.models.forNewSession();
         // The session's own view of the UI: closed when it is replaced (see LuaUi.scope).
-        const ui = this.ui.scope(++this.runtimes);
+        const ui = (this.runtimeUi = this.ui.scope(this.scopeTag));
         const session = new ChatSession(ui, this.log, resumeId);
         const rt = await createSessionRuntime({ ...init, provider, modelLabel: modelLabel(init.config, provider), session, ui, log: this.log, resume: resumeId !== undefined, mcp: this.mcpPool() });
         this.runtime = rt;

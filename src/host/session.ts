@@ -30,6 +30,8 @@ export class ChatSession {
   private readonly approvals = new Map<string, Pending<ApprovalDecision> & { req: ApprovalRequest }>();
   private readonly asks = new Map<string, Pending<string | null>>();
   agent!: SessionAgent;
+  /** Left (close()): nothing waits on the user any more; new questions are answered at once. */
+  private closed = false;
   /** Says something in the chat (the runtime also stores it with the session). */
   notice: (text: string) => void = (text) => this.ui.emit(EVENTS.notice, { text });
 
@@ -52,6 +54,7 @@ export class ChatSession {
 
   requestApproval = (req: ApprovalRequest): Promise<ApprovalDecision> =>
     new Promise((resolve) => {
+      if (this.closed) return resolve({ decision: 'reject', reason: 'the chat left this session' });
       this.approvals.set(req.id, { resolve, req });
       this.ui.emit(EVENTS.approvalRequest, {
         id: req.id,
@@ -84,6 +87,7 @@ export class ChatSession {
 
   ask: NonNullable<ToolContext['ask']> = (req) =>
     new Promise((resolve) => {
+      if (this.closed) return resolve(null);
       const id = randomUUID();
       this.asks.set(id, { resolve });
       this.ui.emit(EVENTS.ask, { id, question: req.question, choices: req.choices });
@@ -92,6 +96,7 @@ export class ChatSession {
   /** A question asked while no turn runs (a slash command's arguments): Lua shows it even when idle. */
   askOutsideTurn: NonNullable<ToolContext['ask']> = (req) =>
     new Promise((resolve) => {
+      if (this.closed) return resolve(null);
       const id = randomUUID();
       this.asks.set(id, { resolve });
       this.ui.emit(EVENTS.ask, { id, question: req.question, choices: req.choices, outside_turn: true });
@@ -110,6 +115,15 @@ export class ChatSession {
     for (const id of [...this.approvals.keys()]) this.resolveApproval(id, { decision: 'reject', reason: 'stopped by the user' });
     for (const id of [...this.asks.keys()]) this.resolveAsk(id, null);
     this.agent?.stop();
+  }
+
+  /**
+   * The chat left this session (it was replaced): stops it, and what its winding-down work would ask the
+   * user from now on is refused at once (nobody would see the question; waiting would hold it open forever).
+   */
+  close(): void {
+    this.closed = true;
+    this.stop();
   }
 
   /** Withdraws standing "always" grants (one tool's, or all); Lua learns the rest from the state event. */

@@ -68,3 +68,29 @@ test('restoreOnce: a reopened session loads its conversation at the first messag
   restoreOnce(false, deps)();
   assert.equal(reads, 1);
 });
+
+test('message delivery: a message whose session was left while it was on its way is parked (kept), not started', async () => {
+  const ui = fakeUi();
+  const sent: string[] = [];
+  const parked: [string, unknown][] = [];
+  const closing = new AbortController();
+  const deliver = messageDelivery({
+    agent: { send: (text) => (sent.push(text), { status: 'started' }) },
+    ensureRestored: () => undefined,
+    // The chat leaves the session while the rules are read.
+    rules: { freeze: async () => void closing.abort() },
+    mcp: { expand: async () => null },
+    ask: async () => null,
+    signal: closing.signal,
+    readFile: async (p) => ({ ok: true, data: { path: p, content: 'body', totalLines: 1 } }),
+    fetchUrl: async () => ({ ok: false, error: { kind: 'network_error', message: 'offline' } }),
+    checkpoints: { takeNotes: () => 'a rewind note', addNote: () => undefined },
+    ui,
+    maxQueue: 2,
+    park: (text, meta) => void parked.push([text, meta]),
+  });
+  assert.deepEqual(await deliver('hello', [], () => 4), { id: 4, status: 'stopped' });
+  assert.deepEqual(sent, [], 'no turn started in the left session');
+  assert.deepEqual(parked, [['a rewind note\n\nhello', { id: 4, display: 'hello', labels: [] }]]);
+  assert.deepEqual(ui.events, []);
+});

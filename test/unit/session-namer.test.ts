@@ -41,3 +41,15 @@ test('session namer: a title the user gave wins; no session row or no user messa
   assert.deepEqual(titles, []);
   assert.equal(store.sessions.get('s1')?.title, 'Mine');
 });
+
+test('session namer: settled() resolves once the title request in flight is stored (a closing session waits for it)', async () => {
+  const store = openStore(':memory:');
+  store.sessions.ensure({ id: 's1', cwd: '/w', model: 'm' });
+  const model = fakeModel({ text: 'A late session title' });
+  const namer = new SessionNamer({ sessions: store.sessions, sessionId: 's1', client: () => model, onTitle: () => undefined, log: silentLog, signal: new AbortController().signal });
+  await namer.settled(); // nothing in flight
+  namer.nameAfterTurn(turn);
+  await namer.settled();
+  assert.equal(store.sessions.get('s1')?.title, 'A late session title', 'stored before settled() resolved');
+  store.close();
+});

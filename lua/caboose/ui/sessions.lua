@@ -99,8 +99,8 @@ end
 --- Reopens a stored session in the chat (its transcript replaces what the chat shows).
 function M.open(id)
   -- Its transcript replaces the chat; what the session being left still sends is not shown.
-  local undo = require('caboose.rpc').leave_scope()
-  return H.call('session_open', { id = id }, function(err, res)
+  local undo, scope = require('caboose.rpc').leave_scope()
+  return H.call('session_open', { id = id, scope = scope }, function(err, res)
     if err then
       undo()
     else
@@ -117,13 +117,13 @@ function M.delete(s)
     if choice ~= 'Delete' then
       return
     end
-    local undo = function() end
+    local undo, scope = function() end, nil
     if s.current then
       -- The host starts a new session in its place.
-      undo = require('caboose')._leave_session()
+      undo, scope = require('caboose')._leave_session()
       require('caboose').open_chat()
     end
-    H.call('session_delete', { id = s.id }, function(err, res)
+    H.call('session_delete', { id = s.id, scope = scope }, function(err, res)
       if err then
         undo()
       end

@@ -46,6 +46,11 @@ export interface DeliveryOptions {
   ask: NonNullable<ToolContext['ask']>;
   /** Aborted when the session is disposed. */
   signal: AbortSignal;
+  /**
+   * A message whose delivery the session's end overtook (the chat left it while its context was read):
+   * kept by the session instead of starting a turn in a session nobody sees. Without it, it is started.
+   */
+  park?(text: string, meta: MessageMeta, content?: ChatCompletionContentPart[]): void;
   readFile(path: string): Promise<ToolResult>;
   /** A file that usually holds secrets: a selection from it goes only after readFile (which asks). */
   isSecret?(path: string): boolean;
@@ -62,7 +67,8 @@ export interface DeliveryOptions {
   };
 }
 
-export type Delivered = { id: number } & SendResult;
+/** `stopped`: the session was left before the message reached its agent (kept with it, see `park`). */
+export type Delivered = { id: number } & (SendResult | { status: 'stopped' });
 
 /** The MessageQueue's `deliver`. */
 export function messageDelivery(o: DeliveryOptions): (text: string, context: ContextItem[], nextId: () => number, arrivedAt?: number) => Promise<Delivered> {
@@ -92,6 +98,10 @@ export function messageDelivery(o: DeliveryOptions): (text: string, context: Con
     const note = o.checkpoints.takeNotes();
     const full = note ? `${note}\n\n${composed.text}` : composed.text;
     const meta = { id, display: text, labels: composed.labels } satisfies MessageMeta;
+    if (o.signal.aborted && o.park) {
+      o.park(full, meta, parts.length > 0 ? [{ type: 'text', text: full }, ...parts] : undefined);
+      return { id, status: 'stopped' };
+    }
     const r = parts.length > 0 ? o.agent.send(full, meta, [{ type: 'text', text: full }, ...parts]) : o.agent.send(full, meta);
     if (r.status === 'queued') o.ui.emit(EVENTS.queued, { id, text, context: composed.labels, position: r.position });
     if (r.status === 'rejected') {

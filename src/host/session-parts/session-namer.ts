@@ -17,6 +17,8 @@ export interface SessionNamerOptions {
 
 export class SessionNamer {
   private naming = false;
+  /** The title request in flight (it writes the title when it comes back). */
+  private pending: Promise<void> = Promise.resolve();
 
   constructor(private readonly o: SessionNamerOptions) {}
 
@@ -30,7 +32,7 @@ export class SessionNamer {
     if (!first || typeof first.content !== 'string') return;
     this.naming = true;
     const firstText = info.title ?? first.content;
-    requestTitle(this.o.client(), firstText, typeof reply?.content === 'string' ? reply.content : '', this.o.signal)
+    this.pending = requestTitle(this.o.client(), firstText, typeof reply?.content === 'string' ? reply.content : '', this.o.signal)
       .then((title) => {
         const now = sessions.get(id);
         if (!title || !now || now.titleSource === 'user') return;
@@ -38,5 +40,10 @@ export class SessionNamer {
         this.o.onTitle(title);
       })
       .catch((e: unknown) => this.o.log.info('session title: %s', e instanceof Error ? e.message : String(e)));
+  }
+
+  /** Resolves once the title request in flight (if any) has come back and been stored (or failed). */
+  settled(): Promise<void> {
+    return this.pending;
   }
 }
