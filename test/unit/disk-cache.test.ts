@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { openWorkspace, type OpenedWorkspace } from '../../src/index';
-import { DiskCache, RACY_NS, identityOf, wallNs } from '../../src/workspace/disk-cache';
+import { DiskCache, RACY_NS, identityOf } from '../../src/workspace/disk-cache';
 
 const sha = (b: string | Buffer): string => createHash('sha256').update(b).digest('hex');
 const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms));
@@ -47,14 +47,17 @@ test('the racy rule: content captured within RACY_NS of the file time is not kep
   // Captured in the same tick as the file's ctime: a later write in that tick could keep every field.
   assert.equal(await c.offer(p('big.ts'), id, id.ctimeNs + RACY_NS / 2n, bytes, sha(bytes)), false);
   assert.equal(c.lookup(p('big.ts'), id), null);
-  assert.equal(await c.offer(p('big.ts'), id, wallNs(), bytes, sha(bytes)), true);
+  // Captured well after the file's times (not wallNs(): the file was written just now, in beforeEach, and on
+  // a fast machine "now" is still inside its racy window).
+  const later = id.ctimeNs + 2n * RACY_NS;
+  assert.equal(await c.offer(p('big.ts'), id, later, bytes, sha(bytes)), true);
   assert.ok(c.lookup(p('big.ts'), id));
   for (const k of ['ino', 'size', 'mtimeNs', 'ctimeNs'] as const) {
-    await c.offer(p('big.ts'), id, wallNs(), bytes, sha(bytes));
+    assert.equal(await c.offer(p('big.ts'), id, later, bytes, sha(bytes)), true, 'precondition: the entry is kept');
     assert.equal(c.lookup(p('big.ts'), { ...id, [k]: id[k] + 1n }), null, `${k} changed: no hit`);
   }
   // Whole-millisecond times: a coarse filesystem, never trusted.
-  assert.equal(await c.offer(p('big.ts'), { ...id, ctimeNs: 1_000_000_000n * 1000n }, wallNs(), bytes, sha(bytes)), false);
+  assert.equal(await c.offer(p('big.ts'), { ...id, ctimeNs: 1_000_000_000n * 1000n }, 1_000_000_000n * 1000n + 2n * RACY_NS, bytes, sha(bytes)), false);
 });
 
 test('a chain of edits reads the file once: the written file is read back in the background and the next view uses it', async () => {
