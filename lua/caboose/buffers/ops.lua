@@ -28,6 +28,16 @@ H.restore_views = function(views)
   end
 end
 
+--- The written file's final newline and byte-order mark, as the host wrote them.
+H.set_file_format = function(b, op)
+  if op.final_eol ~= nil then
+    vim.bo[b].eol = op.final_eol
+  end
+  if op.bom ~= nil then
+    vim.bo[b].bomb = op.bom
+  end
+end
+
 M.set = function(op)
   local b = snapshot.find(op.abs)
   if not b then
@@ -55,12 +65,7 @@ M.set = function(op)
     vim.cmd('let &l:undolevels = &l:undolevels')
   end)
   if op.clean then
-    if op.final_eol ~= nil then
-      vim.bo[b].eol = op.final_eol
-    end
-    if op.bom ~= nil then
-      vim.bo[b].bomb = op.bom
-    end
+    H.set_file_format(b, op)
     vim.bo[b].modified = false
     -- The file the host wrote is recorded as the buffer's file without comparing it (no read, no change
     -- to the file's time): see filetime.record_written.
@@ -75,12 +80,7 @@ M.set = function(op)
       -- Still marked modified here: the file's new time and size are stored without a content compare.
       filetime.store_file_info(b)
     end
-    if op.final_eol ~= nil then
-      vim.bo[b].eol = op.final_eol
-    end
-    if op.bom ~= nil then
-      vim.bo[b].bomb = op.bom
-    end
+    H.set_file_format(b, op)
     vim.bo[b].modified = false
     if not quick then
       filetime.sync_file_time(b, op.size_changed)
