@@ -7,38 +7,15 @@
  *   node --import tsx bench/provider-cpu.ts [runs]
  */
 import { spawn } from 'node:child_process';
-import http from 'node:http';
 import { startFakeOpenAI } from '../test/support/fake-openai';
 import { OpenAIProvider } from '../src/agent/provider';
 import { streamText } from './chat';
+import { plainSseRead } from './plain-sse';
 
-function rawRead(base: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const body = JSON.stringify({ model: 'fake-model', stream: true, messages: [{ role: 'user', content: 'stream please' }] });
-    const req = http.request(new URL(base + '/chat/completions'), { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.setEncoding('utf8');
-      let buf = '';
-      let text = '';
-      res.on('data', (chunk: string) => {
-        buf += chunk;
-        let i: number;
-        while ((i = buf.indexOf('\n\n')) >= 0) {
-          const event = buf.slice(0, i);
-          buf = buf.slice(i + 2);
-          for (const line of event.split('\n')) {
-            if (!line.startsWith('data: ')) continue;
-            const data = line.slice(6);
-            if (data === '[DONE]') return resolve(text.length);
-            const d = (JSON.parse(data) as { choices: { delta?: { content?: string } }[] }).choices[0]?.delta?.content;
-            if (d) text += d;
-          }
-        }
-      });
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
+async function rawRead(base: string): Promise<number> {
+  let text = '';
+  await plainSseRead(base, (delta) => (text += delta));
+  return text.length;
 }
 
 async function child(base: string, runs: number): Promise<void> {

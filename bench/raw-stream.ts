@@ -11,7 +11,7 @@
  * missing: process.cpuUsage(), user + system); cpuUsageMs: process.cpuUsage()'s figure, for comparison).
  */
 import fs from 'node:fs';
-import http from 'node:http';
+import { plainSseRead } from './plain-sse';
 
 /** CPU time (ms) of every thread of this process, as bench/chat-probe.lua reads the host's; undefined without /proc. */
 function threadsCpuMs(pid: number | 'self' = 'self'): number | undefined {
@@ -33,22 +33,17 @@ function threadsCpuMs(pid: number | 'self' = 'self'): number | undefined {
 function main(): void {
   const base = process.argv[2];
   if (!base) throw new Error('usage: raw-stream.ts <base url>');
-  const body = JSON.stringify({ model: 'fake-model', stream: true, messages: [{ role: 'user', content: 'stream please' }] });
-  const url = new URL(base.replace(/\/+$/, '') + '/chat/completions');
   const t0 = process.hrtime.bigint();
   const sched0 = threadsCpuMs();
   const cpu0 = process.cpuUsage();
   const since = () => Number(process.hrtime.bigint() - t0) / 1e6;
   let firstMs: number | undefined;
   let text = '';
-  let done = false;
   const timer = setTimeout(() => {
     process.stderr.write('raw-stream: no [DONE] after 120 s\n');
     process.exit(1);
   }, 120_000);
   const finish = () => {
-    if (done) return;
-    done = true;
     clearTimeout(timer);
     const cpu = process.cpuUsage(cpu0);
     const sched1 = threadsCpuMs();
@@ -56,38 +51,13 @@ function main(): void {
     const cpuMs = sched0 !== undefined && sched1 !== undefined ? sched1 - sched0 : cpuUsageMs;
     process.stdout.write(JSON.stringify({ ms: since(), firstMs, chars: text.length, cpuMs, cpuUsageMs }) + '\n', () => process.exit(0));
   };
-  const req = http.request(
-    url,
-    { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: 'Bearer test-key' } },
-    (res) => {
-      res.setEncoding('utf8');
-      let buf = '';
-      res.on('data', (chunk: string) => {
-        buf += chunk;
-        let i: number;
-        while ((i = buf.indexOf('\n\n')) >= 0) {
-          const event = buf.slice(0, i);
-          buf = buf.slice(i + 2);
-          for (const line of event.split('\n')) {
-            if (!line.startsWith('data: ')) continue;
-            const data = line.slice(6);
-            if (data === '[DONE]') return finish();
-            const delta = (JSON.parse(data) as { choices: { delta?: { content?: string } }[] }).choices[0]?.delta?.content;
-            if (delta) {
-              if (firstMs === undefined) firstMs = since();
-              text += delta;
-            }
-          }
-        }
-      });
-      res.on('end', finish);
-    },
-  );
-  req.on('error', (err) => {
+  plainSseRead(base, (delta) => {
+    if (firstMs === undefined) firstMs = since();
+    text += delta;
+  }).then(finish, (err: Error) => {
     process.stderr.write(`raw-stream: ${err.message}\n`);
     process.exit(1);
   });
-  req.end(body);
 }
 
 main();
