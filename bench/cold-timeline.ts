@@ -12,13 +12,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import http from 'node:http';
 import { startFakeOpenAI } from '../test/support/fake-openai';
 import { defaultNvim, startNvim } from '../test/support/nvim';
 import { loadLine } from './chat';
+import { markServerRequests, markedHostNode, runScript } from './timeline-support';
 
 const PROBE = path.join(__dirname, 'chat-probe.lua');
-const hr = (): number => Number(process.hrtime.bigint()) / 1e6;
 
 /** Lua wrappers that note what the cold path runs (same clock). */
 const LUA_MARKS = `
@@ -51,17 +50,10 @@ function alive(pid: number): boolean {
 async function main(): Promise<void> {
   const runs = Number(process.argv[2] ?? 3);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-timeline-'));
-  const marksDir = path.join(work, 'marks');
-  const node = path.join(work, 'node-marks.sh');
-  fs.writeFileSync(node, `#!/bin/sh\nMARKS_DIR=${JSON.stringify(marksDir)} exec node ${process.env.BENCH_HOST_NODE_ARGS ?? ''} -r ${JSON.stringify(path.join(__dirname, 'host-marks.cjs'))} "$@"\n`, { mode: 0o755 });
+  const { node, marksDir } = markedHostNode(work, 'host-marks.cjs', process.env.BENCH_HOST_NODE_ARGS);
   const fake = await startFakeOpenAI();
   const serverMarks: [string, number][] = [];
-  // The fake server's own view: when the request arrived.
-  const emit = http.Server.prototype.emit;
-  http.Server.prototype.emit = function (this: http.Server, ev: string | symbol, ...args: unknown[]): boolean {
-    if (ev === 'request') serverMarks.push([`fake server: request ${(args[0] as http.IncomingMessage).url}`, hr()]);
-    return emit.apply(this, [ev, ...args] as Parameters<typeof emit>);
-  } as typeof emit;
+  const unmarkServer = markServerRequests(serverMarks); // the fake server's own view: when the request arrived
   const cacheHome = path.join(work, 'cache');
   const kept = path.join(work, 'kept-data');
   try {
@@ -125,16 +117,10 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    http.Server.prototype.emit = emit;
+    unmarkServer();
     await fake.close();
     fs.rmSync(work, { recursive: true, force: true });
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
-    process.exit(1);
-  },
-);
+runScript(main);

@@ -18,13 +18,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import http from 'node:http';
 import { startFakeOpenAI } from '../test/support/fake-openai';
 import { defaultNvim, startNvim } from '../test/support/nvim';
 import { loadLine } from './chat';
+import { markServerRequests, markedHostNode, runScript } from './timeline-support';
 
 const PROBE = path.join(__dirname, 'chat-probe.lua');
-const hr = (): number => Number(process.hrtime.bigint()) / 1e6;
 
 /** Lua wrappers that note the warm path's steps (same clock). */
 const LUA_MARKS = `
@@ -63,25 +62,10 @@ async function main(): Promise<void> {
   const neovims = Number(process.argv[2] ?? 3);
   const messages = Number(process.argv[3] ?? 3);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-warm-'));
-  const marksDir = path.join(work, 'marks');
-  const node = path.join(work, 'node-marks.sh');
-  fs.writeFileSync(node, `#!/bin/sh\nMARKS_DIR=${JSON.stringify(marksDir)} exec node ${process.env.HOST_NODE_ARGS ?? ''} -r ${JSON.stringify(path.join(__dirname, 'warm-marks.cjs'))} "$@"\n`, { mode: 0o755 });
+  const { node, marksDir } = markedHostNode(work, 'warm-marks.cjs', process.env.HOST_NODE_ARGS);
   const fake = await startFakeOpenAI();
   const serverMarks: [string, number][] = [];
-  const emit = http.Server.prototype.emit;
-  http.Server.prototype.emit = function (this: http.Server, ev: string | symbol, ...args: unknown[]): boolean {
-    if (ev === 'request') {
-      serverMarks.push([`fake server: request ${(args[0] as http.IncomingMessage).url}`, hr()]);
-      const res = args[1] as http.ServerResponse;
-      const w = res.write;
-      let n = 0;
-      res.write = function (this: http.ServerResponse, ...a: unknown[]) {
-        if (++n <= 2) serverMarks.push([`fake server: chunk #${n} written`, hr()]);
-        return (w as (...x: unknown[]) => boolean).apply(this, a);
-      } as typeof res.write;
-    }
-    return emit.apply(this, [ev, ...args] as Parameters<typeof emit>);
-  } as typeof emit;
+  const unmarkServer = markServerRequests(serverMarks, 2);
   const cacheHome = path.join(work, 'cache');
   const firsts: number[][] = [];
   const steps = new Map<string, number[]>();
@@ -181,16 +165,10 @@ async function main(): Promise<void> {
     for (const [name, xs] of steps) process.stdout.write(`${name.padEnd(52)} ${med(xs).toFixed(2).padStart(6)} ${Math.min(...xs).toFixed(2).padStart(6)} ${Math.max(...xs).toFixed(2).padStart(6)}\n`);
     process.stdout.write(`\nfirst token per neovim (messages 2..): ${firsts.map((f) => f.map((x) => x.toFixed(1)).join(' ')).join(' | ')}\n`);
   } finally {
-    http.Server.prototype.emit = emit;
+    unmarkServer();
     await fake.close();
     fs.rmSync(work, { recursive: true, force: true });
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
-    process.exit(1);
-  },
-);
+runScript(main);
