@@ -12,6 +12,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { forEachNvim } from '../support/nvim';
 import { useE2E } from '../support/e2e';
+import { LUA_CAPTURES } from '../support/ts-captures';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -115,20 +116,13 @@ const PART_2 = [
 ].join('\n');
 
 /** Lua: the chat's lines, its closed folds in its window, and every column's treesitter captures. */
-const SNAPSHOT = `
+const SNAPSHOT = `${LUA_CAPTURES}
 local buf = require('caboose.chat').buf()
-vim.treesitter.get_parser(buf, 'markdown'):parse(true)
 local caps = {}
-for row, line in ipairs(vim.api.nvim_buf_get_lines(buf, 0, -1, false)) do
-  for col = 0, math.max(#line - 1, 0) do
-    local c = {}
-    for _, x in ipairs(vim.treesitter.get_captures_at_pos(buf, row - 1, col)) do
-      table.insert(c, x.lang .. ':' .. x.capture)
-    end
-    table.sort(c)
-    caps[#caps + 1] = (row - 1) .. ':' .. col .. '=' .. table.concat(c, ',')
-  end
+for pos, c in pairs(captures(buf)) do
+  caps[#caps + 1] = pos .. '=' .. c
 end
+table.sort(caps)
 local win = vim.fn.win_findbuf(buf)[1]
 local folds = vim.api.nvim_win_call(win, function()
   local out, l, n = {}, 1, vim.api.nvim_buf_line_count(0)

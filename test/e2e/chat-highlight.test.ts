@@ -9,6 +9,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { forEachNvim } from '../support/nvim';
 import { useE2E } from '../support/e2e';
+import { LUA_CAPTURES } from '../support/ts-captures';
 
 type State = { state: string };
 const SETUP = `require('caboose').setup({ mode = 'chug', provider = { max_retries = 0 } })`;
@@ -19,24 +20,7 @@ const MD_INJECTIONS = [
   '([(inline) (pipe_table_cell)] @injection.content (#set! injection.language "markdown_inline"))',
 ].join('\n');
 
-/** Lua: { [row:col] = "lang:capture,…" } for every column of every line of `buf` (after a full parse). */
-const CAPTURES = `
-local function captures(buf)
-  vim.treesitter.get_parser(buf, 'markdown'):parse(true)
-  local out = {}
-  for row, line in ipairs(vim.api.nvim_buf_get_lines(buf, 0, -1, false)) do
-    for col = 0, math.max(#line - 1, 0) do
-      local c = {}
-      for _, x in ipairs(vim.treesitter.get_captures_at_pos(buf, row - 1, col)) do
-        table.insert(c, x.lang .. ':' .. x.capture)
-      end
-      table.sort(c)
-      out[(row - 1) .. ':' .. col] = table.concat(c, ',')
-    end
-  end
-  return out
-end
-`;
+const CAPTURES = LUA_CAPTURES;
 
 /** Lua: the chat's captures and those of a reference buffer with the same text parsed as one tree. */
 const COMPARE = `${CAPTURES}
