@@ -203,19 +203,23 @@ describe('remembered bwrap trial', { skip: process.platform !== 'linux' ? 'skipp
     }
     throw new Error(`${p} never matched`);
   };
+  /** `sb.prepare()` does not resolve while its trial runs (held at the gate); once the trial passes, the sandbox is active. */
+  const preparesAfterTrial = async (sb: Sandbox, why: string): Promise<void> => {
+    let prepared = false;
+    const p = sb.prepare().then(() => (prepared = true));
+    await waitFile(count, (t) => t.length === 1);
+    await new Promise((r) => setImmediate(r));
+    assert.equal(prepared, false, why);
+    fs.writeFileSync(gate, '');
+    await p;
+    assert.equal(sb.active, true);
+  };
 
   test('no remembered answer: prepare() waits for the trial, whose answer is then remembered; the next host uses it without waiting', async () => {
     fresh();
     fs.rmSync(dataDir, { recursive: true, force: true });
     const sb = new Sandbox({ root: dir, dataDir });
-    let prepared = false;
-    const p = sb.prepare().then(() => (prepared = true));
-    await waitFile(count, (t) => t.length === 1);
-    await new Promise((r) => setImmediate(r));
-    assert.equal(prepared, false, 'the first host waits for its trial');
-    fs.writeFileSync(gate, '');
-    await p;
-    assert.equal(sb.active, true);
+    await preparesAfterTrial(sb, 'the first host waits for its trial');
     const stored = JSON.parse(await waitFile(path.join(dataDir, TRIAL_FILE), (t) => t.includes('"available":true'))) as Record<string, unknown>;
     assert.equal(stored.key, trialKey(fake)?.key);
     assert.equal((fs.statSync(path.join(dataDir, TRIAL_FILE)).mode & 0o777).toString(8), '600');
@@ -250,14 +254,7 @@ describe('remembered bwrap trial', { skip: process.platform !== 'linux' ? 'skipp
     assert.ok(after.key.includes(JSON.stringify(fs.readFileSync('/proc/self/uid_map', 'utf8')).slice(1, -1).slice(0, 20)), 'the uid map is in the key');
     assert.match(after.key, new RegExp(`"${os.release().replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"`));
     const sb = new Sandbox({ root: dir, dataDir });
-    let prepared = false;
-    const p = sb.prepare().then(() => (prepared = true));
-    await waitFile(count, (t) => t.length === 1);
-    await new Promise((r) => setImmediate(r));
-    assert.equal(prepared, false, 'waits for the new trial');
-    fs.writeFileSync(gate, '');
-    await p;
-    assert.equal(sb.active, true);
+    await preparesAfterTrial(sb, 'waits for the new trial');
   });
 
   test('a remembered "usable" that is stale: commands use the trial\'s answer (never sandboxed by the stale one), the file is corrected, the description follows', async () => {
