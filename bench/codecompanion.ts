@@ -128,23 +128,20 @@ async function ccColdAndWarm(fake: FakeOpenAI, dirs: { cc: string; plenary: stri
   try {
     await t.lua('caboose_bench.probe_start()');
     await sleep(100); // let start-up settle; the probe is running
-    fake.script({ text: COLD_REPLY });
-    await t.lua('caboose_bench.cc_open(...)', ['hi', 'Zephyr', null]);
-    await waitSeen(t, 't_first', 30_000);
-    await ccIdle(t, 'Cold done.');
-    await sleep(20);
-    const cold = await result(t);
-    await assertReply(t, COLD_REPLY);
-    assertPrompt(fake, 'hi');
-
-    fake.script({ text: WARM_REPLY });
-    await t.lua('caboose_bench.cc_send(...)', ['again', 'Quokka', null]);
-    await waitSeen(t, 't_first', 30_000);
-    await ccIdle(t, 'Warm done.');
-    await sleep(20);
-    const warm = await result(t);
-    await assertReply(t, WARM_REPLY);
-    assertPrompt(fake, 'again');
+    /** One message through `fn` (cc_open or cc_send), measured; the reply must be whole in the chat. */
+    const ask = async (fn: string, prompt: string, needle: string, reply: string, done: string): Promise<LuaResult> => {
+      fake.script({ text: reply });
+      await t.lua(`caboose_bench.${fn}(...)`, [prompt, needle, null]);
+      await waitSeen(t, 't_first', 30_000);
+      await ccIdle(t, done);
+      await sleep(20);
+      const r = await result(t);
+      await assertReply(t, reply);
+      assertPrompt(fake, prompt);
+      return r;
+    };
+    const cold = await ask('cc_open', 'hi', 'Zephyr', COLD_REPLY, 'Cold done.');
+    const warm = await ask('cc_send', 'again', 'Quokka', WARM_REPLY, 'Warm done.');
     await t.lua('caboose_bench.probe_stop()');
     return { cold, warm };
   } finally {
