@@ -296,16 +296,11 @@ function M.edit(index, original)
   vim.bo[ebuf].filetype = 'markdown'
   local width = math.min(vim.o.columns - 4, 80)
   local height = math.min(math.max(vim.api.nvim_buf_line_count(ebuf) + 1, 5), vim.o.lines - 6)
-  local win = vim.api.nvim_open_win(ebuf, true, {
-    relative = 'editor',
-    width = width,
-    height = height,
-    row = math.max(0, math.floor((vim.o.lines - height) / 2) - 1),
-    col = math.floor((vim.o.columns - width) / 2),
+  local win = vim.api.nvim_open_win(ebuf, true, vim.tbl_extend('force', require('caboose.ui.windows').centered(width, height), {
     border = 'rounded',
     title = string.format(' Edit message %d and resend (forks the chat) ', index),
     title_pos = 'center',
-  })
+  }))
   vim.wo[win].winbar = '%#CabooseNotice#<C-s> / <CR> send as a new branch · q <Esc> cancel%*'
   H.float = { win = win, buf = ebuf }
   local function send()

@@ -133,17 +133,12 @@ function M.show_keys(opts)
   end
   local width = math.max(1, math.min(vim.o.columns - 4, math.max(40, longest)))
   local height = math.max(1, math.min(require('caboose.ui.windows').wrapped_rows(lines, width), vim.o.lines - 4))
-  local win = vim.api.nvim_open_win(buf, true, {
-    relative = 'editor',
-    width = width,
-    height = height,
-    row = math.max(0, math.floor((vim.o.lines - height) / 2) - 1),
-    col = math.floor((vim.o.columns - width) / 2),
+  local win = vim.api.nvim_open_win(buf, true, vim.tbl_extend('force', require('caboose.ui.windows').centered(width, height), {
     style = 'minimal',
     border = 'rounded',
     title = opts.title or ' Caboose chat keys ',
     title_pos = 'center',
-  })
+  }))
   require('caboose.ui.windows').fix_buffer(win)
   for _, lhs in ipairs({ 'q', '<Esc>', 'g?' }) do
     vim.keymap.set('n', lhs, function()

@@ -200,13 +200,7 @@ H.show = function(res, focus)
   end
   width = math.min(width + 1, math.max(20, vim.o.columns - 6))
   local height = math.min(#lines, math.max(3, vim.o.lines - 6))
-  local cfg = {
-    relative = 'editor',
-    width = width,
-    height = height,
-    row = math.floor((vim.o.lines - height) / 2) - 1,
-    col = math.floor((vim.o.columns - width) / 2),
-  }
+  local cfg = require('caboose.ui.windows').centered(width, height)
   if H.is_open() then
     vim.api.nvim_win_set_config(H.win, cfg)
     if focus then

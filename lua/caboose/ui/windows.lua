@@ -27,4 +27,18 @@ function M.wrapped_rows(lines, width)
   return rows
 end
 
+--- A float's position in the middle of the editor (a row higher than the exact middle), `width` × `height`.
+---@param width integer
+---@param height integer
+---@return table nvim_open_win config: relative, width, height, row, col
+function M.centered(width, height)
+  return {
+    relative = 'editor',
+    width = width,
+    height = height,
+    row = math.max(0, math.floor((vim.o.lines - height) / 2) - 1),
+    col = math.floor((vim.o.columns - width) / 2),
+  }
+end
+
 return M
