@@ -77,16 +77,8 @@ H.get_query = function(lang, name)
   return query
 end
 
---- Runs fn in a later iteration of the main loop (a libuv timer): typed keys, RPC requests and timers
---- that arrived meanwhile are served between two pieces of work.
---- libuv times a timer from the loop's cached clock, taken before the current step ran: a 0 ms timer set
---- after a 10 ms step was already due when the loop next ran its timers — before it read input — so the
---- next step ran at once and typed keys waited for both (the bench saw the two highlight queries as one
---- 12–17 ms stall). Timed from now and 1 ms out, the next step comes after the loop has read its input.
-H.next_turn = function(fn)
-  vim.uv.update_time()
-  vim.defer_fn(fn, 1)
-end
+-- Each step in a later iteration of the main loop (typed keys are served between two steps).
+H.next_turn = require('caboose.state').next_turn
 
 --- The chat's markdown injections: fenced code and inline markup. The stock query also injects HTML as
 --- one combined region of the whole buffer, and front matter: each appended frame then re-parsed all of a
