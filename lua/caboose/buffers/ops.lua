@@ -80,7 +80,6 @@ M.set = function(op)
       -- Still marked modified here: the file's new time and size are stored without a content compare.
       filetime.store_file_info(b)
     end
-    H.set_file_format(b, op)
     vim.bo[b].modified = false
     if not quick then
       filetime.sync_file_time(b, op.size_changed)
