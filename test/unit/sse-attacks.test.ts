@@ -147,3 +147,10 @@ test('a 1 MB single line in 1,000 reads of odd sizes decodes to the same one eve
   assert.ok(reads.length > 1000, `precondition: many reads (${reads.length})`);
   assert.deepEqual(decode(reads), [{ kind: 'data', data: JSON.parse(chunk(big)) }, { kind: 'done' }]);
 });
+
+test('a UTF-8 byte order mark at the start of the stream (split over reads too) is not part of the first field', () => {
+  const body = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(`data: ${chunk('x')}\r\n\r\ndata: [DONE]\r\n\r\n`)]);
+  const expected: SseItem[] = [{ kind: 'data', data: JSON.parse(chunk('x')) }, { kind: 'done' }];
+  assert.deepEqual(decode([body]), expected);
+  assert.deepEqual(decode(bytesOneByOne(body)), expected);
+});
