@@ -225,7 +225,8 @@ test(
     const size = 8 << 20;
     fs.writeFileSync(p('big.ts'), Buffer.alloc(size, 'a'));
     // The writer's source must live on a disk-backed filesystem (dropping a tmpfs file's pages does nothing).
-    const srcDir = fs.mkdtempSync(path.join(process.cwd(), '.caboose-stall-'));
+    const TMPFS = 0x01021994;
+    const srcDir = fs.mkdtempSync(path.join(fs.statfsSync(os.tmpdir()).type !== TMPFS ? os.tmpdir() : process.cwd(), '.caboose-stall-'));
     const src = path.join(srcDir, 'src');
     fs.writeFileSync(src, Buffer.concat([Buffer.alloc(size - 4, 'b'), Buffer.from('END\n')]));
     await settle();
