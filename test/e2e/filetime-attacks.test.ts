@@ -10,6 +10,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { forEachNvim, startNvim, type TestNvim } from '../support/nvim';
@@ -143,6 +144,55 @@ forEachNvim((bin) => {
       assert.deepEqual(fs.readdirSync(t.cwd), ['f.txt']);
       await noProblems();
     });
+
+    const FOREIGN = "local f = assert(io.open(vim.api.nvim_buf_get_name(b), 'w')); f:write('FOREIGN\\nwriter\\n'); f:close()";
+    // In place, as many bytes, atime and mtime put back to the nanosecond (only the ctime tells).
+    const SAME_SIZE = `vim.fn.system({ 'python3', '-c', 'import os,sys; p=sys.argv[1]; st=os.stat(p); fd=os.open(p, os.O_RDWR); os.pwrite(fd, b"FOREIGN", 0); os.close(fd); os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))', vim.api.nvim_buf_get_name(b) })`;
+    const havePython = spawnSync('python3', ['-c', 'import os'], { stdio: 'ignore' }).status === 0;
+    for (const [path_, fn, setup, writer] of [
+      ['the no-op :write', 'record_written', '', FOREIGN],
+      ['the no-op :write, the other writer in place with the same size and its mtime put back', 'record_written', '', SAME_SIZE],
+      ["the compare kept for the user's FileChangedShell", 'sync_file_time', "vim.api.nvim_create_autocmd('BufWriteCmd', { group = 'race', pattern = '*.txt', callback = function() end }); vim.api.nvim_create_autocmd('FileChangedShell', { group = 'race', callback = function() table.insert(_G.fcs, vim.v.fcs_reason); vim.v.fcs_choice = '' end })", FOREIGN],
+      ['the quick time store', 'store_file_info', "vim.api.nvim_create_autocmd('BufWriteCmd', { group = 'race', pattern = '*.txt', callback = function() end })", FOREIGN],
+    ] as const) {
+      const w = writer;
+      it(`another writer lands between the agent's write and Neovim recording it (${path_}): its bytes are never taken as read, the user's :w asks instead of overwriting them`, { skip: w === SAME_SIZE && !havePython ? 'skipped: python3 not found on PATH (the writer)' : false }, async () => {
+        await reset();
+        await t.cmd('edit f.txt');
+        await t.lua(`_G.fcs = {}; vim.api.nvim_create_augroup('race', {}); ${setup}`);
+        // The other writer: lands once, right before Neovim records the file the host wrote.
+        await t.lua(
+          `local ft = require('caboose.buffers.filetime')
+          local orig = ft.${fn}
+          _G.raced = false
+          ft.${fn} = function(b, ...)
+            ft.${fn} = orig
+            ${w}
+            _G.raced = true
+            return orig(b, ...)
+          end`,
+        );
+        const r = await toolCall(t, 'edit_file', { path: 'f.txt', expectedSha256: await read(), edits: [{ oldText: 'line 2\n', newText: 'two, longer\n' }] });
+        assert.ok(r.ok, JSON.stringify(r));
+        assert.equal(await t.lua('return _G.raced'), true, 'precondition: the other writer landed in the window');
+        await new Promise((res) => setTimeout(res, 100));
+        await t.lua("vim.o.autoread = false; vim.api.nvim_del_augroup_by_name('race')");
+        await t.cmd('silent! checktime');
+        await t.lua("vim.o.autoread = true; vim.api.nvim_buf_set_lines(0, -1, -1, false, {'user line'})");
+        // The user's :w: Neovim must ask ("changed since reading it"), not overwrite the other writer's bytes.
+        const done = t.nvim.command('write').then(() => 'written', (e: unknown) => `error: ${String(e)}`);
+        const outcome = await Promise.race([done, new Promise<string>((res) => setTimeout(() => res('asked'), 1500))]);
+        if (outcome === 'asked') {
+          await t.nvim.input('n<CR>');
+          await done;
+        }
+        assert.notEqual(outcome, 'written', ':w overwrote the other writer\'s bytes without asking');
+        assert.ok(fs.readFileSync(F(), 'utf8').startsWith('FOREIGN'), 'the other writer\'s bytes stay');
+        await t.cmd('silent! edit!');
+        await t.cmd('messages clear');
+        await t.lua("vim.v.errmsg = ''");
+      });
+    }
 
     it('a buffer opened through a symlink: the agent edits the real file, the link stays a link, the buffer follows, clean, :checktime and :w silent', async () => {
       await reset();
