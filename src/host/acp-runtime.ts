@@ -8,7 +8,7 @@ import { AcpAgent } from '../acp/agent';
 import type { AcpAgentConfig } from '../acp/config';
 import { createExecTools } from '../tools/exec-tools';
 import { TodoList } from '../tools/todo-list';
-import { secretReason, secretTargets } from '../tools/secret-targets';
+import { attachVerdict, secretReason, secretTargets } from '../tools/secret-targets';
 import type { ToolResult } from '../tools/tool';
 import { openSessionWorkspace } from './session-parts/session-workspace';
 import { Sandbox } from '../workspace/sandbox/sandbox';
@@ -171,7 +171,7 @@ export async function createAcpRuntime(o: AcpRuntimeOptions): Promise<SessionRun
   session.bind(agent);
   ui.emit(EVENTS.sessionInfo, { session: session.id, model: label, agent: o.agentName, cwd: o.cwd, title: sessions.get(session.id)?.title ?? null });
   // A file the user attaches that usually holds secrets (secret_globs) asks first, as the agent's reads do.
-  const isSecret = (p: string) => secretTargets('read_file', { path: p }, ws.workspace).length > 0;
+  const pathPolicy = (p: string) => attachVerdict(ws.workspace, p);
   const readForUser = async (p: string): Promise<ToolResult> => {
     const rels = secretTargets('read_file', { path: p }, ws.workspace);
     if (rels.length > 0) {
@@ -183,7 +183,7 @@ export async function createAcpRuntime(o: AcpRuntimeOptions): Promise<SessionRun
   };
   const sendNow = async (text: string, context: ContextItem[]) => {
     const id = ++messageCount;
-    const composed = await composeMessage(text, context, readForUser, undefined, isSecret);
+    const composed = await composeMessage(text, context, readForUser, undefined, pathPolicy);
     if (disposed) {
       // The chat left this session while the message's context was read: kept with it, not started.
       recorder.turnStart({ text });

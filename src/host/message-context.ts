@@ -30,8 +30,12 @@ export type ReadFile = (path: string) => Promise<ToolResult>;
 /** The fetch tool run for the user (mode, approval, fetch rules); absent where no agent of ours runs. */
 export type FetchUrl = (url: string) => Promise<ToolResult>;
 
-/** A workspace file that usually holds secrets (secret_globs): `read` asks the user before it is read. */
-export type IsSecret = (path: string) => boolean;
+/**
+ * What the workspace says of an attached path (tools/secret-targets.ts attachVerdict): `secret`
+ * (secret_globs: `read` asks the user before it goes), `ok`, or why it is refused (outside the workspace,
+ * deny_globs, .git). A boolean is the older form (true: secret).
+ */
+export type PathPolicy = (path: string) => 'ok' | 'secret' | { refused: string; message: string } | boolean;
 
 export interface ComposedMessage {
   /** What the model receives. */
@@ -69,11 +73,33 @@ function capped(text: string): { text: string; cut: boolean } {
 }
 const cutNote = (cut: boolean) => (cut ? `, cut at ${MAX_ATTACHMENT_CHARS} characters` : '');
 
-/** Read errors after which a buffer's own text (sent by Lua) is attached instead. */
-const TEXT_FALLBACK = new Set<string>(['outside_workspace', 'not_found', 'file_too_large', 'binary_file']);
+/**
+ * Read errors after which a buffer's own text (sent by Lua) is attached instead: a workspace file not on
+ * disk yet, too big or binary. Never outside_workspace: a buffer outside the workspace is not sent.
+ */
+const TEXT_FALLBACK = new Set<string>(['not_found', 'file_too_large', 'binary_file']);
+
+/** A refusal's reason as the chat label says it. */
+const refusedWhy = (kind: string) => (kind === 'outside_workspace' ? 'outside the workspace' : kind);
+
+/**
+ * Text an editor item carries from the file at `path` (a selection, a buffer's diagnostics): refused with
+ * the file (outside the workspace, deny_globs), or after the read the user is asked for (secret_globs).
+ * Returns why it is not attached, or null.
+ */
+async function gate(path: string, read: ReadFile, policy: PathPolicy | undefined): Promise<string | null> {
+  if (path === '' || !policy) return null;
+  const v = policy(path);
+  if (typeof v === 'object') return refusedWhy(v.refused);
+  if (v === true || v === 'secret') {
+    const r = await read(path);
+    if (!r.ok) return r.error.kind;
+  }
+  return null;
+}
 
 /** One attached item; `file` is the workspace path it was read from (the same file is attached once). */
-async function one(item: ContextItem, read: ReadFile, fetchUrl?: FetchUrl, isSecret?: IsSecret): Promise<{ text: string; label: string; file?: string }> {
+async function one(item: ContextItem, read: ReadFile, fetchUrl?: FetchUrl, policy?: PathPolicy): Promise<{ text: string; label: string; file?: string }> {
   const name = item.path || '[No Name]';
   if (item.kind === 'fetch') {
     const url = item.url ?? '';
@@ -95,24 +121,26 @@ async function one(item: ContextItem, read: ReadFile, fetchUrl?: FetchUrl, isSec
     return { text: `(The user attached the image ${item.path}, but this chat cannot send images.)`, label: `${item.name ?? 'image'} ${item.path} — not attached: this agent takes no images` };
   }
   if (item.kind === 'attachment') {
+    const what = item.name ?? 'attachment';
+    const where = item.path ? ` ${item.path}` : '';
+    // Text about one file (its diagnostics): that file's rules.
+    const refused = await gate(item.path, read, policy);
+    if (refused !== null) return { text: `(The user attached ${what} of ${item.path}, but it was not sent: ${refused})`, label: `${what}${where} — not attached: ${refused}` };
     const full = item.text ?? '';
     const { text, cut } = capped(full);
     const n = lineCount(full);
-    const what = item.name ?? 'attachment';
-    const where = item.path ? ` ${item.path}` : '';
     return {
       text: block(`${what}${where} (${lines(n)}${item.filetype ? `, ${item.filetype}` : ''}${cutNote(cut)}):`, item.filetype, text),
       label: `${what}${where} (${lines(n)}${cutNote(cut)})`,
     };
   }
   if (item.kind === 'selection') {
-    // A selection from a file that usually holds secrets goes only after the read the user is asked for.
-    if (item.path !== '' && isSecret?.(item.path)) {
-      const r = await read(item.path);
-      if (!r.ok) {
-        const tag = item.name ?? 'selection';
-        return { text: `(The user attached ${tag} from ${name}, but it could not be read: ${r.error.kind}: ${r.error.message})`, label: `${tag} ${name} — not attached: ${r.error.kind}` };
-      }
+    // A selection from a file that usually holds secrets goes only after the read the user is asked for;
+    // one from a file outside the workspace (or denied) not at all.
+    const refused = await gate(item.path, read, policy);
+    if (refused !== null) {
+      const tag = item.name ?? 'selection';
+      return { text: `(The user attached ${tag} from ${name}, but it was not sent: ${refused})`, label: `${tag} ${name} — not attached: ${refused}` };
     }
     const { text, cut } = capped(item.text ?? '');
     const range = `lines ${item.startLine ?? '?'}-${item.endLine ?? '?'}`;
@@ -136,8 +164,15 @@ async function one(item: ContextItem, read: ReadFile, fetchUrl?: FetchUrl, isSec
         file: d.path,
       };
     }
-    // The text Lua sent stands in only for a file the workspace cannot give (outside it, not on disk, too big
-    // or binary): one the user refused (a secret file), or deny_globs, is not attached at all.
+    // The text Lua sent stands in only for a workspace file the workspace cannot give (not on disk, too big
+    // or binary): one outside the workspace, one the user refused (a secret file), or deny_globs, is not
+    // attached at all.
+    if (r.error.kind === 'outside_workspace') {
+      return {
+        text: `(The user attached ${tag} ${name}, but it was not sent: it is outside the workspace.)`,
+        label: `${tag} ${name} — not attached: outside the workspace`,
+      };
+    }
     if (item.kind === 'file' || item.text === undefined || !TEXT_FALLBACK.has(r.error.kind)) {
       return {
         text: `(The user attached ${tag}, but it could not be read: ${r.error.kind}: ${r.error.message})`,
@@ -145,7 +180,7 @@ async function one(item: ContextItem, read: ReadFile, fetchUrl?: FetchUrl, isSec
       };
     }
   }
-  // Unnamed buffers, and buffers outside the workspace: the text Lua sent.
+  // Unnamed buffers, and workspace files the workspace cannot give (see TEXT_FALLBACK): the text Lua sent.
   const full = item.text ?? '';
   const { text, cut } = capped(full);
   const n = lineCount(full);
@@ -156,10 +191,10 @@ async function one(item: ContextItem, read: ReadFile, fetchUrl?: FetchUrl, isSec
 }
 
 /** The message text followed by each attached item, in order; a file named twice (`#buffer` and `@path`) once. */
-export async function composeMessage(text: string, items: ContextItem[], read: ReadFile, fetchUrl?: FetchUrl, isSecret?: IsSecret): Promise<ComposedMessage> {
+export async function composeMessage(text: string, items: ContextItem[], read: ReadFile, fetchUrl?: FetchUrl, policy?: PathPolicy): Promise<ComposedMessage> {
   if (items.length === 0) return { text, labels: [] };
   const seen = new Set<string>();
-  const parts = (await Promise.all(items.map((i) => one(i, read, fetchUrl, isSecret)))).filter((p) => {
+  const parts = (await Promise.all(items.map((i) => one(i, read, fetchUrl, policy)))).filter((p) => {
     if (p.file === undefined) return true;
     if (seen.has(p.file)) return false;
     seen.add(p.file);
