@@ -87,13 +87,13 @@ const refusedWhy = (kind: string) => (kind === 'outside_workspace' ? 'outside th
  * the file (outside the workspace, deny_globs), or after the read the user is asked for (secret_globs).
  * Returns why it is not attached, or null.
  */
-async function gate(path: string, read: ReadFile, policy: PathPolicy | undefined): Promise<string | null> {
+async function gate(path: string, read: ReadFile, policy: PathPolicy | undefined): Promise<{ why: string; said: string } | null> {
   if (path === '' || !policy) return null;
   const v = policy(path);
-  if (typeof v === 'object') return refusedWhy(v.refused);
+  if (typeof v === 'object') return { why: refusedWhy(v.refused), said: `it was not sent: ${refusedWhy(v.refused)}` };
   if (v === true || v === 'secret') {
     const r = await read(path);
-    if (!r.ok) return r.error.kind;
+    if (!r.ok) return { why: r.error.kind, said: `it could not be read: ${r.error.kind}: ${r.error.message}` };
   }
   return null;
 }
@@ -125,7 +125,7 @@ async function one(item: ContextItem, read: ReadFile, fetchUrl?: FetchUrl, polic
     const where = item.path ? ` ${item.path}` : '';
     // Text about one file (its diagnostics): that file's rules.
     const refused = await gate(item.path, read, policy);
-    if (refused !== null) return { text: `(The user attached ${what} of ${item.path}, but it was not sent: ${refused})`, label: `${what}${where} — not attached: ${refused}` };
+    if (refused !== null) return { text: `(The user attached ${what} of ${item.path}, but ${refused.said})`, label: `${what}${where} — not attached: ${refused.why}` };
     const full = item.text ?? '';
     const { text, cut } = capped(full);
     const n = lineCount(full);
@@ -140,7 +140,7 @@ async function one(item: ContextItem, read: ReadFile, fetchUrl?: FetchUrl, polic
     const refused = await gate(item.path, read, policy);
     if (refused !== null) {
       const tag = item.name ?? 'selection';
-      return { text: `(The user attached ${tag} from ${name}, but it was not sent: ${refused})`, label: `${tag} ${name} — not attached: ${refused}` };
+      return { text: `(The user attached ${tag} from ${name}, but ${refused.said})`, label: `${tag} ${name} — not attached: ${refused.why}` };
     }
     const { text, cut } = capped(item.text ?? '');
     const range = `lines ${item.startLine ?? '?'}-${item.endLine ?? '?'}`;
