@@ -98,6 +98,68 @@ async function gate(path: string, read: ReadFile, policy: PathPolicy | undefined
   return null;
 }
 
+/** A path the policy lets through as is (not secret, not refused); '' (no file) passes. */
+function plain(policy: PathPolicy, cache: Map<string, boolean>, p: string): boolean {
+  if (p === '' || p === '[No Name]' || p === '/dev/null') return true;
+  let ok = cache.get(p);
+  if (ok === undefined) {
+    const v = policy(p);
+    ok = v === 'ok' || v === false;
+    cache.set(p, ok);
+  }
+  return ok;
+}
+
+/** `"a/x\ty"` (git's quoting of unusual names) → `a/x\ty` (escapes kept: good enough to judge the name). */
+const unquote = (p: string) => (p.startsWith('"') && p.endsWith('"') ? p.slice(1, -1) : p);
+
+/** The paths a `git diff` file section's header names (before its first hunk). */
+function diffPaths(section: string): string[] {
+  const out: string[] = [];
+  for (const line of section.split('\n')) {
+    if (line.startsWith('@@')) break;
+    let m: RegExpExecArray | null;
+    if ((m = /^(?:---|\+\+\+) (?:[ab]\/)?(.+)$/.exec(line))) out.push(unquote(m[1]));
+    else if ((m = /^(?:rename|copy) (?:from|to) (.+)$/.exec(line))) out.push(unquote(m[1]));
+    else if ((m = /^diff --git (.+)$/.exec(line))) {
+      const rest = m[1];
+      // `a/P b/P` (the same path twice, as every header but a rename's has it).
+      const len = (rest.length - 5) / 2;
+      if (Number.isInteger(len) && rest.startsWith('a/') && rest.slice(2 + len) === ` b/${rest.slice(2, 2 + len)}`) out.push(rest.slice(2, 2 + len));
+      else out.push(...rest.split(' ').map((x) => unquote(x).replace(/^[ab]\//, '')));
+    }
+  }
+  return out;
+}
+
+/**
+ * A text over many files without the parts of files the policy does not let through: a diff's file sections
+ * (filetype diff), else the lines `path:line:col: …` (quickfix, diagnostics). Returns what is kept and the
+ * files left out.
+ */
+function leaveOut(item: ContextItem, policy: PathPolicy): { text: string; left: string[] } {
+  const text = item.text ?? '';
+  const cache = new Map<string, boolean>();
+  const left = new Set<string>();
+  if (item.filetype === 'diff') {
+    const sections = text.split(/^(?=diff --git )/m);
+    const kept = sections.filter((sec) => {
+      if (!sec.startsWith('diff --git ')) return true;
+      const bad = diffPaths(sec).filter((p) => !plain(policy, cache, p));
+      for (const p of bad) left.add(p);
+      return bad.length === 0;
+    });
+    return { text: kept.join(''), left: [...left] };
+  }
+  const kept = text.split('\n').filter((line) => {
+    const m = /^(.+?):\d+:\d+: /.exec(line);
+    if (!m || plain(policy, cache, m[1])) return true;
+    left.add(m[1]);
+    return false;
+  });
+  return { text: kept.join('\n'), left: [...left] };
+}
+
 /** One attached item; `file` is the workspace path it was read from (the same file is attached once). */
 async function one(item: ContextItem, read: ReadFile, fetchUrl?: FetchUrl, policy?: PathPolicy): Promise<{ text: string; label: string; file?: string }> {
   const name = item.path || '[No Name]';
@@ -126,12 +188,16 @@ async function one(item: ContextItem, read: ReadFile, fetchUrl?: FetchUrl, polic
     // Text about one file (its diagnostics): that file's rules.
     const refused = await gate(item.path, read, policy);
     if (refused !== null) return { text: `(The user attached ${what} of ${item.path}, but ${refused.said})`, label: `${what}${where} — not attached: ${refused.why}` };
-    const full = item.text ?? '';
+    // A list over many files (a git diff, the quickfix list, every buffer's diagnostics): the parts of files
+    // that are secret (secret_globs), outside the workspace or denied are left out, and it says so.
+    const kept = item.path === '' && policy ? leaveOut(item, policy) : { text: item.text ?? '', left: [] };
+    const full = kept.text;
     const { text, cut } = capped(full);
     const n = lineCount(full);
+    const leftNote = kept.left.length > 0 ? `; left out: ${kept.left.join(', ')} (secret_globs, deny_globs or outside the workspace)` : '';
     return {
-      text: block(`${what}${where} (${lines(n)}${item.filetype ? `, ${item.filetype}` : ''}${cutNote(cut)}):`, item.filetype, text),
-      label: `${what}${where} (${lines(n)}${cutNote(cut)})`,
+      text: block(`${what}${where} (${lines(n)}${item.filetype ? `, ${item.filetype}` : ''}${cutNote(cut)}${leftNote}):`, item.filetype, text),
+      label: `${what}${where} (${lines(n)}${cutNote(cut)}${kept.left.length > 0 ? `; left out: ${kept.left.join(', ')}` : ''})`,
     };
   }
   if (item.kind === 'selection') {

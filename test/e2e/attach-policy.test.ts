@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { forEachNvim } from '../support/nvim';
 import { useE2E } from '../support/e2e';
 
@@ -90,6 +91,34 @@ forEachNvim((bin) => {
       } finally {
         fs.rmSync(outside, { force: true });
       }
+    });
+
+    it('#gitdiff and #quickfix leave out a secret file\'s changes and lines, and the label says so', async () => {
+      await e.start({ initLua: SETUP });
+      const cwd = e.t.cwd;
+      const git = (...args: string[]) => execFileSync('git', ['-c', 'user.email=t@t', '-c', 'user.name=t', ...args], { cwd });
+      git('init', '-q');
+      fs.writeFileSync(path.join(cwd, 'a.lua'), 'local a = 1\n');
+      fs.writeFileSync(path.join(cwd, '.env.local'), 'TOKEN=old-value\n');
+      git('add', '.');
+      git('commit', '-qm', 'init');
+      fs.writeFileSync(path.join(cwd, 'a.lua'), 'local a = 2\n');
+      fs.writeFileSync(path.join(cwd, '.env.local'), 'TOKEN=new-hunter2\n');
+      await e.t.lua("vim.fn.setqflist({ { filename = 'a.lua', lnum = 1, col = 1, text = 'local a' }, { filename = '.env.local', lnum = 1, col = 1, text = 'TOKEN=new-hunter2' } })");
+      e.fake.script({ text: 'reviewed' });
+      await e.t.lua("require('caboose').send('review #gitdiff #quickfix')");
+      await e.fake.waitForRequest(1);
+      const msg = String(userContent(0));
+      assert.match(msg, /\+local a = 2/, 'precondition: the diff went');
+      assert.match(msg, /a\.lua:1:1: local a/, 'precondition: the quickfix list went');
+      assert.ok(!msg.includes('hunter2'), "nothing of the secret file's change goes");
+      const text = await e.t.waitFor(async () => {
+        const c = await chat();
+        return /#quickfix \(\d+ lines?; left out/.test(c) ? c : null;
+      }, 'the labels');
+      assert.match(text, /#gitdiff \(\d+ lines; left out: \.env\.local\)/);
+      assert.match(text, /#quickfix \(\d+ lines?; left out: \.env\.local\)/);
+      await idle();
     });
   });
 });
