@@ -67,6 +67,20 @@ describe('the first sandboxed command of an ACP terminal or an MCP server runs n
     }
   });
 
+  test(':checkhealth\'s sandbox report runs no synchronous trial', async () => {
+    const { sandboxHealth } = await import('../../src/host/sandbox-probe');
+    const root = tmpRoot();
+    const dataDir = tmpRoot();
+    try {
+      const h = await sandboxHealth({ cwd: root, dataDir });
+      assert.equal(h.available, true);
+      assert.equal(sandboxTrials.sync, 0);
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
   test('MCP: a stdio server with sandbox = true starts in the sandbox without the synchronous trial', async () => {
     const { connectMcpServer } = await import('../../src/mcp/connect');
     const root = tmpRoot();
