@@ -14,6 +14,11 @@ export interface ContextItem {
   name?: string;
   /** Path as the user sees it (relative to the workspace when inside it); '' for an unnamed buffer. */
   path: string;
+  /**
+   * The file's full name (buffers, selections, a buffer's diagnostics): what is read and judged. `path` is
+   * relative to Neovim's working directory, which may no longer be the workspace's root.
+   */
+  abs?: string;
   filetype?: string;
   /** `fetch`: the URL (the fetch tool reads it, with its approval and rules). */
   url?: string;
@@ -186,7 +191,7 @@ async function one(item: ContextItem, read: ReadFile, fetchUrl?: FetchUrl, polic
     const what = item.name ?? 'attachment';
     const where = item.path ? ` ${item.path}` : '';
     // Text about one file (its diagnostics): that file's rules.
-    const refused = await gate(item.path, read, policy);
+    const refused = await gate(item.path === '' ? '' : (item.abs ?? item.path), read, policy);
     if (refused !== null) return { text: `(The user attached ${what} of ${item.path}, but ${refused.said})`, label: `${what}${where} — not attached: ${refused.why}` };
     // A list over many files (a git diff, the quickfix list, every buffer's diagnostics): the parts of files
     // that are secret (secret_globs), outside the workspace or denied are left out, and it says so.
@@ -203,7 +208,7 @@ async function one(item: ContextItem, read: ReadFile, fetchUrl?: FetchUrl, polic
   if (item.kind === 'selection') {
     // A selection from a file that usually holds secrets goes only after the read the user is asked for;
     // one from a file outside the workspace (or denied) not at all.
-    const refused = await gate(item.path, read, policy);
+    const refused = await gate(item.path === '' ? '' : (item.abs ?? item.path), read, policy);
     if (refused !== null) {
       const tag = item.name ?? 'selection';
       return { text: `(The user attached ${tag} from ${name}, but ${refused.said})`, label: `${tag} ${name} — not attached: ${refused.why}` };
@@ -219,7 +224,7 @@ async function one(item: ContextItem, read: ReadFile, fetchUrl?: FetchUrl, polic
   // A file in the workspace is read like the agent reads it: the live buffer when it has unsaved changes, with
   // the sha256 the edit tools ask for, so the model can edit without reading it again.
   if (item.path !== '') {
-    const r = await read(item.path);
+    const r = await read(item.abs ?? item.path);
     if (r.ok) {
       const d = r.data as { path: string; content: string; sha256: string; totalLines: number; truncated: boolean; notice?: string; unsavedBuffer?: boolean };
       const notes = [lines(d.totalLines), item.filetype, d.unsavedBuffer ? 'unsaved changes in the buffer' : undefined, `sha256 ${d.sha256}`].filter(Boolean);

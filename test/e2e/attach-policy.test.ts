@@ -93,6 +93,34 @@ forEachNvim((bin) => {
       }
     });
 
+    it('after :cd out of the workspace, a buffer there is still outside (its real path is judged, not the name relative to the new cwd)', async () => {
+      await e.start({ initLua: SETUP });
+      const cwd = e.t.cwd;
+      const away = fs.mkdtempSync(path.join(path.dirname(cwd), `cd-${path.basename(cwd)}-`));
+      try {
+        fs.writeFileSync(path.join(away, 'app.conf'), 'password = cd-hunter2\n');
+        e.fake.script({ text: 'hi' }, { text: 'refused' });
+        await e.t.lua("require('caboose').send('hello')");
+        await e.fake.waitForRequest(1);
+        await idle();
+        await e.t.cmd(`cd ${away}`);
+        await e.t.cmd('edit app.conf');
+        await e.t.lua(`vim.api.nvim_buf_set_mark(0, '<', 1, 0, {}) vim.api.nvim_buf_set_mark(0, '>', 1, 0, {})`);
+        await e.t.lua("require('caboose').send('see #buffer #selection')");
+        await e.fake.waitForRequest(2);
+        assert.ok(!String(userContent(1)).includes('cd-hunter2'), 'nothing of the outside file goes');
+        const text = await e.t.waitFor(async () => {
+          const c = await chat();
+          return /#selection app\.conf.* — not attached/.test(c) ? c : null;
+        }, 'the labels');
+        assert.match(text, /#buffer app\.conf — not attached: outside the workspace/);
+        assert.match(text, /#selection app\.conf — not attached: outside the workspace/);
+        await idle();
+      } finally {
+        fs.rmSync(away, { recursive: true, force: true });
+      }
+    });
+
     it('#gitdiff and #quickfix leave out a secret file\'s changes and lines, and the label says so', async () => {
       await e.start({ initLua: SETUP });
       const cwd = e.t.cwd;
