@@ -132,7 +132,10 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       ? (client) =>
           withPrefetched(client, first.reply, (sent, wanted) => {
             // Not expected (the same inputs build the same body): the reply shown so far is not this session's.
-            log.error('first request: the session built a different request than the one sent early; sending its own (sent %d bytes, wanted %d)', sent.length, wanted.length);
+            let at = 0;
+            while (at < sent.length && sent[at] === wanted[at]) at++;
+            log.error('first request: the session built a different request than the one sent early; sending its own (they differ at byte %d: sent …%s… wanted …%s…)', at, sent.slice(Math.max(0, at - 80), at + 80), wanted.slice(Math.max(0, at - 80), at + 80));
+            if (process.env.CABOOSE_FIRST_DEBUG) require('node:fs').writeFileSync(process.env.CABOOSE_FIRST_DEBUG, `${sent}\n${wanted}\n`);
             notice('the reply shown so far came from a request that differed from this session\'s: asking again');
           })
       : undefined,

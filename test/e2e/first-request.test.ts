@@ -122,6 +122,25 @@ forEachNvim((bin) => {
       assert.ok(second.some((m) => m.role === 'tool'), 'the tool result went back to the model');
     });
 
+    it('when the session store cannot open, the first request is cut and the error shown as without it', async () => {
+      await e.start({ initLua: SETUP() });
+      // A folder where the database file goes: the store cannot open.
+      fs.mkdirSync(path.join(e.t.dataDir, 'caboose.sqlite'), { recursive: true });
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      e.fake.script({ text: 'cold words that never end', chunks: ['cold ', 'words ', 'that never end'], gate, gateAfterChunks: 1 });
+      try {
+        await e.t.lua("require('caboose').send('hi there')");
+        await e.fake.waitForRequest(1);
+        await e.t.waitFor(() => Promise.resolve(e.fake.chatRequests[0].clientClosed), 'the request cut');
+        await e.t.waitFor(async () => /caboose\.sqlite|directory|SQLITE|database/i.test((await e.t.chatLines()).join('\n')), 'the error in the chat');
+        assert.match(log(e.t), new RegExp(TAKEN));
+        await e.t.waitFor(async () => (await state(e.t)) === 'idle', 'idle');
+      } finally {
+        release();
+      }
+    });
+
     it('stop during the first reply stops it; the message and the cut reply are stored', async () => {
       await e.start({ initLua: SETUP() });
       let release!: () => void;
