@@ -98,8 +98,17 @@ const { generateFirstTools } = require(path.join(root, 'dist', 'host', 'first-to
 const firstTools = JSON.stringify(generateFirstTools());
 await writeFile(path.join(root, 'dist', 'first-tools.json'), firstTools);
 patched.clear();
+// zod's locale index (`z.locales`, ~320 KB of the ~50 languages) is not read by the first-request bundle (its
+// messages are zod's English, which zod's entry loads by itself): an empty, frozen index there.
+const noZodLocales = {
+  name: 'caboose-first-no-zod-locales',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]zod[\\/]v4[\\/]locales[\\/]index\.cjs$/ }, () => ({ contents: 'module.exports = Object.freeze({});', loader: 'js' }));
+  },
+};
 await build({
   ...common,
+  plugins: [clientLogger, sdkGlobals, noZodLocales],
   entryPoints: [path.join(root, 'dist', 'host', 'first-main.js')],
   outfile: path.join(root, 'dist', 'host-first.bundle.js'),
   define: { __CABOOSE_BUNDLED__: 'true', __CABOOSE_FIRST_TOOLS__: JSON.stringify(firstTools) },

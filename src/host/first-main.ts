@@ -3,7 +3,8 @@ import './zod-jitless';
 import { guardConsole, type Logger } from './logger';
 import { LuaUi, type NvimNotifier } from './lua-ui';
 import { CALL_NOTIFICATION, EVENTS, HOST_VERSION, METHODS } from './protocol-names';
-import { InitParams, SendParams } from './protocol';
+import { z } from 'zod';
+import { hostConfigFieldsAfterMcp, hostConfigFieldsBeforeMcp, initParamsFields, NoMcpServersSchema, SendParams } from './protocol-config';
 import { setEditorApiKey } from './provider-config';
 import { FirstRequest, firstBlocker, type FirstInit } from './first-request';
 import { attachStdio, makeLogger, skipClientDefaultLogger } from './stdio-client';
@@ -22,6 +23,14 @@ export interface HostModule {
   /** An error as the RPC channel reports it (server.ts errorMessage). */
   errorMessage(err: unknown): string;
 }
+
+/**
+ * host.init's params as protocol.ts validates them, except that `mcp` may name no server: the MCP servers'
+ * schemas are not built here (a config with servers is validated, and answered, by the host itself).
+ */
+const InitParams = z.object(
+  initParamsFields(z.object({ ...hostConfigFieldsBeforeMcp, mcp: NoMcpServersSchema.optional().nullable(), ...hostConfigFieldsAfterMcp }).partial().default({})),
+);
 
 /** How long the rest of the host waits for the first reply's first event before it loads anyway. */
 const REST_AFTER_MS = 30;
