@@ -46,6 +46,9 @@ export function firstBlocker(init: FirstInit, send: { text: string; context?: un
   const p = configuredProviders(config).get(defaultProviderName(config));
   if (!p) return 'no provider';
   if (!p.api_key && p.api_key_cmd) return 'api_key_cmd';
+  // bash's description says whether commands run in the sandbox: known without the trial only when an
+  // earlier host remembered its answer (the usual path then waits for the trial).
+  if ((config.sandbox?.mode ?? 'workspace-write') !== 'off' && rememberedTrial(init.dataDir) === null) return 'no remembered sandbox trial';
   return null;
 }
 
@@ -101,22 +104,28 @@ export class FirstRequest implements PrefetchedReply {
     const { config, cwd, dataDir } = init;
     const provider = await resolveProvider(config);
     const label = modelLabel(config, provider);
-    // The project rules, read after the message arrived: what the session's reading would find.
+    const client = new OpenAIProvider(provider);
+    // The project rules, read after the message arrived: what the session's reading would find. Their
+    // reads wait on the disk; meanwhile the SDK and the HTTP module load (the CPU is free then).
     const ro = rulesOptions(config);
-    const snap = ro ? await loadRules(cwd, ro) : null;
+    const reading = ro ? loadRules(cwd, ro) : Promise.resolve(null);
+    reading.catch(() => undefined);
+    await client.prepare();
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    require(provider.baseURL.startsWith('https:') ? 'node:https' : 'node:http');
+    const snap = await reading;
     this.rules = snap;
     const mode = config.mode ?? 'create';
     const base = config.system_prompt ?? defaultSystemPrompt(mode, cwd);
     const section = snap ? projectRulesSection(snap) : undefined;
     const system = section ? `${base}\n\n${section}` : base;
     const sandboxed = (config.sandbox?.mode ?? 'workspace-write') === 'off' ? false : (rememberedTrial(dataDir)?.available ?? null);
-    if (sandboxed === null) throw new FirstNotApplicable('no remembered sandbox trial');
+    if (sandboxed === null) throw new FirstNotApplicable('no remembered sandbox trial (removed meanwhile)');
     const tools = firstToolsFor(firstToolsData(), { webSearch: Boolean(config.web_search?.searxng_url), sandboxed });
     const messages: ChatMessage[] = [
       { role: 'system', content: system },
       { role: 'user', content: text },
     ];
-    const client = new OpenAIProvider(provider);
     this.bodyJson = JSON.stringify(client.requestBody({ messages, tools }));
     // What the session shows first, in its order (session-identity.ts, project-rules.ts, agent-events.ts).
     this.show(EVENTS.sessionInfo, { session: this.sessionId, model: label, cwd, title: null });
