@@ -83,6 +83,40 @@ forEachNvim((bin) => {
       }
     });
 
+    it('with the sandbox on, from the answer an earlier start remembered: the same request as the usual path', async () => {
+      const home = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-first-home-'));
+      const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-first-'));
+      const setup = `require('caboose').setup({ mode = 'chug', provider = { max_retries = 0 } })`;
+      const once = async (env: Record<string, string>, text: string) => {
+        const t = await startNvim({ nvim: bin, cwd, home, initLua: setup, env: { OPENAI_BASE_URL: e.fake.url, ...env } });
+        try {
+          const before = e.fake.chatRequests.length;
+          e.fake.script({ text: `reply to ${text}` });
+          await t.lua('require(\'caboose\').send(...)', [text]);
+          await t.waitFor(async () => (await t.chatLines()).join('\n').includes(`reply to ${text}`), 'the reply');
+          await t.waitFor(async () => (await state(t)) === 'idle', 'idle');
+          return { request: e.fake.chatRequests[before].rawBody, hostLog: log(t) };
+        } finally {
+          await t.close();
+        }
+      };
+      try {
+        // The first start ever runs the trial and remembers its answer in the data folder.
+        await once({}, 'first start');
+        assert.ok(fs.existsSync(path.join(home, 'data', 'nvim', 'caboose', 'sandbox-trial.json')), 'precondition: the answer is remembered');
+        fs.rmSync(path.join(home, 'state', 'nvim', 'caboose.log'), { force: true });
+        const fast = await once({}, 'hi');
+        assert.match(fast.hostLog, new RegExp(TAKEN));
+        fs.rmSync(path.join(home, 'state', 'nvim', 'caboose.log'), { force: true });
+        const usual = await once({ CABOOSE_FIRST_REQUEST: '0' }, 'hi');
+        assert.doesNotMatch(usual.hostLog, new RegExp(TAKEN));
+        assert.equal(fast.request, usual.request);
+      } finally {
+        fs.rmSync(home, { recursive: true, force: true });
+        fs.rmSync(cwd, { recursive: true, force: true });
+      }
+    });
+
     it('a first request that fails (HTTP 500) leaves the message stored and shows the error', async () => {
       await e.start({ initLua: SETUP() });
       e.fake.script({ status: 500 });
