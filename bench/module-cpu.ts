@@ -51,6 +51,9 @@ try {
     const total = mods.reduce((s, [, , self]) => s + self, 0);
     console.log(`run ${f}: ${mods.length} modules evaluated before the request, ${total.toFixed(1)} ms of CPU (self)`);
     for (const [k, [ms, n]] of [...by].sort((a, b) => b[1][0] - a[1][0]).slice(0, 15)) console.log(`  ${ms.toFixed(2).padStart(6)} ms  ${String(n).padStart(4)} modules  ${k}`);
+    // BENCH_MODULE_TOP=n: the n modules with the most self CPU.
+    const top = Number(process.env.BENCH_MODULE_TOP ?? 0);
+    if (top > 0) for (const [name, incl, self] of [...mods].sort((a, b) => b[2] - a[2]).slice(0, top)) console.log(`    ${self.toFixed(2).padStart(6)} ms self, ${incl.toFixed(2).padStart(6)} incl.  ${name}`);
   }
   console.log(`Machine load (/proc/loadavg) ${fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
 } finally {
