@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { hostConfigFieldsAfterMcp, hostConfigFieldsBeforeMcp, initParamsFields, NoMcpServersSchema, SendParams } from './protocol-config';
 import { setEditorApiKey } from './provider-config';
 import { FirstRequest, firstBlocker, type FirstInit } from './first-request';
+import { configBlocker, rememberFirstOff } from './first-eligibility';
 import { attachStdio, makeLogger, skipClientDefaultLogger } from './stdio-client';
 import type { FirstStart } from './server';
 
@@ -115,8 +116,14 @@ export function runFirst(loadHost: () => HostModule): void {
 
   const onInit = (c: RawCall): boolean => {
     const p = InitParams.safeParse(Array.isArray(c.params) && c.params.length === 0 ? {} : (c.params ?? {}));
-    if (!p.success) return false; // the server refuses it, as always
+    if (!p.success) {
+      // A config naming MCP servers (validated by the host); the next starts load the host at once.
+      if (!NoMcpServersSchema.optional().nullable().safeParse((c.params as { config?: { mcp?: unknown } } | undefined)?.config?.mcp).success) rememberFirstOff('MCP servers configured');
+      return false; // the server answers it, as always
+    }
     const d = p.data;
+    const never = configBlocker(d.config);
+    if (never) rememberFirstOff(never);
     if (d.log_file) log.setFile(d.log_file);
     if (d.log_level) log.setLevel(d.log_level);
     if (d.env_api_key) setEditorApiKey(d.env_api_key);

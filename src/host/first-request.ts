@@ -25,7 +25,8 @@ import type { Logger } from './logger';
 import type { ShownEvent } from './lua-ui';
 import type { HostConfig } from './protocol';
 import { EVENTS } from './protocol-names';
-import { configuredProviders, defaultProviderName, modelLabel, resolveProvider } from './provider-config';
+import { modelLabel, resolveProvider } from './provider-config';
+import { configBlocker } from './first-eligibility';
 import { rulesChatLines, rulesOptions } from './project-rules';
 
 /** Longer messages take the usual path (the context window's checks are the session's). */
@@ -42,10 +43,8 @@ export function firstBlocker(init: FirstInit, send: { text: string; context?: un
   const { config } = init;
   if ((send.context?.length ?? 0) > 0) return 'context attached';
   if (send.text.length > FIRST_MAX_CHARS) return 'long message';
-  if (Object.keys(config.mcp?.servers ?? {}).length > 0) return 'MCP servers configured';
-  const p = configuredProviders(config).get(defaultProviderName(config));
-  if (!p) return 'no provider';
-  if (!p.api_key && p.api_key_cmd) return 'api_key_cmd';
+  const never = configBlocker(config);
+  if (never) return never;
   // bash's description says whether commands run in the sandbox: known without the trial only when an
   // earlier host remembered its answer (the usual path then waits for the trial).
   if ((config.sandbox?.mode ?? 'workspace-write') !== 'off' && rememberedTrial(init.dataDir) === null) return 'no remembered sandbox trial';

@@ -433,6 +433,9 @@ export class HostServer {
     this.init = { config: p.config, cwd: p.cwd, dataDir: p.data_dir, nvimVersion: p.nvim_version };
     if (p.env_api_key) (require('./provider-config') as typeof import('./provider-config')).setEditorApiKey(p.env_api_key);
     this.log.info('init cwd=%s data=%s nvim=%s', p.cwd, p.data_dir, p.nvim_version ?? '?');
+    // The next start loads the first-request bundle first, or the host at once (first-eligibility.ts).
+    const { configBlocker, rememberFirstOff } = require('./first-eligibility') as typeof import('./first-eligibility');
+    rememberFirstOff(configBlocker(p.config));
     // The sandbox's trial run (a child process: 10–50 ms of fork, exec and namespaces) starts now, beside the
     // session's loading; the first request's tool definitions wait for its answer (runtime.ts).
     // With an answer remembered from an earlier host (sandbox.ts, TRIAL_FILE) the trial waits until the first

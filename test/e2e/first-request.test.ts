@@ -117,6 +117,36 @@ forEachNvim((bin) => {
       }
     });
 
+    it('a config the path never applies to (MCP servers) loads the host at once from the next start; without them, the path is back', async () => {
+      const home = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-first-home-'));
+      const marker = path.join(home, 'cache', 'nvim', 'caboose', 'first-request.off');
+      const mcp = `mcp = { servers = { idle = { command = ${JSON.stringify(process.execPath)}, args = { '-e', 'setTimeout(() => {}, 60000)' } } } }`;
+      const start = async (extra: string) => {
+        fs.rmSync(path.join(home, 'state', 'nvim', 'caboose.log'), { force: true });
+        const t = await startNvim({ nvim: bin, home, initLua: SETUP(extra ? `, ${extra}` : ''), env: { OPENAI_BASE_URL: e.fake.url } });
+        try {
+          await t.lua("require('caboose').prestart()");
+          await t.waitFor(() => t.lua<boolean>("return pcall(require('caboose.rpc').request, 'host.ping')"), 'the host');
+          await t.waitFor(async () => /init cwd=/.test(log(t)), 'host.init handled');
+          return log(t);
+        } finally {
+          await t.close();
+        }
+      };
+      try {
+        const first = await start(mcp);
+        assert.match(first, /first-request bundle/, 'precondition: this start loaded the first-request bundle');
+        assert.equal(fs.existsSync(marker), true, 'the marker is left');
+        const second = await start(mcp);
+        assert.doesNotMatch(second, /first-request bundle/, 'the host loaded at once');
+        await start('');
+        assert.equal(fs.existsSync(marker), false, 'the marker is gone without MCP servers');
+        assert.match(await start(''), /first-request bundle/);
+      } finally {
+        fs.rmSync(home, { recursive: true, force: true });
+      }
+    });
+
     it('a first request that fails (HTTP 500) leaves the message stored and shows the error', async () => {
       await e.start({ initLua: SETUP() });
       e.fake.script({ status: 500 });

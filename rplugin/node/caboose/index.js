@@ -91,7 +91,11 @@ function loadHost() {
 // host.init and sends the first message's model request, then loads the host (CABOOSE_FIRST_REQUEST=0: the
 // host at once, as before).
 const firstBundle = path.join(dist, 'host-first.bundle.js');
-if (require.main === module && !process.env.CABOOSE_HOST_UNBUNDLED && process.env.CABOOSE_FIRST_REQUEST !== '0' && fs.existsSync(firstBundle) && fs.existsSync(bundle)) {
+// A config the first-request path never applies to (MCP servers, api_key_cmd) leaves a marker in the cache
+// folder: the host loads at once (src/host/first-eligibility.ts).
+const cacheDir = process.env.CABOOSE_CACHE_DIR;
+const firstOff = cacheDir && path.isAbsolute(cacheDir) && fs.existsSync(path.join(cacheDir, 'first-request.off'));
+if (require.main === module && !process.env.CABOOSE_HOST_UNBUNDLED && process.env.CABOOSE_FIRST_REQUEST !== '0' && !firstOff && fs.existsSync(firstBundle) && fs.existsSync(bundle)) {
   loadBundle(firstBundle).runFirst(() => loadBundle(bundle));
 } else {
   const host = loadHost();
