@@ -72,7 +72,17 @@ export function runFirst(loadHost: () => HostModule): void {
 
   let errorMessage = (err: unknown): string => (err instanceof Error ? err.message : String(err));
   const loadNow = (): void => {
-    const host = loadHost();
+    let host: HostModule;
+    try {
+      host = loadHost();
+    } catch (err) {
+      // As when the host itself cannot load: the process ends, and Neovim reports its stderr.
+      const why = err instanceof Error ? (err.stack ?? err.message) : String(err);
+      log.error('the host could not load: %s', why);
+      first?.abort();
+      process.stderr.write(`caboose: the host could not load: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exit(1);
+    }
     errorMessage = host.errorMessage;
     ui.flush();
     const f = first;

@@ -147,6 +147,25 @@ forEachNvim((bin) => {
       }
     });
 
+    it('a host bundle that cannot load ends the process, and the chat says why', async () => {
+      // A copy of the plugin whose host bundle throws when it loads.
+      const root = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-first-plugin-'));
+      const repo = path.join(__dirname, '..', '..');
+      try {
+        for (const d of ['lua', 'plugin', 'rplugin', 'dist']) fs.cpSync(path.join(repo, d), path.join(root, d), { recursive: true });
+        fs.symlinkSync(path.join(repo, 'node_modules'), path.join(root, 'node_modules'));
+        fs.writeFileSync(path.join(root, 'package.json'), fs.readFileSync(path.join(repo, 'package.json')));
+        fs.writeFileSync(path.join(root, 'dist', 'host.bundle.js'), "throw new Error('a broken host bundle');\n");
+        await e.start({ initLua: SETUP(), pluginRoot: root });
+        e.fake.script({ text: 'cold words', gate: new Promise(() => undefined), gateAfterChunks: 1 });
+        await e.t.lua("require('caboose').send('hi there')");
+        await e.t.waitFor(async () => /a broken host bundle/.test(JSON.stringify(await e.t.notifications()) + (await e.t.chatLines()).join('\n')), 'the reason shown');
+        assert.equal(await e.t.lua<boolean>("return require('caboose.rpc').is_running()"), false, 'the host is gone');
+      } finally {
+        fs.rmSync(root, { recursive: true, force: true });
+      }
+    });
+
     it('a first request that fails (HTTP 500) leaves the message stored and shows the error', async () => {
       await e.start({ initLua: SETUP() });
       e.fake.script({ status: 500 });
