@@ -181,6 +181,9 @@ export function runFirst(loadHost: () => HostModule): void {
   };
 
   nvim.on('notification', (method: string, args: unknown[]) => {
+    if (method === CALL_NOTIFICATION && !server && (args?.[0] as RawCall | undefined)?.method === METHODS.ping) {
+      return reply((args[0] as RawCall).id, ping());
+    }
     if (method === CALL_NOTIFICATION && !loading) {
       const c = (args?.[0] ?? {}) as RawCall;
       if (c.method === METHODS.init && !init && typeof c.id === 'number' && onInit(c)) return;
@@ -195,7 +198,10 @@ export function runFirst(loadHost: () => HostModule): void {
       s.handle(method, args?.[0]).catch((err: unknown) => log.warn('notification %s failed: %s', method, errorMessage(err)));
     });
   });
+  // host.ping needs nothing of the host (the same answer as server.ts's): answered here, before it loads.
+  const ping = () => ({ version: HOST_VERSION, pid: process.pid, node: process.version });
   nvim.on('request', (method: string, args: unknown[], resp: { send(v: unknown, isError?: boolean): void }) => {
+    if (method === METHODS.ping && !server) return resp.send(ping());
     toServer((s) =>
       s.handle(method, args?.[0]).then(
         (result) => resp.send(result ?? null),
