@@ -29,9 +29,15 @@ forEachNvim((bin) => {
         await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('hello back'), 'the reply');
         await e.t.waitFor(async () => (await e.t.lua<{ state: string }>("return require('caboose').state()")).state === 'idle', 'idle');
 
-        await e.t.lua("require('caboose').send('/export ../escaped.md')");
-        await waitNote(/escaped\.md is outside the workspace/, 'the ../ refusal');
-        assert.ok(!fs.existsSync(path.join(path.dirname(cwd), 'escaped.md')), 'nothing written above the workspace');
+        const escaped = `escaped-${path.basename(cwd)}.md`;
+        assert.ok(!fs.existsSync(path.join(path.dirname(cwd), escaped)), 'precondition: nothing there yet');
+        try {
+          await e.t.lua('require("caboose").send(...)', [`/export ../${escaped}`]);
+          await waitNote(/escaped-.*\.md is outside the workspace/, 'the ../ refusal');
+          assert.ok(!fs.existsSync(path.join(path.dirname(cwd), escaped)), 'nothing written above the workspace');
+        } finally {
+          fs.rmSync(path.join(path.dirname(cwd), escaped), { force: true });
+        }
 
         fs.symlinkSync(away, path.join(cwd, 'docs'));
         await e.t.cmd('CabooseExport docs/sub/chat.md');
