@@ -69,6 +69,13 @@ forEachNvim((bin) => {
         assert.deepEqual(ours.filter((m) => lhs.startsWith(m.lhs)).map((m) => m.lhs), [], `no review key starts ${lhs}`);
       // Neovim's own gr* maps (0.11+: grn, gra, grr, gri, grt) are what they were before the review.
       assert.deepEqual(await grMaps(), grBefore, "Neovim's gr* maps are untouched during the review");
+      if (await e.t.lua<number>("return vim.fn.has('nvim-0.11')")) {
+        // 0.11+: Neovim's grn is there and typing it in the review runs it (rename, stubbed: no server here).
+        assert.ok(grBefore.slice(0, 4).every((m) => m && Object.keys(m as object).length > 0), `grn, gra, grr, gri: ${JSON.stringify(grBefore)}`);
+        await e.t.lua("vim.lsp.buf.rename = function() local h = vim.g.hits; h.grn = (h.grn or 0) + 1; vim.g.hits = h end");
+        await e.t.nvim.input('grn');
+        await e.t.waitFor(async () => (await hits()).grn === 1, "Neovim's grn ran in the review buffer");
+      }
       await e.t.nvim.input('gry');
       await e.t.waitFor(async () => (await hits()).gry === 1, 'the global gry ran in the review buffer');
       await e.t.nvim.input('grz');
