@@ -225,7 +225,7 @@ forEachNvim((bin) => {
       await chatHas('after quitting the review');
     });
 
-    it('accepting a review jumped to with ga from the transcript puts the cursor back in the transcript', async () => {
+    it('accepting a review jumped to with gA (chat.keys.approval) from the transcript puts the cursor back in the transcript', async () => {
       await e.start({ initLua: SETUP });
       fs.writeFileSync(file(), ORIG);
       fs.writeFileSync(path.join(e.t.cwd, 'other.txt'), 'other\n');
@@ -235,7 +235,7 @@ forEachNvim((bin) => {
       const r = await waitReview();
       const transcript = await e.t.lua<number>("return vim.fn.bufwinid(require('caboose.chat').buf())");
       await e.t.lua('vim.api.nvim_set_current_win(...)', [transcript]);
-      await e.t.nvim.input('ga');
+      await e.t.nvim.input('gA');
       await e.t.waitFor(async () => (await e.t.lua('return vim.api.nvim_get_current_win()')) === r.win, 'in the review');
       await e.t.nvim.input('gA');
       await chatHas('back in the chat');
