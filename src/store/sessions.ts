@@ -211,7 +211,11 @@ export class SessionRepository {
   search(query: string, opts: { cwd?: string; limit?: number } = {}): SessionSearchHit[] {
     const q = ftsQuery(query);
     if (!q) return [];
-    this.indexPending();
+    try {
+      this.indexPending();
+    } catch {
+      // A database this connection cannot write (read-only, full disk): the search answers from what is indexed.
+    }
     const rows = this.db
       .prepare(
         `WITH hits AS (

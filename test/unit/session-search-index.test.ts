@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { MIGRATIONS, openStore, type Store } from '../../src/store';
+import { MIGRATIONS, SessionRepository, openStore, type Store } from '../../src/store';
 import { SessionRecorder } from '../../src/host/session-recorder';
 import { restoreConversation } from '../../src/host/session-history';
 import { INTERRUPTED_MARKER } from '../../src/agent/messages';
@@ -152,6 +152,29 @@ describe('session search index and streaming replies', () => {
       assert.deepEqual(store.sessions.search('dawn herons').map((h) => h.id), ['s']);
     } finally {
       store.close();
+    }
+  });
+
+  it('a database this connection cannot write: search still answers from what is indexed', () => {
+    const dir = tmpDir();
+    try {
+      const store = openStore(dir);
+      const rec = new SessionRecorder(store.sessions, 'r', { cwd: '/w', model: 'm' });
+      rec.messageAdded(user('about puffins'));
+      rec.text('Puffins nest ');
+      rec.text('in burrows');
+      rec.flush();
+      store.close();
+      const ro = new Database(path.join(dir, 'caboose.sqlite'), { readonly: true });
+      try {
+        const repo = new SessionRepository(ro);
+        assert.deepEqual(repo.search('puffins').map((h) => h.id), ['r'], 'the user message is indexed');
+        assert.deepEqual(repo.search('burrows'), [], 'the pending reply cannot be indexed here, and nothing fails');
+      } finally {
+        ro.close();
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 
