@@ -4,7 +4,8 @@ import type { AgentEvents } from '../agent/agent-types';
 import type { McpPool } from '../mcp/client-pool';
 import { isOffered } from '../tools/offered';
 import { TodoList } from '../tools/todo-list';
-import { secretTargets } from '../tools/secret-targets';
+import { attachVerdict, secretTargets } from '../tools/secret-targets';
+import { imagePolicy } from './image-attachments';
 import { Sandbox } from '../workspace/sandbox/sandbox';
 import { recoveryNotice } from '../workspace/commit-journal';
 import type { SessionRepository } from '../store/sessions';
@@ -37,6 +38,8 @@ import { ToolLines } from './session-parts/tool-lines';
 import { addSessionTools } from './session-parts/tool-set';
 import { UsageMeter } from './session-parts/usage-meter';
 import { debugView } from './debug-view';
+import { withPrefetched, type PrefetchedReply } from '../agent/prefetched';
+import type { RulesSnapshot } from '../workspace/rules';
 
 export interface SessionRuntime {
   session: ChatSession;
@@ -106,6 +109,12 @@ export interface RuntimeOptions {
   mcp?: McpPool | null;
   /** What the winbar calls the model (`provider/model` with named providers). Default: the model. */
   modelLabel?: string;
+  /**
+   * The first message's model request, sent by the host's first-request path before this session existed
+   * (first-request.ts): its reply is taken over by the first request whose body is the one sent, and the
+   * project rules it was built with are this conversation's.
+   */
+  first?: { reply: PrefetchedReply; rules: RulesSnapshot | null };
 }
 
 /**
@@ -115,7 +124,23 @@ export interface RuntimeOptions {
  */
 export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRuntime> {
   const { config, session, ui, log, cwd } = o;
-  const chat = new ChatModel(config, o.provider, o.modelLabel ?? o.provider.model);
+  const first = o.first;
+  const chat = new ChatModel(
+    config,
+    o.provider,
+    o.modelLabel ?? o.provider.model,
+    first
+      ? (client) =>
+          withPrefetched(client, first.reply, (sent, wanted) => {
+            // Not expected (the same inputs build the same body): the reply shown so far is not this session's.
+            let at = 0;
+            while (at < sent.length && sent[at] === wanted[at]) at++;
+            log.error('first request: the session built a different request than the one sent early; sending its own (they differ at byte %d: sent …%s… wanted …%s…)', at, sent.slice(Math.max(0, at - 80), at + 80), wanted.slice(Math.max(0, at - 80), at + 80));
+            if (process.env.CABOOSE_FIRST_DEBUG) require('node:fs').writeFileSync(process.env.CABOOSE_FIRST_DEBUG, `${sent}\n${wanted}\n`);
+            notice('the reply shown so far came from a request that differed from this session\'s: asking again');
+          })
+      : undefined,
+  );
   const ws = openSessionWorkspace({ config, cwd, dataDir: o.dataDir, sessionId: session.id, model: o.provider.model, ui, log });
   const sessions = ws.workspace.store.sessions;
   const closing = new AbortController();
@@ -144,7 +169,17 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   const toolLines = new ToolLines({ ui, sandbox, recordView: (id, view) => recorder.toolView(id, view), notice });
   // AGENTS.md and the like: fixed at the first message (a reopened session keeps the ones it started with).
   const stored = o.resume ? sessions.latest(session.id, 'rules')?.message : undefined;
-  const rules = new ConversationRules({ options: rulesOptions(config), cwd, ui, log, stored, record: (snap, lines) => recorder.rules(snap, lines) });
+  const firstRules = first?.rules;
+  const rules = new ConversationRules({
+    options: rulesOptions(config),
+    cwd,
+    ui,
+    log,
+    stored,
+    record: (snap, lines) => recorder.rules(snap, lines),
+    // The files as the first request read them, after the message arrived (what freeze() would see).
+    ...(firstRules ? { load: () => Promise.resolve(firstRules) } : {}),
+  });
   const projectRules = () => rules.prompt();
   // Subagents: `agent` children run in the session's mode and share its approvals and "always" grants.
   const grants = new Set<string>();
@@ -204,10 +239,10 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       // A file the user attaches (#file:, #buffer, /file, @path) is read as the agent reads it; one that
       // usually holds secrets (secret_globs) asks first, as read_file does, in every mode.
       readFile: (p) => (secretTargets('read_file', { path: p }, ws.workspace).length > 0 ? agent.callAsUser('read_file', { path: p }) : ws.call('read_file', { path: p })),
-      isSecret: (p) => secretTargets('read_file', { path: p }, ws.workspace).length > 0,
+      pathPolicy: (p) => attachVerdict(ws.workspace, p),
       fetchUrl: (url) => agent.callAsUser('fetch', { url }),
       maxQueue: config.max_queue ?? 3,
-      images: { root: ws.workspace.root, model: () => chat.provider },
+      images: { workspace: imagePolicy(ws.workspace), model: () => chat.provider },
       // A message still on its way when the session was left: kept in it, not started (see dispose).
       park: (text, meta, content) => void parked.push(content ? { text, meta, content } : { text, meta }),
     }),
