@@ -8,7 +8,8 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { concurrentWriteError } from './file-errors';
-import { fileHoldsExactly } from './file-sha';
+import { fileHoldsExactly, fileHoldsExactlySync } from './file-sha';
+import { knownLocalFilesystem, localFilesystem } from './disk-cache';
 
 /** One rename done: a file created, replaced (its old version moved to `backup`) or deleted (moved to `backup`). */
 export type Step =
@@ -37,14 +38,28 @@ export async function verifyDisplaced(s: Step, rel: string, at: (p: string) => s
   s.checkedSize = size;
 }
 
-/** The file at `p` holds exactly `expect`: its size, else null. */
+/**
+ * The file at `p` holds exactly `expect`: its size, else null. On a local filesystem it is read
+ * synchronously (its pages are in memory: ≈ 0.2 ms for 4.9 MB, four times less than one thread-pool
+ * round trip a 1 MiB piece); elsewhere (or before the filesystem is known) through the thread pool.
+ */
 async function sameBytes(p: string, expect: Buffer): Promise<number | null> {
-  const fh = await fsp.open(p, 'r');
+  const fd = fs.openSync(p, 'r');
   try {
-    return await fileHoldsExactly(fh, expect);
+    const dev = fs.fstatSync(fd, { bigint: true }).dev;
+    const local = knownLocalFilesystem(dev);
+    if (local) return fileHoldsExactlySync(fd, expect);
+    if (local === undefined) void localFilesystem(p, dev);
+    return await fileHoldsExactly(fdReader(fd), expect);
   } finally {
-    await fh.close();
+    fs.closeSync(fd);
   }
+}
+
+function fdReader(fd: number): { read: (b: Buffer, off: number, len: number, pos: number) => Promise<{ bytesRead: number }> } {
+  return {
+    read: (b, off, len, pos) => new Promise((resolve, reject) => fs.read(fd, b, off, len, pos, (err, bytesRead) => (err ? reject(err) : resolve({ bytesRead })))),
+  };
 }
 
 /**

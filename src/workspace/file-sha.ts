@@ -18,7 +18,7 @@ const PIECE = 1 << 20;
  * 1 MiB pieces compared as they come: no buffer as large as the file is allocated (a 4.9 MB one per
  * check made the host's garbage collector run every few edits).
  */
-export async function fileHoldsExactly(fh: import('node:fs/promises').FileHandle, expect: Buffer): Promise<number | null> {
+export async function fileHoldsExactly(fh: Pick<import('node:fs/promises').FileHandle, 'read'> | { read: (b: Buffer, off: number, len: number, pos: number) => Promise<{ bytesRead: number }> }, expect: Buffer): Promise<number | null> {
   const piece = Buffer.allocUnsafeSlow(Math.min(PIECE, expect.length + 1));
   let pos = 0;
   for (;;) {
@@ -26,6 +26,25 @@ export async function fileHoldsExactly(fh: import('node:fs/promises').FileHandle
     if (bytesRead === 0) return pos === expect.length ? pos : null;
     if (pos + bytesRead > expect.length || piece.compare(expect, pos, pos + bytesRead, 0, bytesRead) !== 0) return null;
     pos += bytesRead;
+  }
+}
+
+let scratch: Buffer | null = null;
+
+/**
+ * fileHoldsExactly with synchronous reads of the descriptor `fd` (for files on a local filesystem, whose
+ * pages are in memory after the host read or wrote them): ≈ 0.2 ms for 4.9 MB, against ≈ 0.8 ms through
+ * the thread pool, one round trip a piece (issue 24). One 1 MiB piece is kept for every call.
+ */
+export function fileHoldsExactlySync(fd: number, expect: Buffer): number | null {
+  scratch ??= Buffer.allocUnsafeSlow(PIECE);
+  const piece = scratch;
+  let pos = 0;
+  for (;;) {
+    const n = fs.readSync(fd, piece, 0, Math.min(piece.length, expect.length + 1 - pos), pos);
+    if (n === 0) return pos === expect.length ? pos : null;
+    if (pos + n > expect.length || piece.compare(expect, pos, pos + n, 0, n) !== 0) return null;
+    pos += n;
   }
 }
 
