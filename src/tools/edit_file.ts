@@ -3,7 +3,7 @@ import { ToolError } from '../workspace/errors';
 import type { ToolDefinition } from './tool';
 import { fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
 import { reviewFiles } from '../workspace/review';
-import { assertTextFile, basisOf, toTextView, type FileView } from '../workspace/file-view';
+import { SpeculativeViewMissed, assertTextFile, basisOf, toTextView, type FileView } from '../workspace/file-view';
 import { savedFields } from '../workspace/file-access';
 import { sha256Hex } from '../workspace/file-sha';
 import { unsavedBufferError } from '../workspace/file-errors';
@@ -39,12 +39,24 @@ type EditPlan = WritePlan<EditFileData> & { diffReady: Promise<string>; runDiff:
  * (on the next turn of the event loop) are computed while the commit waits for Neovim and the disk;
  * both are in the result and the audit row before the tool returns.
  */
-async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>, d: AuditDraft): Promise<EditPlan> {
+async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>, d: AuditDraft, speculate = false): Promise<EditPlan> {
   traceStartIfIdle();
   const r = ws.resolve(args.path);
   d.path = r.rel;
-  const v = await ws.files.view(r.abs);
+  // Speculative (runWrite): the disk view comes before Neovim said the file has no unsaved changes. Its
+  // answer decides before the commit point; whatever this plan refused is only the answer once the view
+  // is confirmed (a refusal computed from the wrong view is a miss: planned again from the real one).
+  const v = await ws.files.view(r.abs, { speculate });
   traceMark('view');
+  try {
+    return await planFrom(ws, args, d, r, v);
+  } catch (err) {
+    if (v.confirmed && !(await v.confirmed)) throw new SpeculativeViewMissed();
+    throw err;
+  }
+}
+
+async function planFrom(ws: FileWorkspace, args: z.infer<typeof editFileParameters>, d: AuditDraft, r: { abs: string; rel: string }, v: FileView): Promise<EditPlan> {
   if (v.kind === 'missing') throw notFound(r.rel);
   if (v.kind === 'directory') throw new ToolError('is_directory', `"${r.rel}" is a directory.`, { path: r.rel });
   d.beforeSha256 = v.sha256;
@@ -155,7 +167,7 @@ export const editFileTool: ToolDefinition<typeof editFileParameters, EditFileDat
   policy: 'edit',
   execute: (args, ctx) => {
     const ws = fileWorkspace(ctx.workspace);
-    return ws.runWrite('edit_file', 'edit', empty(), (d) => plan(ws, args, d), { review: ctx.review, signal: ctx.signal, diagnostics: ctx.reportDiagnostics });
+    return ws.runWrite('edit_file', 'edit', empty(), (d, how) => plan(ws, args, d, how.speculate), { review: ctx.review, signal: ctx.signal, diagnostics: ctx.reportDiagnostics });
   },
   async preview(args, ctx) {
     const ws = fileWorkspace(ctx.workspace);

@@ -64,15 +64,61 @@ function fdReader(fd: number): { read: (b: Buffer, off: number, len: number, pos
 
 /**
  * Before a displaced file (a backup) goes: bytes another program appended to it after it was checked
- * (through a descriptor it opened before the rename) are appended at its path, not lost.
+ * (through a descriptor it opened before the rename) are appended at its path, not lost. Its open, stat
+ * and unlink are synchronous (metadata operations of a few µs, on the call's path).
  */
 export async function releaseBackup(s: Step, at: (p: string) => string = (p) => p): Promise<void> {
   if (s.kind === 'created') return;
-  const fh = s.checkedSize === undefined ? null : await fsp.open(at(s.backup), 'r').catch(() => null);
+  let fd: number | null = null;
+  if (s.checkedSize !== undefined) {
+    try {
+      fd = fs.openSync(at(s.backup), 'r');
+    } catch {
+      fd = null;
+    }
+  }
   let size = s.checkedSize ?? 0;
-  if (fh) size = await appendGrowth(fh, size, at(s.target)).catch(() => size);
-  await fsp.unlink(at(s.backup)).catch(() => undefined);
-  if (fh) keepWatching(fh, size, s.target);
+  if (fd !== null) {
+    try {
+      size = appendGrowthSync(fd, size, at(s.target));
+    } catch {
+      // best effort, as before
+    }
+  }
+  try {
+    fs.unlinkSync(at(s.backup));
+  } catch {
+    // already gone
+  }
+  if (fd !== null) keepWatchingFd(fd, size, s.target);
+}
+
+/** appendGrowth for a descriptor, synchronously (there is nothing to append unless another program wrote). */
+function appendGrowthSync(fd: number, from: number, target: string): number {
+  const { size } = fs.fstatSync(fd);
+  if (size <= from) return from;
+  const extra = Buffer.alloc(size - from);
+  fs.readSync(fd, extra, 0, extra.length, from);
+  fs.appendFileSync(target, extra);
+  return size;
+}
+
+/** keepWatching for a descriptor (closed afterwards). */
+function keepWatchingFd(fd: number, from: number, target: string): void {
+  const t = setTimeout(() => {
+    try {
+      appendGrowthSync(fd, from, target);
+    } catch {
+      // best effort
+    } finally {
+      try {
+        fs.closeSync(fd);
+      } catch {
+        // already closed
+      }
+    }
+  }, LATE_WRITE_GRACE_MS);
+  t.unref();
 }
 
 /** Appends to `target` what `fh`'s file holds beyond `from`; returns its size. */

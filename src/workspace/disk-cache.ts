@@ -102,6 +102,11 @@ export class DiskCache {
   /** How often a view was answered from an entry, and how many entries were made (tests, bench). */
   readonly stats = { hits: 0, entries: 0 };
 
+  /** There is an entry for `abs` (its file was on a local filesystem). */
+  has(abs: string): boolean {
+    return this.entries.has(abs);
+  }
+
   /** The entry for `abs` when the file is still exactly the one it was made from. */
   lookup(abs: string, id: FileIdentity): { bytes: Buffer; sha256: string } | null {
     const e = this.entries.get(abs);
