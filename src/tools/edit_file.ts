@@ -96,6 +96,9 @@ async function planFrom(ws: FileWorkspace, args: z.infer<typeof editFileParamete
   // Awaited in afterCommit/onFailure; marked handled so a failed commit cannot leave them unobserved.
   shaReady.catch(() => undefined);
   diffReady.catch(() => undefined);
+  const unchanged = bytes.equals(v.bytes!);
+  // No change to commit: nothing would wait for a speculative view's confirmation (plan catches the miss).
+  if (unchanged && v.confirmed && !(await v.confirmed)) throw new SpeculativeViewMissed();
   const result: EditFileData = { path: r.rel, sha256: '', previousSha256: v.sha256!, edits: args.edits.length } as EditFileData;
   const audit = { ...d, operation: 'edit' };
   const finish = async () => {
@@ -107,7 +110,7 @@ async function planFrom(ws: FileWorkspace, args: z.infer<typeof editFileParamete
     p.diff = diff;
   };
   const p: EditPlan = {
-    changes: bytes.equals(v.bytes!) ? [] : [{ type: 'write', abs: r.abs, bytes, sha256: shaReady, mode: v.mode ?? undefined, basis: basisOf(v) }],
+    changes: unchanged ? [] : [{ type: 'write', abs: r.abs, bytes, sha256: shaReady, mode: v.mode ?? undefined, basis: basisOf(v) }],
     diff: '',
     diffReady,
     runDiff: runQueued,

@@ -122,3 +122,26 @@ test('the user types while the speculative view waits for its status: stale_file
     s.done();
   }
 });
+
+test('an edit that changes nothing, on a buffer the user changed since the last edit (same text): answered from the buffer, as without speculation', async () => {
+  const s = setup();
+  try {
+    fs.writeFileSync(s.A, 'one\ntwo\n');
+    s.bridge.bufs.set(s.A, { text: 'one\ntwo\n', modified: false, tick: 3 });
+    const r = await s.call('read_file', { path: 'a.txt' });
+    assert.ok(r.ok);
+    const e1 = await s.call('edit_file', { path: 'a.txt', expectedSha256: r.data.sha256, edits: [{ oldText: 'one', newText: 'ONE' }] });
+    assert.ok(e1.ok, JSON.stringify(e1));
+    s.bridge.type(s.A, 'ONE\ntwo\n');
+    s.statuses.length = 0;
+    const e2 = await s.call('edit_file', { path: 'a.txt', expectedSha256: e1.data.sha256, edits: [{ oldText: 'two', newText: 'two' }] });
+    assert.ok(e2.ok, JSON.stringify(e2));
+    assert.equal(s.statuses[0], 'never');
+    // The file is an unsaved buffer: the answer says so (a disk view would have said savedToDisk).
+    assert.equal(e2.data.savedToDisk, false);
+    assert.equal(e2.data.unsavedBuffer, true);
+    assert.equal(fs.readFileSync(s.A, 'utf8'), 'ONE\ntwo\n');
+  } finally {
+    s.done();
+  }
+});
