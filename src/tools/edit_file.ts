@@ -46,7 +46,8 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
   // Speculative (runWrite): the disk view comes before Neovim said the file has no unsaved changes. Its
   // answer decides before the commit point; whatever this plan refused is only the answer once the view
   // is confirmed (a refusal computed from the wrong view is a miss: planned again from the real one).
-  const v = await ws.files.view(r.abs, { speculate });
+  // The disk cache may answer: the commit compares the file it displaces with these bytes.
+  const v = await ws.files.view(r.abs, { speculate, forWrite: args.expectedSha256 });
   traceMark('view');
   try {
     return await planFrom(ws, args, d, r, v);
