@@ -122,11 +122,9 @@ export class FileAccess {
       const confirmed = this.bridge.status([abs], 'never').then(
         (status) => {
           traceMark('view: buffer status (speculative view)');
-          if (status.get(abs)?.modified) {
-            this.lastSeenClean.delete(abs);
-            return false;
-          }
-          return true;
+          const clean = !status.get(abs)?.modified;
+          this.noteSeen(abs, clean);
+          return clean;
         },
         () => false,
       );
@@ -138,8 +136,7 @@ export class FileAccess {
       const k = this.known.get(abs);
       loaded = (await this.bridge.status([abs], 'modified', k?.bytes ? new Map([[abs, k.tick]]) : undefined)).get(abs);
       traceMark('view: buffer status');
-      if (loaded?.modified) this.lastSeenClean.delete(abs);
-      else this.lastSeenClean.add(abs);
+      this.noteSeen(abs, !loaded?.modified);
       let cachedSha: string | undefined;
       if (loaded?.modified && !loaded.bytes) {
         const c = this.known.get(abs);
@@ -174,6 +171,14 @@ export class FileAccess {
     if (loaded) v.changedtick = loaded.changedtick;
     if (opts.remember) this.gate.noteGiven(abs, v.sha256);
     return v;
+  }
+
+  /** Records what a buffer status said of `abs` (no unsaved changes, or some); at most 4096 paths are kept. */
+  private noteSeen(abs: string, clean: boolean): void {
+    this.lastSeenClean.delete(abs);
+    if (!clean) return;
+    this.lastSeenClean.add(abs);
+    if (this.lastSeenClean.size > 4096) this.lastSeenClean.delete(this.lastSeenClean.values().next().value!);
   }
 
   /**
@@ -272,10 +277,7 @@ export class FileAccess {
     const diskPlanned = changes.filter((c) => c.type === 'delete' || (c.basis ?? { source: 'disk' }).source !== 'buffer');
     const validation = this.bridge.status(paths, 'never').then(async (status) => {
       traceMark('commit: buffer status');
-      for (const p of paths) {
-        if (status.get(p)?.modified) this.lastSeenClean.delete(p);
-        else this.lastSeenClean.add(p);
-      }
+      for (const p of paths) this.noteSeen(p, !status.get(p)?.modified);
       // A change computed from a speculative view commits only once that view was confirmed (it was asked
       // first: its answer is already in). A miss is not a gate's refusal: the write is planned again.
       for (const c of changes) if (c.type === 'write' && c.basis?.confirmed && !(await c.basis.confirmed)) throw new SpeculativeViewMissed();
