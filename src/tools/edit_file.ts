@@ -5,7 +5,7 @@ import { fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type Writ
 import { reviewFiles } from '../workspace/review';
 import { SpeculativeViewMissed, assertTextFile, basisOf, toTextView, type FileView } from '../workspace/file-view';
 import { savedFields } from '../workspace/file-access';
-import { sha256Hex } from '../workspace/file-sha';
+import { sha256After } from '../workspace/file-sha';
 import { unsavedBufferError } from '../workspace/file-errors';
 import { encodeText, keepFinalNewline, normalizeEol } from '../workspace/encoding';
 import { applyEdits, applyEditsToBytes, type TextEdit } from '../workspace/edits';
@@ -74,7 +74,9 @@ async function planFrom(ws: FileWorkspace, args: z.infer<typeof editFileParamete
     // The new bytes' sha256, then the diff: computed while the commit waits for the temp file's write and
     // fsync (io-idle.ts; the thread pool's digest first copied the 4.9 MB on this thread), or when first needed.
     const b = bytes;
-    hash = duringIo(() => sha256Hex(b));
+    // Resumed from the old bytes' hash states where both start alike (file-sha.ts sha256After).
+    const old = v.bytes;
+    hash = duringIo(() => sha256After(old, b));
     const d = duringIo(() => fileDiffBytes(r.rel, r.rel, fast.oldBody, fast.newBody));
     diffReady = d.promise;
     runDiff = d.run;
@@ -86,7 +88,8 @@ async function planFrom(ws: FileWorkspace, args: z.infer<typeof editFileParamete
     bytes = encodeText(text, enc);
     diffReady = Promise.resolve(fileDiff(r.rel, r.rel, tv.text, text));
     const b = bytes;
-    hash = duringIo(() => sha256Hex(b));
+    const old = v.bytes;
+    hash = duringIo(() => sha256After(old, b));
   }
   traceMark('edit applied');
   const shaReady = hash.promise;

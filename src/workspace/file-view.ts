@@ -9,7 +9,7 @@ import { ToolError } from './errors';
 import { decodeText, isBinary, type TextEncodingInfo } from './encoding';
 import { isUnder } from './paths';
 import { anchoringSupported, openVerified, openVerifiedQuick, readVerified } from './anchored';
-import { sha256Hex } from './file-sha';
+import { sha256After, sha256Hex } from './file-sha';
 import { identityOf, sameIdentity, wallNs, type DiskCache } from './disk-cache';
 import { isPermissionError, unreadableError } from './file-errors';
 
@@ -146,7 +146,8 @@ async function diskViewCached(abs: string, rel: string, root: string, cache: Dis
     const hit = expectSha === undefined ? null : cache.lookup(abs, id, expectSha);
     if (hit) return { abs, kind: 'file', bytes: hit.bytes, sha256: hit.sha256, mode, size: hit.bytes.length, source: 'disk' };
     const bytes = await fh.readFile();
-    const sha256 = sha256Hex(bytes);
+    // With its hash states kept: an edit of it hashes its new bytes from the first change on (file-sha.ts).
+    const sha256 = sha256After(null, bytes);
     const after = identityOf(await fh.stat({ bigint: true }));
     if (sameIdentity(id, after)) await cache.offer(abs, id, captured, bytes, sha256);
     return { abs, kind: 'file', bytes, sha256, mode, size: bytes.length, source: 'disk' };
