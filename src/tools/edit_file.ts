@@ -3,9 +3,9 @@ import { ToolError } from '../workspace/errors';
 import type { ToolDefinition } from './tool';
 import { fileWorkspace, notFound, type AuditDraft, type FileWorkspace, type WritePlan } from '../workspace/workspace';
 import { reviewFiles } from '../workspace/review';
-import { assertTextFile, basisOf, toTextView, type FileView } from '../workspace/file-view';
+import { SpeculativeViewMissed, assertTextFile, basisOf, toTextView, type FileView } from '../workspace/file-view';
 import { savedFields } from '../workspace/file-access';
-import { sha256Hex } from '../workspace/file-sha';
+import { sha256After } from '../workspace/file-sha';
 import { unsavedBufferError } from '../workspace/file-errors';
 import { encodeText, keepFinalNewline, normalizeEol } from '../workspace/encoding';
 import { applyEdits, applyEditsToBytes, type TextEdit } from '../workspace/edits';
@@ -39,13 +39,25 @@ type EditPlan = WritePlan<EditFileData> & { diffReady: Promise<string>; runDiff:
  * (on the next turn of the event loop) are computed while the commit waits for Neovim and the disk;
  * both are in the result and the audit row before the tool returns.
  */
-async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>, d: AuditDraft): Promise<EditPlan> {
+async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>, d: AuditDraft, speculate = false): Promise<EditPlan> {
   traceStartIfIdle();
   const r = ws.resolve(args.path);
   d.path = r.rel;
+  // Speculative (runWrite): the disk view comes before Neovim said the file has no unsaved changes. Its
+  // answer decides before the commit point; whatever this plan refused is only the answer once the view
+  // is confirmed (a refusal computed from the wrong view is a miss: planned again from the real one).
   // The disk cache may answer: the commit compares the file it displaces with these bytes.
-  const v = await ws.files.view(r.abs, { forWrite: args.expectedSha256 });
+  const v = await ws.files.view(r.abs, { speculate, forWrite: args.expectedSha256 });
   traceMark('view');
+  try {
+    return await planFrom(ws, args, d, r, v);
+  } catch (err) {
+    if (v.confirmed && !(await v.confirmed)) throw new SpeculativeViewMissed();
+    throw err;
+  }
+}
+
+async function planFrom(ws: FileWorkspace, args: z.infer<typeof editFileParameters>, d: AuditDraft, r: { abs: string; rel: string }, v: FileView): Promise<EditPlan> {
   if (v.kind === 'missing') throw notFound(r.rel);
   if (v.kind === 'directory') throw new ToolError('is_directory', `"${r.rel}" is a directory.`, { path: r.rel });
   d.beforeSha256 = v.sha256;
@@ -62,7 +74,9 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
     // The new bytes' sha256, then the diff: computed while the commit waits for the temp file's write and
     // fsync (io-idle.ts; the thread pool's digest first copied the 4.9 MB on this thread), or when first needed.
     const b = bytes;
-    hash = duringIo(() => sha256Hex(b));
+    // Resumed from the old bytes' hash states where both start alike (file-sha.ts sha256After).
+    const old = v.bytes;
+    hash = duringIo(() => sha256After(old, b));
     const d = duringIo(() => fileDiffBytes(r.rel, r.rel, fast.oldBody, fast.newBody));
     diffReady = d.promise;
     runDiff = d.run;
@@ -74,7 +88,8 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
     bytes = encodeText(text, enc);
     diffReady = Promise.resolve(fileDiff(r.rel, r.rel, tv.text, text));
     const b = bytes;
-    hash = duringIo(() => sha256Hex(b));
+    const old = v.bytes;
+    hash = duringIo(() => sha256After(old, b));
   }
   traceMark('edit applied');
   const shaReady = hash.promise;
@@ -85,6 +100,9 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
   // Awaited in afterCommit/onFailure; marked handled so a failed commit cannot leave them unobserved.
   shaReady.catch(() => undefined);
   diffReady.catch(() => undefined);
+  const unchanged = bytes.equals(v.bytes!);
+  // No change to commit: nothing would wait for a speculative view's confirmation (plan catches the miss).
+  if (unchanged && v.confirmed && !(await v.confirmed)) throw new SpeculativeViewMissed();
   const result: EditFileData = { path: r.rel, sha256: '', previousSha256: v.sha256!, edits: args.edits.length } as EditFileData;
   const audit = { ...d, operation: 'edit' };
   const finish = async () => {
@@ -96,7 +114,7 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
     p.diff = diff;
   };
   const p: EditPlan = {
-    changes: bytes.equals(v.bytes!) ? [] : [{ type: 'write', abs: r.abs, bytes, sha256: shaReady, mode: v.mode ?? undefined, basis: basisOf(v) }],
+    changes: unchanged ? [] : [{ type: 'write', abs: r.abs, bytes, sha256: shaReady, mode: v.mode ?? undefined, basis: basisOf(v) }],
     diff: '',
     diffReady,
     runDiff: runQueued,
@@ -156,7 +174,7 @@ export const editFileTool: ToolDefinition<typeof editFileParameters, EditFileDat
   policy: 'edit',
   execute: (args, ctx) => {
     const ws = fileWorkspace(ctx.workspace);
-    return ws.runWrite('edit_file', 'edit', empty(), (d) => plan(ws, args, d), { review: ctx.review, signal: ctx.signal, diagnostics: ctx.reportDiagnostics });
+    return ws.runWrite('edit_file', 'edit', empty(), (d, how) => plan(ws, args, d, how.speculate), { review: ctx.review, signal: ctx.signal, diagnostics: ctx.reportDiagnostics });
   },
   async preview(args, ctx) {
     const ws = fileWorkspace(ctx.workspace);

@@ -109,17 +109,64 @@ export async function openVerified(root: string, abs: string, flags: number): Pr
   return fh;
 }
 
+/**
+ * Opens the folder `abs` synchronously (O_NOFOLLOW) and verifies the handle is exactly at `abs` (see
+ * openVerified): a folder's open and readlink are metadata operations of a few µs; through the thread
+ * pool each waited for a thread and a turn of the event loop, several times on every commit's path
+ * (issue 24). Errors as openVerified.
+ */
+async function openVerifiedDir(root: string, abs: string): Promise<number> {
+  let fd: number;
+  try {
+    fd = fs.openSync(abs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') throw await redirectedError(root, abs, null);
+    // O_DIRECTORY with O_NOFOLLOW on a symlink is ENOTDIR.
+    if (code === 'ENOTDIR' && (await fsp.lstat(abs).catch(() => null))?.isSymbolicLink()) {
+      throw await redirectedError(root, abs, await fsp.realpath(abs).catch(() => null));
+    }
+    throw err;
+  }
+  const real = safeReadlink(`${PROC_FD}/${fd}`);
+  if (real !== abs) {
+    fs.closeSync(fd);
+    throw await redirectedError(root, abs, real);
+  }
+  return fd;
+}
+
+/**
+ * openVerified's quick form, synchronous (an open and a readlink of a few µs, no thread-pool round
+ * trips): the descriptor of `abs` when it opens (its last name not followed) and is exactly at `abs`,
+ * else null — the caller then takes openVerified's path, which gives the errors.
+ */
+export function openVerifiedQuick(abs: string, flags: number): number | null {
+  if (!anchoringSupported()) return null;
+  let fd: number;
+  try {
+    fd = fs.openSync(abs, flags | O_NOFOLLOW);
+  } catch {
+    return null;
+  }
+  if (safeReadlink(`${PROC_FD}/${fd}`) === abs) return fd;
+  fs.closeSync(fd);
+  return null;
+}
+
 /** A folder opened and verified: names in it are reached through its handle, whatever happens to its path. */
 export class AnchoredDir {
+  private closed = false;
+
   private constructor(
     readonly abs: string,
-    private readonly fh: fsp.FileHandle | null,
+    private readonly fd: number | null,
   ) {}
 
   /** Opens the existing folder `abs` (verified, see openVerified). */
   static async open(root: string, abs: string): Promise<AnchoredDir> {
     if (!anchoringSupported()) return new AnchoredDir(abs, null);
-    return new AnchoredDir(abs, await openVerified(root, abs, O_RDONLY | O_DIRECTORY));
+    return new AnchoredDir(abs, await openVerifiedDir(root, abs));
   }
 
   /**
@@ -156,27 +203,39 @@ export class AnchoredDir {
   /** A path reaching `name` (one name, no `/`) inside this folder through its handle. */
   at(name: string): string {
     if (name.includes('/') || name === '..' || name === '.') throw new Error(`not a single name: ${name}`);
-    return this.fh ? `${PROC_FD}/${this.fh.fd}/${name}` : path.join(this.abs, name);
+    if (this.closed) throw new Error(`folder handle already closed: ${this.abs}`);
+    return this.fd !== null ? `${PROC_FD}/${this.fd}/${name}` : path.join(this.abs, name);
   }
 
   /** The folder itself through its handle (for readdir). */
   get self(): string {
-    return this.fh ? `${PROC_FD}/${this.fh.fd}` : this.abs;
+    if (this.closed) throw new Error(`folder handle already closed: ${this.abs}`);
+    return this.fd !== null ? `${PROC_FD}/${this.fd}` : this.abs;
   }
 
   /** Throws when the folder is no longer at `abs` (moved, or its path now goes through a link). */
   async assertInPlace(root: string): Promise<void> {
-    if (!this.fh) return;
-    const real = await realPathOfFd(this.fh.fd);
+    if (this.fd === null) return;
+    if (this.closed) throw new Error(`folder handle already closed: ${this.abs}`);
+    // Synchronous (a readlink of a few µs), as the open.
+    const real = safeReadlink(`${PROC_FD}/${this.fd}`);
     if (real !== this.abs) throw await redirectedError(root, this.abs, real);
   }
 
   async sync(): Promise<void> {
-    if (this.fh) await this.fh.sync().catch(() => undefined);
+    const fd = this.fd;
+    if (fd === null || this.closed) return;
+    await new Promise<void>((resolve) => fs.fsync(fd, () => resolve()));
   }
 
   async close(): Promise<void> {
-    await this.fh?.close().catch(() => undefined);
+    if (this.fd === null || this.closed) return;
+    this.closed = true;
+    try {
+      fs.closeSync(this.fd);
+    } catch {
+      // already closed
+    }
   }
 }
 

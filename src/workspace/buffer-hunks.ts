@@ -74,9 +74,33 @@ export function commonSuffix(a: Buffer, b: Buffer, max = Math.min(a.length, b.le
 
 /** Occurrences of byte `c` in `buf[from, to)`. */
 export function countByte(buf: Buffer, c: number, from = 0, to = buf.length): number {
+  if (from === 0 && c === NL) return lineBreaksBefore(buf, to);
+  return countRange(buf, c, from, to);
+}
+
+function countRange(buf: Buffer, c: number, from: number, to: number): number {
   let n = 0;
   for (let i = buf.indexOf(c, from); i !== -1 && i < to; i = buf.indexOf(c, i + 1)) n++;
   return n;
+}
+
+/**
+ * The line breaks in `buf[0, to)`, the last such count remembered per memory block: an edit's diff and its
+ * buffer hunks both count the lines before the change in the same old bytes (≈ 0.5 ms each for half of a
+ * 4.9 MB file, issue 24); the second count only covers the few lines between the two positions. Bytes are
+ * never changed in place here (file contents are replaced, not edited), so a remembered count stays true.
+ */
+const lineCounts = new WeakMap<ArrayBufferLike, { offset: number; length: number; to: number; count: number }>();
+
+function lineBreaksBefore(buf: Buffer, to: number): number {
+  const end = Math.min(Math.max(to, 0), buf.length);
+  const m = lineCounts.get(buf.buffer);
+  let count: number;
+  if (m && m.offset === buf.byteOffset && m.length === buf.length) {
+    count = end >= m.to ? m.count + countRange(buf, NL, m.to, end) : m.count - countRange(buf, NL, end, m.to);
+  } else count = countRange(buf, NL, 0, end);
+  lineCounts.set(buf.buffer, { offset: buf.byteOffset, length: buf.length, to: end, count });
+  return count;
 }
 
 function middleHunks(startLine: number, oldMid: string[], newMid: string[]): LineHunk[] {

@@ -8,7 +8,8 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { concurrentWriteError } from './file-errors';
-import { fileHoldsExactly } from './file-sha';
+import { fileHoldsExactly, fileHoldsExactlySync } from './file-sha';
+import { knownLocalFilesystem, localFilesystem } from './disk-cache';
 
 /** One rename done: a file created, replaced (its old version moved to `backup`) or deleted (moved to `backup`). */
 export type Step =
@@ -37,27 +38,87 @@ export async function verifyDisplaced(s: Step, rel: string, at: (p: string) => s
   s.checkedSize = size;
 }
 
-/** The file at `p` holds exactly `expect`: its size, else null. */
+/**
+ * The file at `p` holds exactly `expect`: its size, else null. On a local filesystem it is read
+ * synchronously (its pages are in memory: ≈ 0.2 ms for 4.9 MB, four times less than one thread-pool
+ * round trip a 1 MiB piece); elsewhere (or before the filesystem is known) through the thread pool.
+ */
 async function sameBytes(p: string, expect: Buffer): Promise<number | null> {
-  const fh = await fsp.open(p, 'r');
+  const fd = fs.openSync(p, 'r');
   try {
-    return await fileHoldsExactly(fh, expect);
+    const dev = fs.fstatSync(fd, { bigint: true }).dev;
+    const local = knownLocalFilesystem(dev);
+    if (local) return fileHoldsExactlySync(fd, expect);
+    if (local === undefined) void localFilesystem(p, dev);
+    return await fileHoldsExactly(fdReader(fd), expect);
   } finally {
-    await fh.close();
+    fs.closeSync(fd);
   }
+}
+
+function fdReader(fd: number): { read: (b: Buffer, off: number, len: number, pos: number) => Promise<{ bytesRead: number }> } {
+  return {
+    read: (b, off, len, pos) => new Promise((resolve, reject) => fs.read(fd, b, off, len, pos, (err, bytesRead) => (err ? reject(err) : resolve({ bytesRead })))),
+  };
 }
 
 /**
  * Before a displaced file (a backup) goes: bytes another program appended to it after it was checked
- * (through a descriptor it opened before the rename) are appended at its path, not lost.
+ * (through a descriptor it opened before the rename) are appended at its path, not lost. Its open, stat
+ * and unlink are synchronous (metadata operations of a few µs, on the call's path).
  */
 export async function releaseBackup(s: Step, at: (p: string) => string = (p) => p): Promise<void> {
   if (s.kind === 'created') return;
-  const fh = s.checkedSize === undefined ? null : await fsp.open(at(s.backup), 'r').catch(() => null);
+  let fd: number | null = null;
+  if (s.checkedSize !== undefined) {
+    try {
+      fd = fs.openSync(at(s.backup), 'r');
+    } catch {
+      fd = null;
+    }
+  }
   let size = s.checkedSize ?? 0;
-  if (fh) size = await appendGrowth(fh, size, at(s.target)).catch(() => size);
-  await fsp.unlink(at(s.backup)).catch(() => undefined);
-  if (fh) keepWatching(fh, size, s.target);
+  if (fd !== null) {
+    try {
+      size = appendGrowthSync(fd, size, at(s.target));
+    } catch {
+      // best effort, as before
+    }
+  }
+  try {
+    fs.unlinkSync(at(s.backup));
+  } catch {
+    // already gone
+  }
+  if (fd !== null) keepWatchingFd(fd, size, s.target);
+}
+
+/** appendGrowth for a descriptor, synchronously (there is nothing to append unless another program wrote). */
+function appendGrowthSync(fd: number, from: number, target: string): number {
+  const { size } = fs.fstatSync(fd);
+  if (size <= from) return from;
+  const extra = Buffer.alloc(size - from);
+  fs.readSync(fd, extra, 0, extra.length, from);
+  fs.appendFileSync(target, extra);
+  return size;
+}
+
+/** keepWatching for a descriptor (closed afterwards). */
+function keepWatchingFd(fd: number, from: number, target: string): void {
+  const t = setTimeout(() => {
+    try {
+      appendGrowthSync(fd, from, target);
+    } catch {
+      // best effort
+    } finally {
+      try {
+        fs.closeSync(fd);
+      } catch {
+        // already closed
+      }
+    }
+  }, LATE_WRITE_GRACE_MS);
+  t.unref();
 }
 
 /** Appends to `target` what `fh`'s file holds beyond `from`; returns its size. */

@@ -43,6 +43,36 @@ const MIN_BYTES = 64 * 1024;
 /** Filesystems whose file times are set by this kernel, in nanoseconds (statfs f_type). */
 const LOCAL_NS_FILESYSTEMS = new Set([0xef53, 0x58465342, 0x9123683e, 0x01021994, 0xf2f52010, 0x794c7630, 0x2fc12fc1, 0xca451a4e]);
 
+/** dev → its filesystem is local with nanosecond times (statfs, asked once per device). */
+const localDevs = new Map<bigint, Promise<boolean>>();
+const localDevsKnown = new Map<bigint, boolean>();
+
+/** The filesystem of `p` (device `dev`) is local with nanosecond times. */
+export function localFilesystem(p: string, dev: bigint): Promise<boolean> {
+  let known = localDevs.get(dev);
+  if (!known) {
+    known = fsp.statfs(p).then(
+      (s) => {
+        const local = LOCAL_NS_FILESYSTEMS.has(Number(s.type));
+        localDevsKnown.set(dev, local);
+        return local;
+      },
+      () => {
+        // Not remembered: `p` may have gone; the next question asks again.
+        localDevs.delete(dev);
+        return false;
+      },
+    );
+    localDevs.set(dev, known);
+  }
+  return known;
+}
+
+/** localFilesystem's answer when it is already known (undefined before its first statfs ended). */
+export function knownLocalFilesystem(dev: bigint): boolean | undefined {
+  return localDevsKnown.get(dev);
+}
+
 export interface FileIdentity {
   dev: bigint;
   ino: bigint;
@@ -75,10 +105,13 @@ export function wallNs(): bigint {
 export class DiskCache {
   private readonly entries = new Map<string, Entry>();
   private total = 0;
-  /** dev → its filesystem is local with nanosecond times. */
-  private readonly trustedDev = new Map<bigint, Promise<boolean>>();
   /** How often a view was answered from an entry, and how many entries were made (tests, bench). */
   readonly stats = { hits: 0, entries: 0 };
+
+  /** There is an entry for `abs` (its file was on a local filesystem). */
+  has(abs: string): boolean {
+    return this.entries.has(abs);
+  }
 
   /**
    * The entry for `abs` when the file is still exactly the one it was made from and holds `expectSha`
@@ -166,15 +199,7 @@ export class DiskCache {
   }
 
   private localFs(abs: string, dev: bigint): Promise<boolean> {
-    let p = this.trustedDev.get(dev);
-    if (!p) {
-      p = fsp.statfs(abs).then(
-        (s) => LOCAL_NS_FILESYSTEMS.has(Number(s.type)),
-        () => false,
-      );
-      this.trustedDev.set(dev, p);
-    }
-    return p;
+    return localFilesystem(abs, dev);
   }
 }
 

@@ -16,7 +16,7 @@ import { isUnder } from './paths';
 import { anchoringSupported, lstatAnchored } from './anchored';
 import { sha256Hex } from './file-sha';
 import { bufferChangedError, isPermissionError, readonlyError, unreadableError, unsavedBufferError } from './file-errors';
-import { assertTextFile, diskView, statOrNull, toTextView, type FileView, type TextView } from './file-view';
+import { SpeculativeViewMissed, assertTextFile, diskView, statOrNull, toTextView, type FileView, type TextView } from './file-view';
 import { StaleGate } from './stale-gate';
 import { bufferLines, fmtKey, linesToBytes, type WrittenFile, type BufferBridge, type BufferOp, type BufferOpResult, type BufferSnapshot, type UnsavedBuffersPolicy } from './buffer-bridge';
 import { KnownBuffers } from './buffer-cache';
@@ -75,6 +75,8 @@ export class FileAccess {
   private readonly disk: DiskCommitter;
   /** Files as last read or written, by their identity on disk (disk-cache.ts). */
   private readonly diskCache = new DiskCache();
+  /** Files whose last buffer status said: no unsaved changes (not loaded, or clean). view's `speculate` trusts only these. */
+  private readonly lastSeenClean = new Set<string>();
 
   constructor(opts: FileAccessOptions = {}) {
     this.bridge = opts.bridge ?? null;
@@ -105,16 +107,36 @@ export class FileAccess {
    * `remember` (read tools) records the disk hash seen with a buffer view for the write gate.
    * `forWrite`: the view is for a write the agent computed against this sha256 (its commit compares the
    * file it displaces with the view's bytes): only then may the disk cache answer (disk-cache.ts).
+   * `speculate` (edit_file): a file without unsaved changes when last seen gets its disk view without
+   * waiting for Neovim's buffer status; `confirmed` says later whether it was the right view.
    */
-  async view(abs: string, opts: { remember?: boolean; forWrite?: string } = {}): Promise<FileView> {
+  async view(abs: string, opts: { remember?: boolean; forWrite?: string; speculate?: boolean } = {}): Promise<FileView> {
     let loaded: BufferSnapshot | undefined;
     // The disk is read (and hashed) while Neovim answers: both views are needed for a loaded buffer.
     const diskP = diskView(abs, this.rel(abs), this.root, this.diskCache, opts.forWrite);
     diskP.catch(() => undefined);
+    if (this.bridge && opts.speculate && !opts.remember && this.lastSeenClean.has(abs)) {
+      // Speculative (edit_file): the file had no unsaved changes when last seen, so its disk view is given
+      // without waiting for Neovim's buffer status (one round trip); the status still decides, before the
+      // commit point (FileView.confirmed; a miss plans the write again from the real view).
+      const confirmed = this.bridge.status([abs], 'never').then(
+        (status) => {
+          traceMark('view: buffer status (speculative view)');
+          const clean = !status.get(abs)?.modified;
+          this.noteSeen(abs, clean);
+          return clean;
+        },
+        () => false,
+      );
+      const v = await diskP;
+      traceMark(`view: disk ${this.diskCache.stats.hits} (speculative)`);
+      return { ...v, confirmed };
+    }
     if (this.bridge) {
       const k = this.known.get(abs);
       loaded = (await this.bridge.status([abs], 'modified', k?.bytes ? new Map([[abs, k.tick]]) : undefined)).get(abs);
       traceMark('view: buffer status');
+      this.noteSeen(abs, !loaded?.modified);
       let cachedSha: string | undefined;
       if (loaded?.modified && !loaded.bytes) {
         const c = this.known.get(abs);
@@ -149,6 +171,14 @@ export class FileAccess {
     if (loaded) v.changedtick = loaded.changedtick;
     if (opts.remember) this.gate.noteGiven(abs, v.sha256);
     return v;
+  }
+
+  /** Records what a buffer status said of `abs` (no unsaved changes, or some); at most 4096 paths are kept. */
+  private noteSeen(abs: string, clean: boolean): void {
+    this.lastSeenClean.delete(abs);
+    if (!clean) return;
+    this.lastSeenClean.add(abs);
+    if (this.lastSeenClean.size > 4096) this.lastSeenClean.delete(this.lastSeenClean.values().next().value!);
   }
 
   /**
@@ -245,8 +275,12 @@ export class FileAccess {
     // prepared (journal, temp files, their fsync) while Neovim answers the buffer status, and the gates
     // below are checked before the commit point: a refusal there leaves the disk as it was.
     const diskPlanned = changes.filter((c) => c.type === 'delete' || (c.basis ?? { source: 'disk' }).source !== 'buffer');
-    const validation = this.bridge.status(paths, 'never').then((status) => {
+    const validation = this.bridge.status(paths, 'never').then(async (status) => {
       traceMark('commit: buffer status');
+      for (const p of paths) this.noteSeen(p, !status.get(p)?.modified);
+      // A change computed from a speculative view commits only once that view was confirmed (it was asked
+      // first: its answer is already in). A miss is not a gate's refusal: the write is planned again.
+      for (const c of changes) if (c.type === 'write' && c.basis?.confirmed && !(await c.basis.confirmed)) throw new SpeculativeViewMissed();
       return this.checkGates(changes, status, movedFrom);
     });
     validation.catch(() => undefined); // awaited below; a disk failure may come first

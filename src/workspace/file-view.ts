@@ -8,8 +8,8 @@ import fsp from 'node:fs/promises';
 import { ToolError } from './errors';
 import { decodeText, isBinary, type TextEncodingInfo } from './encoding';
 import { isUnder } from './paths';
-import { anchoringSupported, openVerified, readVerified } from './anchored';
-import { sha256Hex } from './file-sha';
+import { anchoringSupported, openVerified, openVerifiedQuick, readVerified } from './anchored';
+import { sha256After, sha256Hex } from './file-sha';
 import { identityOf, sameIdentity, wallNs, type DiskCache } from './disk-cache';
 import { isPermissionError, unreadableError } from './file-errors';
 
@@ -30,6 +30,12 @@ export interface FileView {
   diskSha256?: string | null;
   /** The file is loaded in a buffer (clean or not): its b:changedtick when viewed. */
   changedtick?: number;
+  /**
+   * A speculative disk view (FileAccess.view with `speculate`), given before Neovim answered whether the
+   * file has unsaved changes: resolves true once it said it has none (the view is then the one view()
+   * would have given), false otherwise. A change computed from it commits only after it resolved true.
+   */
+  confirmed?: Promise<boolean>;
 }
 
 export interface TextView extends FileView {
@@ -53,12 +59,26 @@ export interface ChangeBasis {
   diskSha256?: string | null;
   /** A disk view's bytes (they hash to diskSha256): the commit compares what it displaces with them. */
   diskBytes?: Buffer;
+  /** The view was speculative (FileView.confirmed): the commit point waits for it, and a miss is SpeculativeViewMissed. */
+  confirmed?: Promise<boolean>;
+}
+
+/**
+ * A speculative view (FileView.confirmed) turned out not to be the file's view: the file has unsaved
+ * buffer changes. Thrown before the commit point (nothing changed); the write is planned again from the
+ * real view (FileWorkspace.runWrite). Never reaches the agent.
+ */
+export class SpeculativeViewMissed extends Error {
+  constructor() {
+    super('the speculative disk view was not the file view (unsaved buffer changes)');
+    this.name = 'SpeculativeViewMissed';
+  }
 }
 
 /** The basis to put on a write computed from `v`. */
 export function basisOf(v: FileView): ChangeBasis {
   if (v.source === 'buffer') return { source: 'buffer', changedtick: v.changedtick, diskSha256: v.diskSha256 ?? null };
-  return { source: 'disk', diskSha256: v.sha256, ...(v.bytes ? { diskBytes: v.bytes } : {}) };
+  return { source: 'disk', diskSha256: v.sha256, ...(v.bytes ? { diskBytes: v.bytes } : {}), ...(v.confirmed ? { confirmed: v.confirmed } : {}) };
 }
 
 /** The file on disk, ignoring buffers. A file that cannot be read (EACCES, or no read bit at all) is permission_denied. */
@@ -102,6 +122,10 @@ async function diskViewVerified(abs: string, rel: string, root: string): Promise
  * same before and after the read, and not racy).
  */
 async function diskViewCached(abs: string, rel: string, root: string, cache: DiskCache, expectSha: string | undefined): Promise<FileView> {
+  if (expectSha !== undefined && cache.has(abs)) {
+    const hit = cachedViewQuick(abs, cache, expectSha);
+    if (hit) return hit;
+  }
   let fh: fsp.FileHandle;
   try {
     fh = await openVerified(root, abs, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
@@ -122,7 +146,8 @@ async function diskViewCached(abs: string, rel: string, root: string, cache: Dis
     const hit = expectSha === undefined ? null : cache.lookup(abs, id, expectSha);
     if (hit) return { abs, kind: 'file', bytes: hit.bytes, sha256: hit.sha256, mode, size: hit.bytes.length, source: 'disk' };
     const bytes = await fh.readFile();
-    const sha256 = sha256Hex(bytes);
+    // With its hash states kept: an edit of it hashes its new bytes from the first change on (file-sha.ts).
+    const sha256 = sha256After(null, bytes);
     const after = identityOf(await fh.stat({ bigint: true }));
     if (sameIdentity(id, after)) await cache.offer(abs, id, captured, bytes, sha256);
     return { abs, kind: 'file', bytes, sha256, mode, size: bytes.length, source: 'disk' };
@@ -130,6 +155,29 @@ async function diskViewCached(abs: string, rel: string, root: string, cache: Dis
     throw isPermissionError(err) ? unreadableError(rel) : err;
   } finally {
     await fh.close().catch(() => undefined);
+  }
+}
+
+/**
+ * A view answered from the cache with synchronous calls: a verified open, fstat and close (a few µs
+ * each) instead of four thread-pool round trips (≈ 1 ms on a busy machine, as long as Neovim's buffer
+ * status; issue 24). Only for a path with an entry (its file was on a local filesystem); null whenever
+ * anything is not as expected (the async path then decides, and gives the errors).
+ */
+function cachedViewQuick(abs: string, cache: DiskCache, expectSha: string): FileView | null {
+  const fd = openVerifiedQuick(abs, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  if (fd === null) return null;
+  try {
+    const st = fs.fstatSync(fd, { bigint: true });
+    const mode = Number(st.mode) & 0o7777;
+    if (!st.isFile() || (mode & 0o444) === 0) return null;
+    const hit = cache.lookup(abs, identityOf(st), expectSha);
+    if (!hit) return null;
+    return { abs, kind: 'file', bytes: hit.bytes, sha256: hit.sha256, mode, size: hit.bytes.length, source: 'disk' };
+  } catch {
+    return null;
+  } finally {
+    fs.closeSync(fd);
   }
 }
 

@@ -5,6 +5,7 @@ import { ToolError, throwIfCancelled, type ErrorKind } from './errors';
 import type { AuditEntry, AuditRepository } from '../store/audit';
 import { openStore, type Store } from '../store';
 import { FileAccess, type CommitReport } from './file-access';
+import { SpeculativeViewMissed } from './file-view';
 import type { BufferBridge, UnsavedBuffersPolicy } from './buffer-bridge';
 import type { FileChange, CommitFaultHook, HardLinkPolicy } from './commit-disk';
 import { Checkpoints } from './checkpoints';
@@ -202,54 +203,75 @@ export class FileWorkspace implements Workspace {
    * `opts.diagnostics`, once the lock is released, the result gains what the write changed in the
    * diagnostics of the loaded buffers it wrote into (`diagnostics`, see post-edit-diagnostics.ts).
    */
-  async runWrite<T>(tool: string, operation: string, draft: AuditDraft, plan: (draft: AuditDraft) => Promise<WritePlan<T>>, opts: WriteOptions = {}): Promise<T> {
+  async runWrite<T>(
+    tool: string,
+    operation: string,
+    draft: AuditDraft,
+    plan: (draft: AuditDraft, how: { speculate: boolean }) => Promise<WritePlan<T>>,
+    opts: WriteOptions = {},
+  ): Promise<T> {
     if (this.closed) throw new ToolError('internal_error', 'The workspace is closed.');
     const { review, signal } = opts;
     // Set inside the lock; TS does not track assignments made in the callback, hence the holder.
     const watch: { pending: PendingDiagnostics | null } = { pending: null };
+    const initial = { ...draft };
+    // A plan may view its file speculatively (FileAccess.view `speculate`: no wait for Neovim's buffer
+    // status) unless the user reviewed it; a miss (SpeculativeViewMissed, before the commit point:
+    // nothing changed, nothing audited) plans it again from the real view.
+    let speculate = !review;
     const result = await this.withWriteLock(async () => {
       let p: WritePlan<T> | undefined;
-      try {
-        throwIfCancelled(signal);
-        p = await plan(draft);
-        if (review) p = await applyReviewSelection(this, p, review);
-        throwIfCancelled(signal);
-        // The pre-images are stored before anything changes; a failed write records nothing else.
-        traceMark('planned');
-        const capture = await this.checkpoints.capture(p.changes);
-        await p.beforeCommit?.();
-        traceMark('checkpoint captured');
-        // The diagnostics before the change (one round trip to Neovim; never fails the write).
-        if (opts.diagnostics && this.postEdit) watch.pending = await this.postEdit.arm(p.changes);
-        traceMark('diagnostics armed');
-        let report: CommitReport;
+      for (;;) {
         try {
-          report = await this.files.commit(p.changes, signal);
+          throwIfCancelled(signal);
+          p = await plan(draft, { speculate });
+          if (review) p = await applyReviewSelection(this, p, review);
+          throwIfCancelled(signal);
+          // The pre-images are stored before anything changes; a failed write records nothing else.
+          traceMark('planned');
+          const capture = await this.checkpoints.capture(p.changes);
+          await p.beforeCommit?.();
+          traceMark('checkpoint captured');
+          // The diagnostics before the change (one round trip to Neovim; never fails the write).
+          if (opts.diagnostics && this.postEdit) watch.pending = await this.postEdit.arm(p.changes);
+          traceMark('diagnostics armed');
+          let report: CommitReport;
+          try {
+            report = await this.files.commit(p.changes, signal);
+          } catch (err) {
+            await p.onFailure?.();
+            throw err;
+          }
+          // The files changed: from here on the call reports success, whatever the bookkeeping does (a
+          // locked database is waited for up to its busy timeout; what still fails is said in the result).
+          const warnings: string[] = [];
+          traceMark('committed');
+          try {
+            await this.checkpoints.record(capture, p.changes, report);
+          } catch (err) {
+            warnings.push(`the checkpoint was not recorded (:CabooseUndo cannot undo this change): ${errText(err)}`);
+          }
+          try {
+            await p.afterCommit?.(report);
+          } catch (err) {
+            warnings.push(`bookkeeping after the write failed (a deleted file's trash entry is added at the next start): ${errText(err)}`);
+          }
+          if (warnings.length && p.result && typeof p.result === 'object') Object.assign(p.result, { warnings });
         } catch (err) {
-          await p.onFailure?.();
-          throw err;
+          watch.pending?.cancel();
+          watch.pending = null;
+          if (err instanceof SpeculativeViewMissed && speculate) {
+            traceMark('speculative view missed: planned again');
+            speculate = false;
+            for (const k of Object.keys(draft) as (keyof AuditDraft)[]) if (!(k in initial)) delete draft[k];
+            Object.assign(draft, initial);
+            continue;
+          }
+          const te = toToolError(err, draft.path);
+          this.recordAudit(tool, operation, draft, false, te.kind);
+          throw te;
         }
-        // The files changed: from here on the call reports success, whatever the bookkeeping does (a
-        // locked database is waited for up to its busy timeout; what still fails is said in the result).
-        const warnings: string[] = [];
-        traceMark('committed');
-        try {
-          await this.checkpoints.record(capture, p.changes, report);
-        } catch (err) {
-          warnings.push(`the checkpoint was not recorded (:CabooseUndo cannot undo this change): ${errText(err)}`);
-        }
-        try {
-          await p.afterCommit?.(report);
-        } catch (err) {
-          warnings.push(`bookkeeping after the write failed (a deleted file's trash entry is added at the next start): ${errText(err)}`);
-        }
-        if (warnings.length && p.result && typeof p.result === 'object') Object.assign(p.result, { warnings });
-      } catch (err) {
-        watch.pending?.cancel();
-        watch.pending = null;
-        const te = toToolError(err, draft.path);
-        this.recordAudit(tool, operation, draft, false, te.kind);
-        throw te;
+        break;
       }
       for (const a of p.audit) this.recordAudit(tool, a.operation, a, true, null);
       traceMark('audit row');

@@ -74,3 +74,21 @@ test('commonPrefix, commonSuffix and countByte match naive loops', () => {
   assert.equal(countByte(buf, 10), 3);
   assert.equal(countByte(buf, 10, 2, 4), 1);
 });
+
+test('countByte: the line count before a position, remembered per memory block, is exact at every position (forward, backward, views)', () => {
+  const b = Buffer.from(Array.from({ length: 3000 }, (_, i) => 'é'.repeat(i % 5) + 'x'.repeat(i % 7) + '\n').join(''));
+  const naive = (buf: Buffer, to: number) => {
+    let n = 0;
+    for (let i = 0; i < Math.min(to, buf.length); i++) if (buf[i] === 10) n++;
+    return n;
+  };
+  let seed = 7;
+  const rnd = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+  for (let k = 0; k < 3000; k++) {
+    const view = k % 4 === 0 ? b.subarray(3) : k % 4 === 1 ? b.subarray(0, b.length - 2) : b;
+    const to = rnd(view.length + 5);
+    assert.equal(countByte(view, 10, 0, to), naive(view, to), `at ${to}`);
+  }
+  // Other bytes and ranges not starting at 0 are counted as before.
+  assert.equal(countByte(b, 0x78, 10, 500), [...b.subarray(10, 500)].filter((c) => c === 0x78).length);
+});
