@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { PERMISSION_MODES } from '../tools/permissions';
 import { isValidRulesPattern } from '../workspace/rules';
 import { AcpConfigSchema } from '../acp/config';
-import { SandboxConfigSchema } from '../workspace/sandbox/policy';
+import { SandboxConfigSchema } from '../workspace/sandbox/config';
 
 const optStr = z.string().optional().nullable();
 
@@ -100,7 +100,9 @@ export const hostConfigFieldsAfterMcp = {
 /** `mcp` with no servers (a config naming servers fails here: see the file's comment). */
 export const NoMcpServersSchema = z
   .object({
-    servers: z.preprocess((v) => (Array.isArray(v) && v.length === 0 ? {} : v), z.record(z.string(), z.never())),
+    // Lua sends an empty table as an empty array: [] or {} (no preprocess, so that the first-request
+    // bundle's validator can be generated from this schema: first-validate-gen.ts).
+    servers: z.union([z.array(z.never()).max(0), z.record(z.string(), z.never())]),
     start_timeout_ms: z.number().int().positive(),
   })
   .partial();
