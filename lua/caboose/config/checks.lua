@@ -156,7 +156,7 @@ H.checks = {
   end,
   ['chat.keys'] = function(v)
     if type(v) ~= 'table' then
-      return false, 'a table { regenerate = key, edit = key }'
+      return false, 'a table { regenerate = key, edit = key, approval = key }'
     end
     for k, lhs in pairs(v) do
       if type(lhs) ~= 'string' then

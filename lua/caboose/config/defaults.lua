@@ -134,8 +134,9 @@ local defaults = {
   host = { node = 'node', transport = 'job', prestart = true },
   chat = {
     position = 'right', size = 0.4, min_size = nil, max_size = nil, input_height = 5, show_thinking = true,
-    -- Transcript keys of issue 22 ("" disables one): regenerate the last reply, edit-and-resend the message under the cursor.
-    keys = { regenerate = 'gR', edit = 'gI' },
+    -- Transcript keys of issue 22 ("" disables one): regenerate the last reply, edit-and-resend the message under the cursor,
+    -- go to the pending approval (gA: `ga`, which shows the character's code, stays Neovim's).
+    keys = { regenerate = 'gR', edit = 'gI', approval = 'gA' },
   },
   approval = { grace_ms = 400, style = 'inline' },
   edit = { keymap = nil }, -- e.g. '<leader>ce' in Visual mode for <Plug>(CabooseEdit)
