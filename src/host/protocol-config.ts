@@ -1,9 +1,9 @@
 /**
- * The schemas of host.init and send: what the first-request bundle (first-main.ts, issue 24) validates
- * before the rest of the host loads. protocol.ts builds the host's full schemas from these parts; the
- * first-request bundle builds host.init's with `mcp` allowed only without servers (NoMcpServersSchema:
- * the first-request path does not run with MCP servers, and a config naming some is left to the host,
- * which validates it with the MCP servers' schema), so it does not build the MCP servers' schemas.
+ * The schemas of host.init and send, in parts. protocol.ts builds the host's full schemas from them; the
+ * first-request bundle (first-main.ts, issue 24) holds no zod: its validators are generated at build time
+ * from these same parts (first-validate-gen.ts), with host.init's `mcp` allowed only without servers
+ * (NoMcpServersSchema: the first-request path does not run with MCP servers, and a config naming some is
+ * left to the host, which validates it with the MCP servers' schema).
  */
 import { z } from 'zod';
 import { PERMISSION_MODES } from '../tools/permissions';
