@@ -143,7 +143,10 @@ local defaults = {
   -- User CabooseProgress events; shown in fidget.nvim when it is installed (false: not).
   progress = { fidget = true },
   review = {
-    keys = { next_hunk = ']c', prev_hunk = '[c', accept = 'ga', reject = 'gr', accept_all = 'gA', reject_all = 'gR', quit = 'q' },
+    -- Set in the review's own read-only scratch buffer only, never `nowait` ("" or false disables one). Not `gr`:
+    -- it is the start of Neovim 0.11+'s LSP keys (grn, gra, grr, gri, grt); gR (Virtual Replace) cannot run in
+    -- the read-only review buffer anyway. A key that buffer maps already (ftplugin, FileType autocmd) stays theirs.
+    keys = { next_hunk = ']c', prev_hunk = '[c', accept = 'ga', reject = 'gX', accept_all = 'gA', reject_all = 'gR', quit = 'q' },
   },
   log = { level = 'info', file = vim.fn.stdpath('log') .. '/caboose.log' },
   mcp = { servers = {}, start_timeout_ms = 10000 },
