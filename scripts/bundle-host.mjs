@@ -97,6 +97,11 @@ const require = createRequire(import.meta.url);
 const { generateFirstTools } = require(path.join(root, 'dist', 'host', 'first-tools-gen.js'));
 const firstTools = JSON.stringify(generateFirstTools());
 await writeFile(path.join(root, 'dist', 'first-tools.json'), firstTools);
+// host.init's and send's validators for the first-request bundle, generated from the host's zod schemas
+// (src/host/first-validate-gen.ts: Ajv standalone code; test/unit/first-validate.test.ts checks it is
+// current and refuses what zod refuses): the first-request bundle then holds no zod.
+const { generateFirstValidators } = require(path.join(root, 'dist', 'host', 'first-validate-gen.js'));
+await writeFile(path.join(root, 'dist', 'host', 'first-validators.js'), generateFirstValidators());
 patched.clear();
 // zod's locale index (`z.locales`, ~320 KB of the ~50 languages) is not read by the first-request bundle (its
 // messages are zod's English, which zod's entry loads by itself): an empty, frozen index there.
@@ -106,13 +111,17 @@ const noZodLocales = {
     b.onLoad({ filter: /[\\/]zod[\\/]v4[\\/]locales[\\/]index\.cjs$/ }, () => ({ contents: 'module.exports = Object.freeze({});', loader: 'js' }));
   },
 };
-await build({
+const first = await build({
   ...common,
   plugins: [clientLogger, sdkGlobals, noZodLocales],
   entryPoints: [path.join(root, 'dist', 'host', 'first-main.js')],
   outfile: path.join(root, 'dist', 'host-first.bundle.js'),
+  metafile: true,
   define: { __CABOOSE_BUNDLED__: 'true', __CABOOSE_FIRST_TOOLS__: JSON.stringify(firstTools) },
 });
+// zod stays out of the first-request bundle (its validators are generated): a new import of it there fails the build.
+const zodIn = Object.keys(first.metafile.inputs).filter((f) => /[\\/]node_modules[\\/]zod[\\/]/.test(f));
+if (zodIn.length > 0) throw new Error(`bundle-host: zod reached the first-request bundle (${zodIn[0]}; see \`npx esbuild --analyze\`): import it from the host's modules only`);
 if (['client', 'headers', 'log'].some((f) => !patched.has(f))) throw new Error(`bundle-host: the first-request bundle's openai SDK modules were not all given lite Headers/FormData (patched: ${[...patched].join(', ')})`);
 if (process.env.CABOOSE_BUNDLE_MINIFY !== '0') {
   const out = await readFile(path.join(root, 'dist', 'host-first.bundle.js'), 'utf8');

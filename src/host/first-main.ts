@@ -1,10 +1,11 @@
-// First: zod's setting must be in place before any schema is built (zod-jitless.ts).
-import './zod-jitless';
+// No zod here (issue 24: ≈ 11 ms of a cold start): host.init and the first send are checked by validators
+// generated at build time from the host's zod schemas (first-validate-gen.ts → dist/host/first-validators.js);
+// what they refuse, and any params holding other than plain data, go to the host, which validates with zod.
 import { guardConsole, type Logger } from './logger';
 import { LuaUi, type NvimNotifier } from './lua-ui';
 import { CALL_NOTIFICATION, EVENTS, HOST_VERSION, METHODS } from './protocol-names';
-import { z } from 'zod';
-import { hostConfigFieldsAfterMcp, hostConfigFieldsBeforeMcp, initParamsFields, NoMcpServersSchema, SendParams } from './protocol-config';
+import type { FirstInitData, FirstSendData } from './first-validate-gen';
+import type { HostConfig } from './protocol';
 import { setEditorApiKey } from './provider-config';
 import { FirstRequest, firstBlocker, type FirstInit } from './first-request';
 import { configBlocker, rememberFirstOff } from './first-eligibility';
@@ -25,13 +26,40 @@ export interface HostModule {
   errorMessage(err: unknown): string;
 }
 
+/** The generated validators (first-validate-gen.ts), as the build wrote them next to this module. */
+interface FirstValidators {
+  init(data: unknown): boolean;
+  send(data: unknown): boolean;
+  mcp(data: unknown): boolean;
+}
+let validators: FirstValidators | undefined;
+function firstValidators(): FirstValidators {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (validators ??= require('./first-validators.js') as FirstValidators);
+}
+
 /**
- * host.init's params as protocol.ts validates them, except that `mcp` may name no server: the MCP servers'
- * schemas are not built here (a config with servers is validated, and answered, by the host itself).
+ * Whether `v` is plain data as msgpack maps, arrays and scalars decode (the generated validators' domain:
+ * JSON Schema's `object` would also take a Buffer or an editor handle, which zod's records refuse).
  */
-const InitParams = z.object(
-  initParamsFields(z.object({ ...hostConfigFieldsBeforeMcp, mcp: NoMcpServersSchema.optional().nullable(), ...hostConfigFieldsAfterMcp }).partial().default({})),
-);
+export function isPlainData(v: unknown, depth = 0): boolean {
+  if (v === null || typeof v === 'string' || typeof v === 'boolean' || typeof v === 'number') return true;
+  if (typeof v !== 'object' || depth > 64) return false;
+  if (Array.isArray(v)) return Object.getPrototypeOf(v) === Array.prototype && v.every((x) => isPlainData(x, depth + 1));
+  const proto = Object.getPrototypeOf(v) as unknown;
+  if (proto !== Object.prototype && proto !== null) return false;
+  if (Object.getOwnPropertySymbols(v).length > 0) return false;
+  return Object.values(v).every((x) => isPlainData(x, depth + 1));
+}
+
+/** host.init's params when the generated validator takes them (with `config` defaulted), else null. */
+export function checkFirstInit(params: unknown, v: FirstValidators = firstValidators()): FirstInitData | null {
+  return isPlainData(params) && v.init(params) ? (params as FirstInitData) : null;
+}
+/** The send's params when the generated validator takes them, else null. */
+export function checkFirstSend(params: unknown, v: FirstValidators = firstValidators()): FirstSendData | null {
+  return isPlainData(params) && v.send(params) ? (params as FirstSendData) : null;
+}
 
 /** How long the rest of the host waits for the first reply's first event before it loads anyway. */
 const REST_AFTER_MS = 30;
@@ -125,19 +153,24 @@ export function runFirst(loadHost: () => HostModule): void {
   const reply = (id: unknown, result: unknown): void => ui.emit(EVENTS.reply, { id, ok: true, result });
 
   const onInit = (c: RawCall): boolean => {
-    const p = InitParams.safeParse(Array.isArray(c.params) && c.params.length === 0 ? {} : (c.params ?? {}));
-    if (!p.success) {
+    // Validated on a copy: the host validates the params as they came (the validator fills `config`'s default).
+    const raw: unknown = Array.isArray(c.params) && c.params.length === 0 ? {} : (c.params ?? {});
+    const d = isPlainData(raw) ? checkFirstInit(structuredClone(raw)) : null;
+    if (!d) {
       // A config naming MCP servers (validated by the host); the next starts load the host at once.
-      if (!NoMcpServersSchema.optional().nullable().safeParse((c.params as { config?: { mcp?: unknown } } | undefined)?.config?.mcp).success) rememberFirstOff('MCP servers configured');
+      const mcp = (raw as { config?: { mcp?: unknown } } | undefined)?.config?.mcp;
+      if (mcp !== undefined && isPlainData(mcp) && !firstValidators().mcp(mcp)) rememberFirstOff('MCP servers configured');
       return false; // the server answers it, as always
     }
-    const d = p.data;
-    const never = configBlocker(d.config);
+    // `mcp.servers` is [] or {} here (no server either way; Lua sends an empty table as []): the rest of
+    // the config is HostConfig's input, which is its output but for the keys zod strips.
+    const config = d.config as HostConfig;
+    const never = configBlocker(config);
     if (never) rememberFirstOff(never);
     if (d.log_file) log.setFile(d.log_file);
     if (d.log_level) log.setLevel(d.log_level);
     if (d.env_api_key) setEditorApiKey(d.env_api_key);
-    init = { raw: c.params, parsed: { config: d.config, cwd: d.cwd, dataDir: d.data_dir } };
+    init = { raw: c.params, parsed: { config, cwd: d.cwd, dataDir: d.data_dir } };
     reply(c.id, { version: HOST_VERSION, pid: process.pid });
     // No message with it (the chat opened first, the user types): the rest loads now, as the host's warm-up.
     setImmediate(() => {
@@ -147,9 +180,9 @@ export function runFirst(loadHost: () => HostModule): void {
   };
 
   const tryFirst = (c: RawCall, at: FirstInit): boolean => {
-    const p = SendParams.safeParse(c.params ?? {});
-    if (!p.success) return false;
-    const why = firstBlocker(at, p.data);
+    const p = checkFirstSend(c.params ?? {});
+    if (!p) return false;
+    const why = firstBlocker(at, p);
     if (why) {
       log.info('first request: usual path (%s)', why);
       return false;
@@ -157,7 +190,7 @@ export function runFirst(loadHost: () => HostModule): void {
     const f = new FirstRequest((name, payload) => firstUi.emit(name, payload), log);
     firstCall = c;
     building = true;
-    f.start(at, p.data.text).then(
+    f.start(at, p.text).then(
       () => {
         first = f;
         building = false;

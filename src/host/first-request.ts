@@ -27,7 +27,7 @@ import type { HostConfig } from './protocol';
 import { EVENTS } from './protocol-names';
 import { modelLabel, resolveProvider } from './provider-config';
 import { configBlocker } from './first-eligibility';
-import { rulesChatLines, rulesOptions } from './project-rules';
+import { rulesChatLines, rulesOptions } from './project-rules-lines';
 
 /** Longer messages take the usual path (the context window's checks are the session's). */
 export const FIRST_MAX_CHARS = 32_000;

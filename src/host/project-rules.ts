@@ -19,27 +19,8 @@ import { EVENTS } from './protocol-names';
 import type { LuaUi } from './lua-ui';
 import type { Logger } from './logger';
 
-/** The rules options in force, or null when `rules = false` (or an empty file list). */
-export function rulesOptions(config: HostConfig): RulesOptions | null {
-  const r = config.rules;
-  if (r === false) return null;
-  const files = r?.files ?? DEFAULT_RULES_FILES;
-  if (files.length === 0) return null;
-  return {
-    files,
-    maxBytesPerFile: r?.max_bytes_per_file ?? DEFAULT_RULES_MAX_BYTES_PER_FILE,
-    maxTotalBytes: r?.max_total_bytes ?? DEFAULT_RULES_MAX_TOTAL_BYTES,
-    denyGlobs: config.deny_globs,
-  };
-}
-
-/** The chat's lines for a snapshot: which files the conversation follows, and which were left out and why. */
-export function rulesChatLines(snap: Pick<RulesSnapshot, 'files' | 'skipped'>): string[] {
-  const lines: string[] = [];
-  if (snap.files.length > 0) lines.push(`Rules: ${snap.files.map((f) => (f.truncated ? `${f.rel} (truncated)` : f.rel)).join(', ')}`);
-  if (snap.skipped.length > 0) lines.push(`Rules skipped: ${snap.skipped.map((s) => `${s.rel} (${s.reason})`).join(', ')}`);
-  return lines;
-}
+import { rulesChatLines } from './project-rules-lines';
+export { rulesOptions, rulesChatLines } from './project-rules-lines';
 
 /** The snapshot as stored with the session (the texts the prompt was built from), read back with this. */
 const StoredRulesSchema = z.object({

@@ -1,15 +1,15 @@
 /**
- * The schemas of host.init and send: what the first-request bundle (first-main.ts, issue 24) validates
- * before the rest of the host loads. protocol.ts builds the host's full schemas from these parts; the
- * first-request bundle builds host.init's with `mcp` allowed only without servers (NoMcpServersSchema:
- * the first-request path does not run with MCP servers, and a config naming some is left to the host,
- * which validates it with the MCP servers' schema), so it does not build the MCP servers' schemas.
+ * The schemas of host.init and send, in parts. protocol.ts builds the host's full schemas from them; the
+ * first-request bundle (first-main.ts, issue 24) holds no zod: its validators are generated at build time
+ * from these same parts (first-validate-gen.ts), with host.init's `mcp` allowed only without servers
+ * (NoMcpServersSchema: the first-request path does not run with MCP servers, and a config naming some is
+ * left to the host, which validates it with the MCP servers' schema).
  */
 import { z } from 'zod';
 import { PERMISSION_MODES } from '../tools/permissions';
 import { isValidRulesPattern } from '../workspace/rules';
 import { AcpConfigSchema } from '../acp/config';
-import { SandboxConfigSchema } from '../workspace/sandbox/policy';
+import { SandboxConfigSchema } from '../workspace/sandbox/config';
 
 const optStr = z.string().optional().nullable();
 
@@ -100,7 +100,9 @@ export const hostConfigFieldsAfterMcp = {
 /** `mcp` with no servers (a config naming servers fails here: see the file's comment). */
 export const NoMcpServersSchema = z
   .object({
-    servers: z.preprocess((v) => (Array.isArray(v) && v.length === 0 ? {} : v), z.record(z.string(), z.never())),
+    // Lua sends an empty table as an empty array: [] or {} (no preprocess, so that the first-request
+    // bundle's validator can be generated from this schema: first-validate-gen.ts).
+    servers: z.union([z.array(z.never()).max(0), z.record(z.string(), z.never())]),
     start_timeout_ms: z.number().int().positive(),
   })
   .partial();

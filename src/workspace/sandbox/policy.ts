@@ -11,29 +11,14 @@
  */
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { z } from 'zod';
+import type { SandboxConfig } from './config';
+
+// The config's schema lives in ./config.ts (zod): this module is also in the first-request bundle, which
+// holds no zod (issue 24).
+export type { SandboxConfig } from './config';
 
 export const SANDBOX_MODES = ['workspace-write', 'read-only', 'off'] as const;
 export type SandboxMode = (typeof SANDBOX_MODES)[number];
-
-/** `sandbox` in the host configuration (setup() sends it as is). */
-export const SandboxConfigSchema = z
-  .object({
-    /** Absent: workspace-write where a sandbox is available. */
-    mode: z.enum(SANDBOX_MODES).nullable(),
-    network: z
-      .object({
-        /** true: every host; a list: these hosts (exact names, or `*.example.com` for its subdomains). */
-        allow: z.union([z.boolean(), z.array(z.string().min(1).max(253))]),
-      })
-      .partial(),
-    /** More paths the command may not read (`~` is the home folder). */
-    deny_read: z.array(z.string().min(1)),
-    /** More paths the command may write (e.g. `/tmp` to share the user's temp folder). */
-    writable: z.array(z.string().min(1)),
-  })
-  .partial();
-export type SandboxConfig = z.infer<typeof SandboxConfigSchema>;
 
 /** Secrets never readable from inside (relative to the home folder). */
 export const DEFAULT_DENY_READ = [
