@@ -194,14 +194,16 @@ if os.getenv('DIAG_GC') then
 end
 -- CPU-time probe: main thread CPU consumed between two consecutive probe callbacks
 local ffi = require('ffi')
-ffi.cdef [[ typedef struct { long tv_sec; long tv_nsec; } diag_ts_t; int clock_gettime(int, diag_ts_t*); ]]
-local tsv = ffi.new('diag_ts_t')
+-- The same declaration as bench/chat-probe.lua's (loaded first: a second clock_gettime would not compile).
+pcall(ffi.cdef, 'typedef struct { long tv_sec; long tv_nsec; } caboose_probe_ts; int clock_gettime(int, caboose_probe_ts *);')
+local tsv = ffi.new('caboose_probe_ts')
 local function cpu()
   ffi.C.clock_gettime(3, tsv)
   return tonumber(tsv.tv_sec) * 1e9 + tonumber(tsv.tv_nsec)
 end
 D.cpu = cpu
 D.cgaps = {}
+D.all = {} -- every turn: { end, wall, cpu, wait } (ns)
 do
   -- The main thread's time waiting on a run queue (ns, /proc/thread-self/schedstat's second field): a
   -- turn's wall time = its CPU + this wait (preempted, no free CPU) + time blocked (I/O, sleeping).
@@ -222,6 +224,7 @@ do
     vim.schedule(function()
       pending = false
       local w, c, q = uv.hrtime(), cpu(), rq()
+      D.all[#D.all + 1] = { w, w - lastw, c - lastc, q - lastq }
       if c - lastc >= 4e6 or w - lastw >= 8e6 then
         D.cgaps[#D.cgaps + 1] = { w, w - lastw, c - lastc, q - lastq }
       end
@@ -265,6 +268,22 @@ B.result = function()
       pre[#pre + 1] = string.format('turn %.1f/%.1f@%+.0f', c / 1e6, wall / 1e6, (stop - wall - B.t0) / 1e6)
     end
   end
+  -- Every turn inside [t0, t_done]: how the CPU is spread over them (the per-turn CPU distribution).
+  local cs = {}
+  for _, g in ipairs(D.all) do
+    if g[1] >= B.t0 and g[1] - g[2] <= (B.t_done or g[1]) then
+      cs[#cs + 1] = g[3] / 1e6
+    end
+  end
+  table.sort(cs, function(a, b) return a > b end)
+  local top = {}
+  for i = 1, math.min(8, #cs) do top[i] = string.format('%.1f', cs[i]) end
+  local n3, n5, n8 = 0, 0, 0
+  for _, c in ipairs(cs) do
+    n3 = n3 + (c >= 3 and 1 or 0); n5 = n5 + (c >= 5 and 1 or 0); n8 = n8 + (c >= 8 and 1 or 0)
+  end
+  out:write(string.format('DIST run %d: %d turns, >=3ms %d, >=5ms %d, >=8ms %d; top: %s\n', D.run, #cs, n3, n5, n8, table.concat(top, ' ')))
+  D.all = {}
   out:write(string.format('PRE run %d: %s\n', D.run, table.concat(pre, ', ')))
   out:write(string.format('CPU-turns run %d: max cpu %.1f ms; longest turn %.1f ms wall, %.1f ms cpu, %.1f ms waiting for a CPU; cpu/wall(rq): %s\n', D.run, maxc / 1e6,
     longest and longest[2] / 1e6 or 0, longest and longest[3] / 1e6 or 0, longest and (longest[4] or 0) / 1e6 or 0, table.concat(list, ' ')))

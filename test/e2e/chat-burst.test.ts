@@ -244,6 +244,46 @@ forEachNvim((bin) => {
       }
     });
 
+    it('a big append is parsed after its redraw, in short slices, and the chat ends redrawn with its highlighting', async () => {
+      await e.start({ initLua: SETUP });
+      await e.t.nvim.uiAttach(100, 40, { ext_linegrid: true, rgb: true });
+      e.fake.script({ text: REPLY });
+      await e.t.cmd('Caboose first');
+      await waitState('idle');
+      await e.t.waitFor(async () => (await e.t.chatLines()).includes('Done one.'), 'the reply');
+      await e.t.waitFor(() => e.t.lua<boolean>("local hl = vim.treesitter.highlighter.active[require('caboose.chat').buf()]; return hl ~= nil and not hl.parsing"), 'the chat highlighted');
+      // Records every C parse call of the transcript's parser: its timeout (ns), while _G.spy is on.
+      await e.t.lua(`
+        _G.parses = {}
+        vim.treesitter.language.add('markdown')
+        local mt = getmetatable(vim._create_ts_parser('markdown'))
+        local orig = mt.__index.parse
+        mt.__index.parse = function(self, tree, src, incl, timeout)
+          if _G.spy and src == require('caboose.chat').buf() then table.insert(_G.parses, timeout or 0) end
+          return orig(self, tree, src, incl, timeout)
+        end`);
+      // A burst's frame: ~40 KB appended at once, ending with highlighted markdown in view.
+      const inTurn = await e.t.lua<number>(`
+        _G.spy = true
+        require('caboose.chat').append(...)
+        vim.cmd('redraw')
+        return #_G.parses`, ['\n\n' + fill() + '## Last\n\nSome **bold** text and `code`:\n\n```lua\nlocal x = 1\n```\n']);
+      const done = () => e.t.lua<boolean>("local buf = require('caboose.chat').buf(); local hl = vim.treesitter.highlighter.active[buf]; return hl ~= nil and not hl.parsing and hl.tree:is_valid(true)");
+      await e.t.waitFor(done, 'the append parsed', 10_000);
+      await sleep(50); // the redraw with the new trees (a turn of its own)
+      const timeouts = await e.t.lua<number[]>('_G.spy = false; return _G.parses');
+      // What the window shows now, cell by cell, against a redraw from scratch with the same trees.
+      const SCREEN = "vim.cmd('redraw'); local out = {}; for r = 1, vim.o.lines - 2 do local row = {}; for c = 1, vim.o.columns do row[#row + 1] = vim.fn.screenattr(r, c) end; out[#out + 1] = table.concat(row, ',') end; return out";
+      const shown = await e.t.lua<string[]>(SCREEN);
+      const fresh = await e.t.lua<string[]>("vim.g._ts_force_sync_parsing = true; vim.cmd('redraw!'); " + SCREEN.replace("vim.cmd('redraw'); ", ''));
+      assert.deepEqual(shown, fresh, 'the chat shows the highlighting of its new trees');
+      assert.ok(timeouts.length > 0, 'the append was parsed');
+      if (split) {
+        assert.equal(inTurn, 0, 'no parse in the turn of the append and its redraw');
+        assert.ok(timeouts.every((t) => t > 0 && t <= 1_500_000), `every parse call a slice of at most 1.5 ms: ${JSON.stringify(timeouts)}`);
+      }
+    });
+
     it('without an HTML parser, inline markdown is not scanned whole for injections at every parse', async () => {
       await e.start({ initLua: SETUP });
       await e.t.nvim.uiAttach(100, 40, { ext_linegrid: true, rgb: true });

@@ -317,6 +317,103 @@ H.settle = function(buf)
   end)
 end
 
+-- A big append's parse, in short slices of later turns -------------------------------------------------
+
+--- Neovim 0.12's highlighter starts parsing a changed buffer inside the redraw that follows the change
+--- (3 ms of it), and runs the rest in 3 ms steps, each `vim.schedule`d — two of them usually land in one
+--- turn of the main loop. A burst's frame (thousands of characters at once) made one turn hold the append,
+--- a 3 ms parse slice, the redraw and the next 3 ms slice: 8–12 ms of CPU, which a busy machine stretched
+--- past 16 ms. After an append of at least H.DEFER_BYTES, the transcript's parse is held out of the
+--- redraw that shows the new text (it highlights from the trees it has, as during any background parse)
+--- and runs from the next turn on in H.SLICE_NS slices; when it ends the chat is redrawn with the new
+--- trees, in a turn of its own. The highlighting it ends with is the same: the same parse of the same
+--- ranges (the windows' visible rows, as the highlighter's own), only cut into shorter pieces.
+--- Smaller appends keep Neovim's own path (their parse usually ends inside the first slice, in one redraw).
+H.DEFER_BYTES = 4096
+H.SLICE_NS = 1500000
+
+--- The rows of `buf` its windows in the current tab page show (as the highlighter's own parse takes them).
+H.visible_ranges = function(buf)
+  local ranges = {}
+  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    if vim.api.nvim_win_get_buf(win) == buf then
+      ranges[#ranges + 1] = { vim.fn.line('w0', win) - 1, vim.fn.line('w$', win) + 1 }
+    end
+  end
+  table.sort(ranges, function(a, b)
+    return a[1] < b[1]
+  end)
+  return ranges
+end
+
+--- Called after `bytes` were appended to the transcript `buf` (Neovim 0.12: its highlighter's `parsing`
+--- flag is a boolean and the parser has its coroutine-driven `_parse`). Returns whether the parse was held.
+M.parse_later = function(buf, bytes)
+  if bytes < H.DEFER_BYTES then
+    return false
+  end
+  local st = H.splits[buf]
+  local hl = vim.treesitter.highlighter.active[buf]
+  local parser = hl and hl.tree
+  if not st or not parser or parser ~= st.parser or type(hl.parsing) ~= 'boolean' or type(parser._parse) ~= 'function' then
+    return false
+  end
+  if hl.parsing then
+    -- A parse is under way (this one's, the highlighter's or a boundary move's): it starts again with the
+    -- change (the buffer's changedtick) and redraws the chat when it ends.
+    return true
+  end
+  hl.parsing = true
+  H.parse_sliced(buf, hl)
+  return true
+end
+
+H.parse_sliced = function(buf, hl)
+  local parser = hl.tree
+  local ct, parse ---@type integer?, function?
+  local thread_state = {}
+  local function done()
+    if vim.treesitter.highlighter.active[buf] == hl then
+      hl.parsing = false
+      -- In a turn of its own: the redraw with the new trees is as long as the one after the append.
+      H.next_turn(function()
+        if vim.api.nvim_buf_is_valid(buf) then
+          vim.api.nvim__redraw({ buf = buf, valid = false, flush = false })
+        end
+      end)
+    end
+  end
+  local function step()
+    if vim.treesitter.highlighter.active[buf] ~= hl or not vim.api.nvim_buf_is_valid(buf) then
+      return
+    end
+    local ranges = H.visible_ranges(buf)
+    if #ranges == 0 then
+      -- Not shown: the highlighter parses it when a window shows it again.
+      hl.parsing = false
+      return
+    end
+    local tick = vim.api.nvim_buf_get_changedtick(buf)
+    if tick ~= ct or not parse then
+      -- Changed meanwhile (or the first step): the parse starts over, as Neovim's own does.
+      ct = tick
+      parse = coroutine.wrap(parser._parse)
+    end
+    thread_state.timeout = H.SLICE_NS
+    local ok, _, finished = pcall(parse, parser, ranges, thread_state)
+    if not ok then
+      -- A parse that failed: back to the highlighter's own (the next redraw starts it).
+      hl.parsing = false
+      vim.api.nvim__redraw({ buf = buf, valid = false, flush = false })
+    elseif finished then
+      done()
+    else
+      vim.schedule(step)
+    end
+  end
+  vim.schedule(step)
+end
+
 -- Freeing a long transcript's trees -------------------------------------------------------------------
 
 --- A syntax tree is freed when Lua's garbage collector finalizes it, and freeing one is a single C call

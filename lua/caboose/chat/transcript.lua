@@ -58,6 +58,8 @@ function M.append(text)
     end
   end)
   S.follow(buf, follow)
+  -- A big append (a burst's frame): its parse runs in short slices of later turns (Neovim 0.12).
+  require('caboose.chat.markdown').parse_later(buf, #text)
   if S.hint then
     vim.api.nvim_buf_clear_namespace(buf, S.ns_hint, 0, -1)
     S.hint = false
