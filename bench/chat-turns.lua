@@ -245,7 +245,7 @@ B.result = function()
         longest = g
       end
       list[#list + 1] = string.format('%.1f/%.1f(rq %.1f)@%+.0f', c / 1e6, wall / 1e6, (g[4] or 0) / 1e6, (stop - wall - B.t0) / 1e6)
-      if c >= 5e6 then
+      if c >= (tonumber(os.getenv('DIAG_SPAN_MS')) or 5) * 1e6 then
         list[#list + 1] = '\n'
         for _, sp in ipairs(D.allspans or {}) do
           if sp[2] > stop - wall and sp[1] < stop and (sp[2]-sp[1]) > 0.3e6 then

@@ -44,6 +44,8 @@ const DIAG = process.env.BENCH_CHAT_DIAG ? path.resolve(process.env.BENCH_CHAT_D
 /** BENCH_STREAM_FIRST_MS: how long a stream run's first token is held after the command (0: not held). */
 const FIRST_MS = Number(process.env.BENCH_STREAM_FIRST_MS ?? 0);
 const TSX = ['--import', 'tsx'];
+/** BENCH_HOST_NICE: an experiment — the warm host's threads reniced to this (0: left alone). */
+const HOST_NICE = Number(process.env.BENCH_HOST_NICE ?? 0);
 
 /* ------------------------------------------------------------------------------------------------
  * Statistics
@@ -670,6 +672,11 @@ async function streamCase(fake: FakeOpenAI, shape: StreamShape, name: string, fi
     fake.script({ text: 'Ready.' });
     await t.cmd('Caboose hi');
     await waitIdle(t, 'Ready.');
+    if (HOST_NICE !== 0) {
+      // BENCH_HOST_NICE (an experiment, not the product): the host's every thread at this niceness.
+      const pid = await t.lua<number | null>("return require('caboose.rpc').host_pid()");
+      if (pid) for (const tid of fs.readdirSync(`/proc/${pid}/task`)) os.setPriority(Number(tid), HOST_NICE);
+    }
     const target = cabooseTarget(t);
     for (let i = 0; i < runs; i++) await streamRun(t, target, fake, text, shape, fill, socket, c);
   } finally {

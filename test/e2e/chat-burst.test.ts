@@ -284,6 +284,37 @@ forEachNvim((bin) => {
       }
     });
 
+    it('the settled part is re-parsed in short slices when the boundary moves', async () => {
+      if (!split) return; // no settled and live parts before Neovim 0.12
+      await e.start({ initLua: SETUP });
+      await e.t.nvim.uiAttach(100, 40, { ext_linegrid: true, rgb: true });
+      // Every C parse of the settled part (its parser's included range: from row 0 to a row before the end)
+      // with its timeout (ns).
+      await e.t.lua(`
+        _G.settled_parses = {}
+        vim.treesitter.language.add('markdown')
+        local mt = getmetatable(vim._create_ts_parser('markdown'))
+        local orig = mt.__index.parse
+        mt.__index.parse = function(self, tree, src, incl, timeout)
+          local r = self:included_ranges()
+          if src == require('caboose.chat').buf() and #r == 1 and r[1][1] == 0 and r[1][3] > 0 and r[1][3] < vim.api.nvim_buf_line_count(src) - 1 then
+            table.insert(_G.settled_parses, timeout or 0)
+          end
+          return orig(self, tree, src, incl, timeout)
+        end`);
+      await e.t.cmd('CabooseNew');
+      await e.t.lua("require('caboose.chat').append(...)", [fill()]);
+      e.fake.script({ text: REPLY });
+      await e.t.cmd('Caboose first');
+      await waitState('idle');
+      await e.t.waitFor(async () => (await e.t.chatLines()).includes('Done one.'), 'the reply');
+      const plan = (await e.t.chatLines()).lastIndexOf('## Plan');
+      await e.t.waitFor(async () => (await liveStart()) === plan, `the live part starting at "## Plan" (row ${plan})`);
+      const timeouts = await e.t.lua<number[]>('return _G.settled_parses');
+      assert.ok(timeouts.length > 0, 'the settled part re-parsed');
+      assert.ok(timeouts.every((t) => t > 0 && t <= 1_500_000), `every parse call a slice of at most 1.5 ms: ${JSON.stringify(timeouts)}`);
+    });
+
     it('without an HTML parser, inline markdown is not scanned whole for injections at every parse', async () => {
       await e.start({ initLua: SETUP });
       await e.t.nvim.uiAttach(100, 40, { ext_linegrid: true, rgb: true });

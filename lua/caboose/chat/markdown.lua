@@ -304,7 +304,8 @@ H.settle = function(buf)
   if held then
     hl.parsing = true
   end
-  parser:parse({ { 0, 0, 1, 0 }, { erow - 1, 0, erow, 0 } }, function()
+  local range = { { 0, 0, 1, 0 }, { erow - 1, 0, erow, 0 } }
+  local function parsed()
     if held and vim.treesitter.highlighter.active[buf] == hl then
       hl.parsing = false
       -- Redrawn now: the highlighter's state for the window then holds the new trees, not the replaced
@@ -314,7 +315,16 @@ H.settle = function(buf)
       end
     end
     M.collect_when_quiet()
-  end)
+  end
+  if held and type(parser._parse) == 'function' then
+    -- In the short slices of a big append's parse (the settled part's re-parse is 50–65 ms of CPU in a
+    -- ~100k-token chat, and Neovim's 3 ms steps ran two to a turn of the main loop).
+    H.parse_sliced(buf, hl, function()
+      return range
+    end, parsed)
+  else
+    parser:parse(range, parsed)
+  end
 end
 
 -- A big append's parse, in short slices of later turns -------------------------------------------------
@@ -364,49 +374,53 @@ M.parse_later = function(buf, bytes)
     return true
   end
   hl.parsing = true
-  H.parse_sliced(buf, hl)
+  H.parse_sliced(buf, hl, function()
+    return H.visible_ranges(buf)
+  end, function()
+    hl.parsing = false
+    -- In a turn of its own: the redraw with the new trees is as long as the one after the append.
+    H.next_turn(function()
+      if vim.api.nvim_buf_is_valid(buf) then
+        vim.api.nvim__redraw({ buf = buf, valid = false, flush = false })
+      end
+    end)
+  end)
   return true
 end
 
-H.parse_sliced = function(buf, hl)
+--- Parses the highlighter `hl`'s tree for the rows `ranges()` returns (a list of ranges; empty: the chat
+--- is not shown, and nothing is parsed) in H.SLICE_NS slices, one `vim.schedule`d step after another
+--- from the next one on, started over when the buffer changes (as Neovim's own background parse is).
+--- `hl.parsing` is set by the caller and stays set meanwhile, so the highlighter starts no parse of its
+--- own. `on_done()` runs when the parse has ended, with `hl` still the buffer's highlighter; when the
+--- chat is not shown or the parse fails, `hl.parsing` is cleared (the highlighter's own parse takes over
+--- at the next redraw) and `on_done` does not run.
+H.parse_sliced = function(buf, hl, ranges, on_done)
   local parser = hl.tree
-  local ct, parse ---@type integer?, function?
+  local ct, parse, range ---@type integer?, function?, table?
   local thread_state = {}
-  local function done()
-    if vim.treesitter.highlighter.active[buf] == hl then
-      hl.parsing = false
-      -- In a turn of its own: the redraw with the new trees is as long as the one after the append.
-      H.next_turn(function()
-        if vim.api.nvim_buf_is_valid(buf) then
-          vim.api.nvim__redraw({ buf = buf, valid = false, flush = false })
-        end
-      end)
-    end
-  end
   local function step()
     if vim.treesitter.highlighter.active[buf] ~= hl or not vim.api.nvim_buf_is_valid(buf) then
-      return
-    end
-    local ranges = H.visible_ranges(buf)
-    if #ranges == 0 then
-      -- Not shown: the highlighter parses it when a window shows it again.
-      hl.parsing = false
       return
     end
     local tick = vim.api.nvim_buf_get_changedtick(buf)
     if tick ~= ct or not parse then
       -- Changed meanwhile (or the first step): the parse starts over, as Neovim's own does.
+      range = ranges()
+      if #range == 0 then
+        hl.parsing = false
+        return
+      end
       ct = tick
       parse = coroutine.wrap(parser._parse)
     end
     thread_state.timeout = H.SLICE_NS
-    local ok, _, finished = pcall(parse, parser, ranges, thread_state)
+    local ok, _, finished = pcall(parse, parser, range, thread_state)
     if not ok then
-      -- A parse that failed: back to the highlighter's own (the next redraw starts it).
       hl.parsing = false
       vim.api.nvim__redraw({ buf = buf, valid = false, flush = false })
     elseif finished then
-      done()
+      on_done()
     else
       vim.schedule(step)
     end
