@@ -119,8 +119,10 @@ do
   _G.collectgarbage = function(opt, ...)
     if opt == 'collect' then
       local t0 = uv.hrtime()
+      local n0, ns0, k0 = D.fin_n, D.fin_ns, cg('count')
+      D.fin_max, D.fin_max_nodes = 0, 0
       local r = { cg(opt, ...) }
-      span('full_gc', t0)
+      span(string.format('full_gc (%.0f KB heap before; %d trees freed in %.1f ms, longest %.1f ms %d rows)', k0, D.fin_n - n0, (D.fin_ns - ns0) / 1e6, D.fin_max / 1e6, D.fin_max_nodes or 0), t0)
       return unpack(r)
     end
     return cg(opt, ...)
@@ -258,7 +260,7 @@ B.result = function()
   -- Before t0 (from the new chat on): full collections, boundary moves, and the turns with >= 4 ms of CPU.
   local pre = {}
   for _, sp in ipairs(D.allspans or {}) do
-    if (sp[3] == 'full_gc' or sp[3] == 'set_included_regions') and sp[2] >= B.t0 - 1500e6 then
+    if (sp[3]:sub(1, 7) == 'full_gc' or sp[3] == 'set_included_regions') and sp[2] >= B.t0 - 1500e6 then
       pre[#pre + 1] = string.format('%s %.1f ms@%+.0f', sp[3], (sp[2] - sp[1]) / 1e6, (sp[1] - B.t0) / 1e6)
     end
   end
