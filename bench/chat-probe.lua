@@ -131,6 +131,18 @@ function B.max_gap_cpu(from_ns, to_ns)
   return max
 end
 
+--- The most main-thread CPU time (ms) in one gap overlapping [from_ns, to_ns] (gaps ≥ 4 ms of wall time).
+function B.max_gap_run(from_ns, to_ns)
+  local max = 0
+  for _, g in ipairs(B.gaps) do
+    local stop, len = g[1], g[2]
+    if stop >= from_ns and stop - len <= to_ns and (g[4] or 0) > max then
+      max = g[4]
+    end
+  end
+  return max
+end
+
 --- Watches the chat buffer's text: t_first when `first` appears, t_done when `done` appears
 --- (hrtime, ns). Reads only the changed lines (at most the last 200 of a change). `buf`: the buffer
 --- to watch (default caboose's chat; bench/codecompanion.ts passes codecompanion's chat buffer).
@@ -230,6 +242,7 @@ function B.result()
     stall_done_run_ms = B.t_done and select(3, B.max_stall(B.t0, B.t_settled or B.t_done)) or nil,
     stall_done_wait_ms = B.t_done and select(4, B.max_stall(B.t0, B.t_settled or B.t_done)) or nil,
     settled_ms = rel(B.t_settled),
+    max_gap_run_ms = B.t_done and B.max_gap_run(B.t0, B.t_settled or B.t_done) or nil,
     watch_error = B.watch_error,
   }
 end

@@ -168,14 +168,23 @@ B.result = function()
   for _, g in ipairs(B.gaps) do
     local stop, len = g[1], g[2]
     local start = stop - len
-    if os.getenv('DIAG_WALL') and stop >= B.t0 and start <= (B.t_done or stop) + 200e6 and len >= 6e6 then
-      out:write(string.format('gap %.1f ms at +%.1f\n', len / 1e6, (start - B.t0) / 1e6))
+    local min_run = tonumber(os.getenv('DIAG_GAP_RUN_MS') or '')
+    local want = os.getenv('DIAG_WALL') and len >= 6e6 or (min_run and (g[4] or 0) >= min_run)
+    if want and stop >= B.t0 and start <= (B.t_settled or B.t_done or stop) + 200e6 then
+      out:write(string.format('gap %.1f ms at +%.1f (main thread CPU %.1f, wait %.1f)\n', len / 1e6, (start - B.t0) / 1e6, g[4] or 0, g[5] or 0))
       local agg = {}
       for _, s in ipairs(D.spans) do
         if s[2] > start and s[1] < stop and (s[2]-s[1]) > 0.3e6 then
           out:write(string.format('   %-40s %+8.1f %6.2f ms\n', s[3], (s[1] - B.t0) / 1e6, (s[2] - s[1]) / 1e6))
         end
       end
+    end
+  end
+  -- Trees freed by Lua's collector inside the window's redraws, when one took ≥ 2 ms.
+  for _, sp in ipairs(D.spans) do
+    local longest = tonumber(sp[3]:match('longest ([%d.]+) ms'))
+    if longest and longest >= 2 and sp[2] >= B.t0 and sp[1] <= (B.t_settled or B.t_done or sp[2]) then
+      out:write(string.format('BIGFREE run %d at %+.1f: %s\n', D.run, (sp[1] - B.t0) / 1e6, sp[3]:match('freed.*') or sp[3]))
     end
   end
   out:close()

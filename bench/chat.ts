@@ -88,6 +88,8 @@ export interface LuaResult {
   /** When the chat had been drawn with the whole reply (its highlighter done parsing), ms after t0 (bench/chat-probe.lua). */
   settled_ms?: number;
   t_settled?: number;
+  /** The most main-thread CPU time in one main-loop gap of the window (ms): the heaviest turn. */
+  max_gap_run_ms?: number;
 }
 
 /**
@@ -571,6 +573,8 @@ export interface StreamCase {
   probeCpuMs?: number[];
   /** When the chat had been drawn with the whole reply (ms after t0): the end of the stall, eval and Neovim CPU window. */
   settledMs?: number[];
+  /** Per run, the most main-thread CPU time in one main-loop gap (ms, gaps ≥ 4 ms). */
+  maxGapRunMs?: number[];
 }
 
 /** A chat under measurement: caboose's (`cabooseTarget`) or another plugin's (bench/codecompanion.ts). */
@@ -648,6 +652,7 @@ export async function streamRun(t: TestNvim, target: StreamTarget, fake: FakeOpe
   const end = r.t_settled ?? r.t_done!;
   for (const [start, ms] of samples) if (start + ms * 1e6 >= r.t0 && start <= end) c.evalMs.push(ms);
   if (r.settled_ms !== undefined) (c.settledMs ??= []).push(r.settled_ms);
+  if (r.max_gap_run_ms !== undefined) (c.maxGapRunMs ??= []).push(r.max_gap_run_ms);
   const nvimEnd = settledCpu?.nvim !== undefined ? settledCpu : cpu1;
   if (cpu0.nvim !== undefined && nvimEnd.nvim !== undefined) c.nvimCpuMs.push(nvimEnd.nvim - cpu0.nvim);
   if (cpu0.host !== undefined && cpu1.host !== undefined) c.hostCpuMs.push(cpu1.host - cpu0.host);
@@ -758,9 +763,9 @@ export function formatStreamTables(cases: StreamCase[]): string {
       '',
       "The bench's own processes over the same window (from just before the command to the reply seen whole, median run): this process (the fake server, the UI client decoding Neovim's redraws, its polls of Neovim) and the probe client; they share the 2 cores with Neovim and the host.",
       '',
-      '| reply streamed into | bench process CPU (ms) | probe client CPU (ms) | chat drawn with the whole reply (ms after the command; window end) |',
-      '|---|---:|---:|---:|',
-      ...own.map((c) => `| ${c.shape.label}, ${c.name} | ${f1(median(c.benchCpuMs!))} | ${c.probeCpuMs?.length ? f1(median(c.probeCpuMs)) : '—'} | ${c.settledMs?.length ? f1(median(c.settledMs)) : '—'} |`),
+      '| reply streamed into | bench process CPU (ms) | probe client CPU (ms) | chat drawn with the whole reply (ms after the command; window end) | most Neovim main-thread CPU in one gap, per run (ms) |',
+      '|---|---:|---:|---:|---|',
+      ...own.map((c) => `| ${c.shape.label}, ${c.name} | ${f1(median(c.benchCpuMs!))} | ${c.probeCpuMs?.length ? f1(median(c.probeCpuMs)) : '—'} | ${c.settledMs?.length ? f1(median(c.settledMs)) : '—'} | ${c.maxGapRunMs?.map(f1).join(', ') ?? '—'} |`),
     );
   }
   return out.join('\n');

@@ -389,8 +389,8 @@ M.parse_later = function(buf, bytes)
 end
 
 --- Parses the highlighter `hl`'s tree for the rows `ranges()` returns (a list of ranges; empty: the chat
---- is not shown, and nothing is parsed) in H.SLICE_NS slices, one `vim.schedule`d step after another
---- from the next one on, started over when the buffer changes (as Neovim's own background parse is).
+--- is not shown, and nothing is parsed) in H.SLICE_NS slices, each step after the main loop has polled
+--- once more (H.after_poll), started over when the buffer changes (as Neovim's own background parse is).
 --- `hl.parsing` is set by the caller and stays set meanwhile, so the highlighter starts no parse of its
 --- own. `on_done()` runs when the parse has ended, with `hl` still the buffer's highlighter; when the
 --- chat is not shown or the parse fails, `hl.parsing` is cleared (the highlighter's own parse takes over
@@ -422,10 +422,17 @@ H.parse_sliced = function(buf, hl, ranges, on_done)
     elseif finished then
       on_done()
     else
-      vim.schedule(step)
+      H.after_poll(step)
     end
   end
-  vim.schedule(step)
+  H.after_poll(step)
+end
+
+--- Runs `fn` after the main loop has polled for input once more (a 0 ms timer): what arrived meanwhile (a
+--- key, another client's request, a due timer) is queued beside it, not behind a chain of steps. Steps
+--- chained with vim.schedule ran two or three to a turn (each queues the next before the loop polls).
+H.after_poll = function(fn)
+  vim.defer_fn(fn, 0)
 end
 
 -- Freeing a long transcript's trees -------------------------------------------------------------------
