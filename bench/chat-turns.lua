@@ -41,10 +41,18 @@ if tp then
   local mt = getmetatable(tp)
   local idx = mt.__index
   local orig = idx.parse
+  D.born = {} -- tostring(tree) -> where a big tree (≥ 2000 rows) was made (for BIGFREE)
   idx.parse = function(self, tree, src, incl, timeout)
     local t0 = uv.hrtime()
     local a, b = orig(self, tree, src, incl, timeout)
     span('C_parse', t0)
+    if a and os.getenv('DIAG_BORN') then
+      local ok, r = pcall(function() return { a:root():range() } end)
+      if ok and r[3] - r[1] >= 2000 then
+        local inc = self:included_ranges()
+        D.born[tostring(a)] = string.format('%d rows made at %.0f ms (uv), timeout %s, included %s, old tree %s', r[3] - r[1], uv.hrtime() / 1e6, tostring(timeout), vim.inspect(inc):gsub('%s+', ''), tostring(tree))
+      end
+    end
     return a, b
   end
 end
@@ -103,8 +111,16 @@ do
       local r = { t:root():range() }
       nodes = r[3] - r[1]
     end)
+    local born = D.born and D.born[tostring(t)]
     gc(t)
     local dt = uv.hrtime() - t0
+    if born then
+      D.born[tostring(t)] = nil
+      if dt > 2e6 then
+        D.freed_log = D.freed_log or {}
+        table.insert(D.freed_log, string.format('freed at %.0f ms (uv) in %.1f ms: %s', uv.hrtime() / 1e6, dt / 1e6, born))
+      end
+    end
     D.fin_n = D.fin_n + 1
     D.fin_ns = D.fin_ns + dt
     if dt > D.fin_max then
@@ -180,6 +196,10 @@ B.result = function()
       end
     end
   end
+  for _, l in ipairs(D.freed_log or {}) do
+    out:write(string.format('FREED run %d (t0 %.0f): %s\n', D.run, B.t0 / 1e6, l))
+  end
+  D.freed_log = {}
   -- Trees freed by Lua's collector inside the window's redraws, when one took ≥ 2 ms.
   for _, sp in ipairs(D.spans) do
     local longest = tonumber(sp[3]:match('longest ([%d.]+) ms'))

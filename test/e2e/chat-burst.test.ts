@@ -244,7 +244,7 @@ forEachNvim((bin) => {
       }
     });
 
-    it('a big append is parsed after its redraw, in short slices, and the chat ends redrawn with its highlighting', async () => {
+    it('a reply\'s big frame is parsed after its redraw, in short slices, and the chat ends redrawn with its highlighting', async () => {
       await e.start({ initLua: SETUP });
       await e.t.nvim.uiAttach(100, 40, { ext_linegrid: true, rgb: true });
       e.fake.script({ text: REPLY });
@@ -252,67 +252,57 @@ forEachNvim((bin) => {
       await waitState('idle');
       await e.t.waitFor(async () => (await e.t.chatLines()).includes('Done one.'), 'the reply');
       await e.t.waitFor(() => e.t.lua<boolean>("local hl = vim.treesitter.highlighter.active[require('caboose.chat').buf()]; return hl ~= nil and not hl.parsing"), 'the chat highlighted');
-      // Records every C parse call of the transcript's parser: its timeout (ns), while _G.spy is on.
+      // Records the C parse calls of the transcript's parser (their timeouts, ns) from a frame of at least
+      // 4 KB on, until the boundary moves (a re-parse of its own, later); and how many of them ran inside
+      // that frame's append and a redraw right after it (the frame's own turn of the main loop).
       await e.t.lua(`
-        _G.parses = {}
+        _G.parses, _G.in_turn = {}, {}
         vim.treesitter.language.add('markdown')
         local mt = getmetatable(vim._create_ts_parser('markdown'))
         local orig = mt.__index.parse
         mt.__index.parse = function(self, tree, src, incl, timeout)
           if _G.spy and src == require('caboose.chat').buf() then table.insert(_G.parses, timeout or 0) end
           return orig(self, tree, src, incl, timeout)
+        end
+        local T = require('caboose.chat.transcript')
+        local append = T.append
+        T.append = function(text)
+          local big = text ~= nil and #text >= 4096
+          _G.spy = _G.spy or big
+          local before = #_G.parses
+          append(text)
+          if big then
+            vim.cmd('redraw')
+            table.insert(_G.in_turn, #_G.parses - before)
+          end
+        end
+        local root = vim.treesitter.highlighter.active[require('caboose.chat').buf()].tree
+        local set = root.set_included_regions
+        root.set_included_regions = function(...)
+          _G.spy = false
+          return set(...)
         end`);
-      // A burst's frame: ~40 KB appended at once, ending with highlighted markdown in view.
-      const inTurn = await e.t.lua<number>(`
-        _G.spy = true
-        require('caboose.chat').append(...)
-        vim.cmd('redraw')
-        return #_G.parses`, ['\n\n' + fill() + '## Last\n\nSome **bold** text and `code`:\n\n```lua\nlocal x = 1\n```\n']);
+      // The next reply in one chunk (a burst's frame: ~40 KB at once), ending with highlighted markdown in view.
+      const big = 'Here it is.\n\n' + fill() + '## Last\n\nSome **bold** text and `code`:\n\n```lua\nlocal x = 1\n```\n\nDone two.';
+      e.fake.script({ text: big, chunks: [big] });
+      await e.t.cmd('Caboose second');
+      await waitState('idle');
+      await e.t.waitFor(async () => (await e.t.chatLines()).includes('Done two.'), 'the big reply');
       const done = () => e.t.lua<boolean>("local buf = require('caboose.chat').buf(); local hl = vim.treesitter.highlighter.active[buf]; return hl ~= nil and not hl.parsing and hl.tree:is_valid(true)");
-      await e.t.waitFor(done, 'the append parsed', 10_000);
+      await e.t.waitFor(done, 'the frame parsed', 10_000);
       await sleep(50); // the redraw with the new trees (a turn of its own)
-      const timeouts = await e.t.lua<number[]>('_G.spy = false; return _G.parses');
+      const r = await e.t.lua<{ timeouts: number[]; inTurn: number[] }>('return { timeouts = _G.parses, inTurn = _G.in_turn }');
       // What the window shows now, cell by cell, against a redraw from scratch with the same trees.
       const SCREEN = "vim.cmd('redraw'); local out = {}; for r = 1, vim.o.lines - 2 do local row = {}; for c = 1, vim.o.columns do row[#row + 1] = vim.fn.screenattr(r, c) end; out[#out + 1] = table.concat(row, ',') end; return out";
       const shown = await e.t.lua<string[]>(SCREEN);
       const fresh = await e.t.lua<string[]>("vim.g._ts_force_sync_parsing = true; vim.cmd('redraw!'); " + SCREEN.replace("vim.cmd('redraw'); ", ''));
       assert.deepEqual(shown, fresh, 'the chat shows the highlighting of its new trees');
-      assert.ok(timeouts.length > 0, 'the append was parsed');
+      assert.ok(r.inTurn.length >= 1, 'a frame of at least 4 KB');
+      assert.ok(r.timeouts.length > 0, 'the frame was parsed');
       if (split) {
-        assert.equal(inTurn, 0, 'no parse in the turn of the append and its redraw');
-        assert.ok(timeouts.every((t) => t > 0 && t <= 1_500_000), `every parse call a slice of at most 1.5 ms: ${JSON.stringify(timeouts)}`);
+        assert.deepEqual(r.inTurn, r.inTurn.map(() => 0), 'no parse in the turn of a big frame and its redraw');
+        assert.ok(r.timeouts.every((t) => t > 0 && t <= 1_500_000), `every parse call a slice of at most 1.5 ms: ${JSON.stringify(r.timeouts)}`);
       }
-    });
-
-    it('the settled part is re-parsed in short slices when the boundary moves', async () => {
-      if (!split) return; // no settled and live parts before Neovim 0.12
-      await e.start({ initLua: SETUP });
-      await e.t.nvim.uiAttach(100, 40, { ext_linegrid: true, rgb: true });
-      // Every C parse of the settled part (its parser's included range: from row 0 to a row before the end)
-      // with its timeout (ns).
-      await e.t.lua(`
-        _G.settled_parses = {}
-        vim.treesitter.language.add('markdown')
-        local mt = getmetatable(vim._create_ts_parser('markdown'))
-        local orig = mt.__index.parse
-        mt.__index.parse = function(self, tree, src, incl, timeout)
-          local r = self:included_ranges()
-          if src == require('caboose.chat').buf() and #r == 1 and r[1][1] == 0 and r[1][3] > 0 and r[1][3] < vim.api.nvim_buf_line_count(src) - 1 then
-            table.insert(_G.settled_parses, timeout or 0)
-          end
-          return orig(self, tree, src, incl, timeout)
-        end`);
-      await e.t.cmd('CabooseNew');
-      await e.t.lua("require('caboose.chat').append(...)", [fill()]);
-      e.fake.script({ text: REPLY });
-      await e.t.cmd('Caboose first');
-      await waitState('idle');
-      await e.t.waitFor(async () => (await e.t.chatLines()).includes('Done one.'), 'the reply');
-      const plan = (await e.t.chatLines()).lastIndexOf('## Plan');
-      await e.t.waitFor(async () => (await liveStart()) === plan, `the live part starting at "## Plan" (row ${plan})`);
-      const timeouts = await e.t.lua<number[]>('return _G.settled_parses');
-      assert.ok(timeouts.length > 0, 'the settled part re-parsed');
-      assert.ok(timeouts.every((t) => t > 0 && t <= 1_500_000), `every parse call a slice of at most 1.5 ms: ${JSON.stringify(timeouts)}`);
     });
 
     it('without an HTML parser, inline markdown is not scanned whole for injections at every parse', async () => {

@@ -304,8 +304,7 @@ H.settle = function(buf)
   if held then
     hl.parsing = true
   end
-  local range = { { 0, 0, 1, 0 }, { erow - 1, 0, erow, 0 } }
-  local function parsed()
+  parser:parse({ { 0, 0, 1, 0 }, { erow - 1, 0, erow, 0 } }, function()
     if held and vim.treesitter.highlighter.active[buf] == hl then
       hl.parsing = false
       -- Redrawn now: the highlighter's state for the window then holds the new trees, not the replaced
@@ -315,16 +314,7 @@ H.settle = function(buf)
       end
     end
     M.collect_when_quiet()
-  end
-  if held and type(parser._parse) == 'function' then
-    -- In the short slices of a big append's parse (the settled part's re-parse is 50–65 ms of CPU in a
-    -- ~100k-token chat, and Neovim's 3 ms steps ran two to a turn of the main loop).
-    H.parse_sliced(buf, hl, function()
-      return range
-    end, parsed)
-  else
-    parser:parse(range, parsed)
-  end
+  end)
 end
 
 -- A big append's parse, in short slices of later turns -------------------------------------------------
@@ -338,7 +328,12 @@ end
 --- and runs from the next turn on in H.SLICE_NS slices; when it ends the chat is redrawn with the new
 --- trees, in a turn of its own. The highlighting it ends with is the same: the same parse of the same
 --- ranges (the windows' visible rows, as the highlighter's own), only cut into shorter pieces.
---- Smaller appends keep Neovim's own path (their parse usually ends inside the first slice, in one redraw).
+--- Smaller appends keep Neovim's own path (their parse usually ends inside the first slice, in one redraw),
+--- and so do big appends outside a reply (caboose.chat.transcript calls this for a reply's frames only):
+--- when a whole ~400 KB transcript appended at once was parsed from scratch in these slices, in 7 of 136
+--- bench runs its tree outlived the quiet collection after the boundary move (cause not found) and the
+--- collector freed it (20–40 ms, one C call) in the middle of the next reply; with Neovim's own parse of
+--- such an append, never (0 of 76 runs), nor with this path for the reply's frames only (0 of 60).
 H.DEFER_BYTES = 4096
 H.SLICE_NS = 1500000
 
@@ -356,7 +351,7 @@ H.visible_ranges = function(buf)
   return ranges
 end
 
---- Called after `bytes` were appended to the transcript `buf` (Neovim 0.12: its highlighter's `parsing`
+--- Called after a reply's frame of `bytes` was appended to the transcript `buf` (Neovim 0.12: its highlighter's `parsing`
 --- flag is a boolean and the parser has its coroutine-driven `_parse`). Returns whether the parse was held.
 M.parse_later = function(buf, bytes)
   if bytes < H.DEFER_BYTES then
