@@ -13,7 +13,10 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 
 const root = path.resolve(__dirname, '..');
-const bundle = path.join(root, 'dist', 'host.bundle.js');
+// The first-request bundle (issue 24, fifth round) when it is built: it sends the first request; the host's
+// bundle loads after it.
+const first = path.join(root, 'dist', 'host-first.bundle.js');
+const bundle = process.env.BENCH_MODULE_BUNDLE === 'host' || !fs.existsSync(first) ? path.join(root, 'dist', 'host.bundle.js') : first;
 const runs = Number(process.argv[2] ?? 3);
 const out = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-module-cpu-'));
 
@@ -32,7 +35,7 @@ const ESM_TIMED = '    return fn && (res = ((n, f) => __MT(n, () => (0, f)()))(_
 try {
   execFileSync(process.execPath, [path.join(root, 'scripts', 'bundle-host.mjs')], { env: { ...process.env, CABOOSE_BUNDLE_MINIFY: '0' }, stdio: 'inherit' });
   const src = fs.readFileSync(bundle, 'utf8');
-  if (!src.includes(CJS) || !src.includes(ESM)) throw new Error("module-cpu: esbuild's __commonJS / __esm helpers changed; update this script");
+  if (!src.includes(CJS) || (bundle !== first && !src.includes(ESM))) throw new Error("module-cpu: esbuild's __commonJS / __esm helpers changed; update this script");
   fs.writeFileSync(bundle, src.replace(CJS, CJS_TIMED).replace(ESM, ESM_TIMED));
   execFileSync(process.execPath, ['--import', 'tsx', path.join(__dirname, 'cold-timeline.ts'), String(runs)], { stdio: 'ignore', cwd: root });
   const files = fs.readdirSync(out).filter((f) => f.endsWith('.json')).sort((a, b) => fs.statSync(path.join(out, a)).mtimeMs - fs.statSync(path.join(out, b)).mtimeMs).slice(1); // the first run fills the code cache
@@ -48,6 +51,9 @@ try {
     const total = mods.reduce((s, [, , self]) => s + self, 0);
     console.log(`run ${f}: ${mods.length} modules evaluated before the request, ${total.toFixed(1)} ms of CPU (self)`);
     for (const [k, [ms, n]] of [...by].sort((a, b) => b[1][0] - a[1][0]).slice(0, 15)) console.log(`  ${ms.toFixed(2).padStart(6)} ms  ${String(n).padStart(4)} modules  ${k}`);
+    // BENCH_MODULE_TOP=n: the n modules with the most self CPU.
+    const top = Number(process.env.BENCH_MODULE_TOP ?? 0);
+    if (top > 0) for (const [name, incl, self] of [...mods].sort((a, b) => b[2] - a[2]).slice(0, top)) console.log(`    ${self.toFixed(2).padStart(6)} ms self, ${incl.toFixed(2).padStart(6)} incl.  ${name}`);
   }
   console.log(`Machine load (/proc/loadavg) ${fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
 } finally {

@@ -4,7 +4,8 @@
 // module is replaced by ours (src/host/client-logger.ts), which keeps winston out of the host.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { build } from 'esbuild';
 import { zodLocales } from './zod-locales-plugin.mjs';
 
@@ -43,6 +44,21 @@ const sdkGlobals = {
   },
 };
 
+const common = {
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  target: 'node20',
+  external: ['better-sqlite3'],
+  minify: process.env.CABOOSE_BUNDLE_MINIFY !== "0",
+  sourcemap: 'linked',
+  legalComments: 'linked',
+  logLevel: 'warning',
+  // main.ts resolves node-client's logger only when it is not bundled.
+  logOverride: { 'require-resolve-not-external': 'silent' },
+  plugins: [clientLogger, sdkGlobals, zodLocales],
+};
+
 await build({
   entryPoints: [path.join(root, 'dist', 'host', 'main.js')],
   outfile: path.join(root, 'dist', 'host.bundle.js'),
@@ -72,3 +88,34 @@ if (process.env.CABOOSE_BUNDLE_MINIFY !== '0') {
 }
 // A new SDK that moved these modules would silently load undici again: the build says so instead.
 if (['client', 'headers', 'log'].some((f) => !patched.has(f))) throw new Error(`bundle-host: the openai SDK modules given lite Headers/FormData were not all found (patched: ${[...patched].join(', ')})`);
+
+// The first-request bundle (src/host/first-main.ts, issue 24): what a cold start needs to answer host.init
+// and send the first message's model request before the rest of the host (the bundle above) loads. The
+// tool list that request sends is generated here from the tools' definitions (src/host/first-tools-gen.ts)
+// and built into it; dist/first-tools.json keeps a copy for test/unit/first-tools.test.ts.
+const require = createRequire(import.meta.url);
+const { generateFirstTools } = require(path.join(root, 'dist', 'host', 'first-tools-gen.js'));
+const firstTools = JSON.stringify(generateFirstTools());
+await writeFile(path.join(root, 'dist', 'first-tools.json'), firstTools);
+patched.clear();
+// zod's locale index (`z.locales`, ~320 KB of the ~50 languages) is not read by the first-request bundle (its
+// messages are zod's English, which zod's entry loads by itself): an empty, frozen index there.
+const noZodLocales = {
+  name: 'caboose-first-no-zod-locales',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]zod[\\/]v4[\\/]locales[\\/]index\.cjs$/ }, () => ({ contents: 'module.exports = Object.freeze({});', loader: 'js' }));
+  },
+};
+await build({
+  ...common,
+  plugins: [clientLogger, sdkGlobals, noZodLocales],
+  entryPoints: [path.join(root, 'dist', 'host', 'first-main.js')],
+  outfile: path.join(root, 'dist', 'host-first.bundle.js'),
+  define: { __CABOOSE_BUNDLED__: 'true', __CABOOSE_FIRST_TOOLS__: JSON.stringify(firstTools) },
+});
+if (['client', 'headers', 'log'].some((f) => !patched.has(f))) throw new Error(`bundle-host: the first-request bundle's openai SDK modules were not all given lite Headers/FormData (patched: ${[...patched].join(', ')})`);
+if (process.env.CABOOSE_BUNDLE_MINIFY !== '0') {
+  const out = await readFile(path.join(root, 'dist', 'host-first.bundle.js'), 'utf8');
+  const at = out.search(/[^\x00-\x7f]/);
+  if (at >= 0) throw new Error(`bundle-host: dist/host-first.bundle.js is not ASCII at ${at}`);
+}

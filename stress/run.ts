@@ -17,6 +17,7 @@ import { run as writers } from './writers';
 import { run as kills } from './kills';
 import { run as tamper } from './tamper';
 import { run as trashLarge } from './trash-large';
+import { run as switchKill } from './switch-kill';
 
 const SUITES: Record<string, () => Promise<SuiteReport>> = {
   paths,
@@ -32,6 +33,7 @@ const SUITES: Record<string, () => Promise<SuiteReport>> = {
   kills,
   tamper,
   'trash-large': trashLarge,
+  'switch-kill': switchKill,
 };
 
 async function main(): Promise<void> {

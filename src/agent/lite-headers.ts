@@ -8,15 +8,17 @@
  * those SDK modules this class instead, and node-fetch.ts uses it for what it sends and receives.
  *
  * Same behaviour as the Fetch standard's Headers for what is implemented: names are case-insensitive and
- * must be HTTP tokens, values are trimmed of HTTP whitespace and must not hold NUL, CR or LF (a TypeError
+ * must be HTTP tokens, values are trimmed of HTTP whitespace and must not hold NUL, CR, LF or a character above U+00FF (a TypeError
  * otherwise, as with Node's Headers), repeated names are combined with ", " (Set-Cookie kept apart, see
  * getSetCookie), iteration is sorted by lower-case name. test/unit/lite-headers.test.ts compares it with
  * Node's Headers operation by operation.
  */
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+// NUL, CR, LF (header injection), and anything that is not a byte (WebIDL ByteString: a key pasted with a
+// zero-width space is refused here, as Node's Headers does, not half-way down in node:http).
 // eslint-disable-next-line no-control-regex
-const BAD_VALUE = /[\0\r\n]/;
+const BAD_VALUE = /[\0\r\n\u0100-\uffff]/;
 const HTTP_WS = /^[\t\n\r ]+|[\t\n\r ]+$/g;
 
 export type LiteHeadersInit = Iterable<readonly [string, string] | readonly string[]> | Record<string, string> | LiteHeaders | null | undefined;
@@ -28,6 +30,7 @@ function name(n: unknown): string {
 }
 
 function value(v: unknown, n: string): string {
+  if (typeof v === 'symbol') throw new TypeError(`Headers: invalid value for header "${n}"`);
   const s = String(v).replace(HTTP_WS, '');
   if (BAD_VALUE.test(s)) throw new TypeError(`Headers: invalid value for header "${n}"`);
   return s;

@@ -50,6 +50,16 @@ export interface ProviderConfig {
 
 export type ChatMessage = ChatCompletionMessageParam;
 
+/** A streamed Chat Completions request body (OpenAIProvider.requestBody). */
+export type ChatRequestBody = {
+  model: string;
+  messages: ChatCompletionMessageParam[];
+  stream: true;
+  stream_options: { include_usage: boolean };
+  tools?: ChatCompletionTool[];
+  max_tokens?: number;
+} & Record<string, unknown>;
+
 /** A tool as the model sees it (ToolSpec from src/tools/tool.ts is compatible). */
 export interface ModelTool {
   name: string;
@@ -198,6 +208,27 @@ export class OpenAIProvider implements ModelClient {
     }
   }
 
+  /**
+   * The JSON body of `req`'s HTTP request, as `stream` sends it (the first-request path, first-request.ts,
+   * compares the body it sent before the session loaded with this one).
+   */
+  requestBody(req: Pick<ModelRequest, 'messages' | 'tools' | 'maxTokens' | 'extraBody'>): ChatRequestBody {
+    const tools: ChatCompletionTool[] | undefined = req.tools?.length
+      ? req.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }))
+      : undefined;
+    const maxTokens = req.maxTokens ?? this.config.maxTokens;
+    return {
+      model: this.config.model,
+      messages: toWireMessages(req.messages, this.config.model),
+      stream: true as const,
+      stream_options: { include_usage: true },
+      ...(tools ? { tools } : {}),
+      ...(maxTokens && !unsupportedFor(this.config).has('max_tokens') ? { max_tokens: maxTokens } : {}),
+      ...this.sentOptions(),
+      ...(req.extraBody ?? {}),
+    };
+  }
+
   /** The per-model option (or max_tokens) a rejection names, when it is one this request sent. */
   private rejectedOption(e: ProviderError, req: ModelRequest): string | undefined {
     const sent = [...Object.keys(this.sentOptions()), ...((req.maxTokens ?? this.config.maxTokens) && !unsupportedFor(this.config).has('max_tokens') ? ['max_tokens'] : [])];
@@ -236,20 +267,7 @@ export class OpenAIProvider implements ModelClient {
     let clean = false;
     let streamError: StreamErrorInfo | undefined;
     try {
-      const tools: ChatCompletionTool[] | undefined = req.tools?.length
-        ? req.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }))
-        : undefined;
-      const maxTokens = req.maxTokens ?? this.config.maxTokens;
-      const body = {
-        model: this.config.model,
-        messages: toWireMessages(req.messages, this.config.model),
-        stream: true as const,
-        stream_options: { include_usage: true },
-        ...(tools ? { tools } : {}),
-        ...(maxTokens && !unsupportedFor(this.config).has('max_tokens') ? { max_tokens: maxTokens } : {}),
-        ...this.sentOptions(),
-        ...(req.extraBody ?? {}),
-      };
+      const body = this.requestBody(req);
       exchange = {
         url: `${this.config.baseURL}/chat/completions`,
         model: this.config.model,

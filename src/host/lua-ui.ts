@@ -20,6 +20,12 @@ export function stripNulls(value: unknown): unknown {
   return value;
 }
 
+/** An event as a LuaUi was asked to emit it (before frames and scope tags). */
+export interface ShownEvent {
+  name: string;
+  payload: Record<string, unknown>;
+}
+
 const DISPATCH = "return require('caboose.rpc').on_event(...)";
 
 /**
@@ -82,8 +88,28 @@ export class LuaUi {
     }
   }
 
+  /**
+   * Events the chat was already sent (the host's first-request path showed the first reply before this
+   * session existed, first-request.ts): this session's own emissions of them, in the same order, are not
+   * sent a second time. Each is dropped when it equals the next one still expected; others go through.
+   */
+  skipShown(events: readonly ShownEvent[]): void {
+    this.shown = events.map((e) => ({ name: e.name, json: JSON.stringify(e.payload) }));
+  }
+
+  /** Events the chat was sent that this session has not emitted yet (skipShown). */
+  get unmatchedShown(): number {
+    return this.shown.length;
+  }
+
+  private shown: { name: string; json: string }[] = [];
+
   emit(name: string, payload: Record<string, unknown> = {}): void {
     if (this.closed) return;
+    if (this.shown.length > 0 && this.shown[0].name === name && this.shown[0].json === JSON.stringify(payload)) {
+      this.shown.shift();
+      return;
+    }
     if (name === DELTA_EVENT && typeof payload.text === 'string') {
       const f = this.frames;
       if (f.owner !== this) this.flush();

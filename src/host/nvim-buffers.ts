@@ -83,7 +83,15 @@ export class NvimBufferBridge implements BufferBridge {
       if (op.bom !== undefined) w.bom = op.bom;
       if (op.sizeChanged) w.size_changed = true;
       if (op.returnBytes) w.return_bytes = true;
-      if (op.file) w.file = { ino: op.file.ino, size: op.file.size, mtime_sec: op.file.mtimeSec, mtime_nsec: op.file.mtimeNsec };
+      if (op.file) {
+        w.file = {
+          ino: op.file.ino,
+          size: op.file.size,
+          mtime_sec: op.file.mtimeSec,
+          mtime_nsec: op.file.mtimeNsec,
+          ...(op.file.ctimeSec !== undefined ? { ctime_sec: op.file.ctimeSec, ctime_nsec: op.file.ctimeNsec } : {}),
+        };
+      }
       return w;
     });
     const raw = await this.nvim.lua<RawOpResult[]>(UPDATE, [wire]);

@@ -1,3 +1,6 @@
+/** The host's version (ping, host.init's answer, MCP's client info). */
+export const HOST_VERSION = '0.1.0';
+
 // Method and event names without zod, so the host answers its first request before loading schemas.
 
 /** RPC method names (Lua → host). Lua's `lua/caboose/rpc.lua` uses the same strings; a test checks both sides. */

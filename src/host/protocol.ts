@@ -1,109 +1,20 @@
 import { z } from 'zod';
 import { PERMISSION_MODES } from '../tools/permissions';
-import { isValidRulesPattern } from '../workspace/rules';
 import { McpConfigSchema } from '../mcp/config';
-import { AcpConfigSchema } from '../acp/config';
-import { SandboxConfigSchema } from '../workspace/sandbox/policy';
+import { hostConfigFieldsAfterMcp, hostConfigFieldsBeforeMcp, initParamsFields } from './protocol-config';
+
+export { ProviderConfigSchema, ModelOptionsSchema, NamedProviderSchema, RulesConfigSchema, ContextItemParams, SendParams } from './protocol-config';
 
 export { METHODS, EVENTS } from './protocol-names';
 
 
-const optStr = z.string().optional().nullable();
-
-export const ProviderConfigSchema = z
-  .object({
-    base_url: optStr,
-    api_key: optStr,
-    api_key_cmd: z.union([z.string(), z.array(z.string())]).optional().nullable(),
-    model: optStr,
-    max_tokens: z.number().int().positive().optional().nullable(),
-    context_window: z.number().int().positive().optional().nullable(),
-    headers: z.record(z.string(), z.string()).optional().nullable(),
-    timeout_ms: z.number().int().positive().optional().nullable(),
-    max_retries: z.number().int().min(0).optional().nullable(),
-    retry_base_delay_ms: z.number().int().min(0).optional().nullable(),
-    media: z.array(z.enum(['image', 'audio'])).optional().nullable(),
-    /** false: the model cannot read images; images the user attaches are not sent (the text is). */
-    vision: z.boolean().optional().nullable(),
-  })
-  .partial();
-
-/**
- * Per-model settings: its context window, and options sent only to it (`reasoning_effort`, `temperature`,
- * `max_tokens`, or any other top-level request field).
- */
-export const ModelOptionsSchema = z
-  .object({
-    context_window: z.number().int().positive().optional().nullable(),
-    max_tokens: z.number().int().positive().optional().nullable(),
-    reasoning_effort: z.string().optional().nullable(),
-    temperature: z.number().min(0).max(2).optional().nullable(),
-    /** false: this model cannot read images (kept here, never sent as a request field). */
-    vision: z.boolean().optional().nullable(),
-  })
-  .catchall(z.union([z.string(), z.number(), z.boolean(), z.null()]));
-
-/** A named provider (issue 21): the single provider's fields, its env key source and its models. */
-export const NamedProviderSchema = ProviderConfigSchema.extend({
-  /** Name of an environment variable holding the key. */
-  api_key_env: optStr,
-  /** Models offered in the picker besides the server's list: names, or names → their options. */
-  models: z.union([z.array(z.string()), z.record(z.string(), ModelOptionsSchema)]).optional().nullable(),
-}).partial();
-
-/** `false` turns project rules off; each key left out keeps its default (src/workspace/rules.ts). */
-export const RulesConfigSchema = z.union([
-  z.literal(false),
-  z
-    .object({
-      files: z.array(z.string().refine(isValidRulesPattern, 'a name or glob relative to the folder searched (no leading "/", no "..")')).max(100),
-      max_bytes_per_file: z.number().int().positive(),
-      max_total_bytes: z.number().int().positive(),
-    })
-    .partial(),
-]);
-
 export const HostConfigSchema = z
-  .object({
-    /** The single-table form, or the name of the default provider among `providers`. */
-    provider: z.union([z.string().min(1), ProviderConfigSchema]).optional(),
-    providers: z.record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/), NamedProviderSchema).optional().nullable(),
-    mode: z.enum(PERMISSION_MODES).optional(),
-    step_limit: z.number().int().positive().optional(),
-    max_queue: z.number().int().min(0).optional(),
-    unsaved_buffers: z.enum(['edit_buffer', 'refuse']).optional(),
-    allow_readonly_writes: z.boolean().optional(),
-    hard_links: z.enum(['refuse', 'in_place']).optional(),
-    deny_globs: z.array(z.string()).optional(),
-    secret_globs: z.array(z.string()).optional(),
-    trash_retention_days: z.number().positive().optional(),
-    bash_timeout_ms: z.number().int().positive().optional(),
-    fetch_allow_hosts: z.array(z.string()).optional(),
-    web_search: z.object({ searxng_url: z.string() }).optional().nullable(),
-    system_prompt: z.string().optional().nullable(),
-    rules: RulesConfigSchema.optional().nullable(),
-    diagnostics: z
-      .object({ enabled: z.boolean(), wait_ms: z.number().positive(), settle_ms: z.number().min(0) })
-      .partial()
-      .optional(),
-    mcp: McpConfigSchema.optional().nullable(),
-    acp: AcpConfigSchema.optional().nullable(),
-    sandbox: SandboxConfigSchema.optional().nullable(),
-  })
+  .object({ ...hostConfigFieldsBeforeMcp, mcp: McpConfigSchema.optional().nullable(), ...hostConfigFieldsAfterMcp })
   .partial();
 
 export type HostConfig = z.infer<typeof HostConfigSchema>;
 
-export const InitParams = z.object({
-  config: HostConfigSchema.default({}),
-  cwd: z.string().min(1),
-  data_dir: z.string().min(1),
-  log_file: z.string().optional().nullable(),
-  log_level: z.enum(['debug', 'info', 'warn', 'error', 'off']).optional(),
-  nvim_version: z.string().optional(),
-  /** Neovim's OPENAI_API_KEY: sent here, never through the host's environment (issue 18, item 12). */
-  env_api_key: z.string().optional().nullable(),
-});
+export const InitParams = z.object(initParamsFields(HostConfigSchema.default({})));
 
 /** :checkhealth caboose: `cwd` is Neovim's current directory (the rules a new conversation there would read). */
 export const HealthParams = z.object({ cwd: z.string().min(1).optional().nullable() });
@@ -129,20 +40,6 @@ export const SessionForkParams = z.object({
 export const SessionRenameParams = z.object({ title: z.string().min(1).max(1000) });
 export const SessionDeleteParams = z.object({ id: z.string().min(1).max(200), scope: Scope });
 export const ResetParams = z.object({ cwd: z.string().min(1).optional(), scope: Scope });
-const n = z.number().int().positive().optional().nullable();
-export const ContextItemParams = z.object({
-  kind: z.enum(['buffer', 'selection', 'file', 'attachment', 'fetch', 'image']),
-  url: z.string().max(8192).optional().nullable(),
-  path: z.string().default(''),
-  /** What the chat label names (`#buffers`, `#diagnostics`, `/file`, …); the kind's own tag without it. */
-  name: z.string().max(200).optional().nullable(),
-  filetype: z.string().optional().nullable(),
-  text: z.string().max(4_000_000).optional().nullable(),
-  start_line: n,
-  end_line: n,
-  modified: z.boolean().optional().nullable(),
-});
-export const SendParams = z.object({ text: z.string().min(1), context: z.array(ContextItemParams).max(50).optional().nullable() });
 /** :CabooseAgent: `name` an `acp.agents` entry or 'caboose' (the built-in agent); `new_chat` always starts a new chat. */
 export const AgentSelectParams = z.object({ name: z.string().min(1).max(64), new_chat: z.boolean().optional().nullable(), scope: Scope });
 export const SetModeParams = z.object({ mode: z.enum(PERMISSION_MODES) });

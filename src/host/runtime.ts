@@ -37,6 +37,8 @@ import { ToolLines } from './session-parts/tool-lines';
 import { addSessionTools } from './session-parts/tool-set';
 import { UsageMeter } from './session-parts/usage-meter';
 import { debugView } from './debug-view';
+import { withPrefetched, type PrefetchedReply } from '../agent/prefetched';
+import type { RulesSnapshot } from '../workspace/rules';
 
 export interface SessionRuntime {
   session: ChatSession;
@@ -106,6 +108,12 @@ export interface RuntimeOptions {
   mcp?: McpPool | null;
   /** What the winbar calls the model (`provider/model` with named providers). Default: the model. */
   modelLabel?: string;
+  /**
+   * The first message's model request, sent by the host's first-request path before this session existed
+   * (first-request.ts): its reply is taken over by the first request whose body is the one sent, and the
+   * project rules it was built with are this conversation's.
+   */
+  first?: { reply: PrefetchedReply; rules: RulesSnapshot | null };
 }
 
 /**
@@ -115,7 +123,23 @@ export interface RuntimeOptions {
  */
 export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRuntime> {
   const { config, session, ui, log, cwd } = o;
-  const chat = new ChatModel(config, o.provider, o.modelLabel ?? o.provider.model);
+  const first = o.first;
+  const chat = new ChatModel(
+    config,
+    o.provider,
+    o.modelLabel ?? o.provider.model,
+    first
+      ? (client) =>
+          withPrefetched(client, first.reply, (sent, wanted) => {
+            // Not expected (the same inputs build the same body): the reply shown so far is not this session's.
+            let at = 0;
+            while (at < sent.length && sent[at] === wanted[at]) at++;
+            log.error('first request: the session built a different request than the one sent early; sending its own (they differ at byte %d: sent …%s… wanted …%s…)', at, sent.slice(Math.max(0, at - 80), at + 80), wanted.slice(Math.max(0, at - 80), at + 80));
+            if (process.env.CABOOSE_FIRST_DEBUG) require('node:fs').writeFileSync(process.env.CABOOSE_FIRST_DEBUG, `${sent}\n${wanted}\n`);
+            notice('the reply shown so far came from a request that differed from this session\'s: asking again');
+          })
+      : undefined,
+  );
   const ws = openSessionWorkspace({ config, cwd, dataDir: o.dataDir, sessionId: session.id, model: o.provider.model, ui, log });
   const sessions = ws.workspace.store.sessions;
   const closing = new AbortController();
@@ -144,7 +168,17 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
   const toolLines = new ToolLines({ ui, sandbox, recordView: (id, view) => recorder.toolView(id, view), notice });
   // AGENTS.md and the like: fixed at the first message (a reopened session keeps the ones it started with).
   const stored = o.resume ? sessions.latest(session.id, 'rules')?.message : undefined;
-  const rules = new ConversationRules({ options: rulesOptions(config), cwd, ui, log, stored, record: (snap, lines) => recorder.rules(snap, lines) });
+  const firstRules = first?.rules;
+  const rules = new ConversationRules({
+    options: rulesOptions(config),
+    cwd,
+    ui,
+    log,
+    stored,
+    record: (snap, lines) => recorder.rules(snap, lines),
+    // The files as the first request read them, after the message arrived (what freeze() would see).
+    ...(firstRules ? { load: () => Promise.resolve(firstRules) } : {}),
+  });
   const projectRules = () => rules.prompt();
   // Subagents: `agent` children run in the session's mode and share its approvals and "always" grants.
   const grants = new Set<string>();

@@ -9,7 +9,9 @@ import type { z } from 'zod';
 import type { HostConfig } from './protocol';
 import { CALL_NOTIFICATION, EVENTS, METHODS } from './protocol-names';
 import type { Logger } from './logger';
-import type { LuaUi } from './lua-ui';
+import type { LuaUi, ShownEvent } from './lua-ui';
+import type { PrefetchedReply } from '../agent/prefetched';
+import type { RulesSnapshot } from '../workspace/rules';
 import type { SessionRuntime } from './runtime';
 import type { McpPool } from '../mcp/client-pool';
 import { createMcpPool, mcpView } from './mcp-setup';
@@ -20,7 +22,8 @@ import { ModelChoice } from './model-choice';
 /* eslint-disable @typescript-eslint/no-require-imports */
 const protocol = () => require('./protocol') as typeof import('./protocol');
 
-export const HOST_VERSION = '0.1.0';
+export { HOST_VERSION } from './protocol-names';
+import { HOST_VERSION } from './protocol-names';
 /** How long reopening or deleting a session the chat just left waits for it to wind down, at most. */
 const LEFT_WAIT_MS = 5000;
 /** Rows :CabooseAudit shows without a count. */
@@ -32,6 +35,18 @@ export class HostError extends Error {}
 export function errorMessage(err: unknown): string {
   if (err instanceof HostError) return err.message;
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+}
+
+/** What the first-request path hands over (see HostServer.adoptFirst). */
+export interface FirstStart {
+  sessionId: string;
+  /** The events the chat was sent for it, in order (the session's own emissions of them are dropped). */
+  shown: ShownEvent[];
+  reply: PrefetchedReply;
+  /** The project rules the request was built with (null: rules off). */
+  rules: RulesSnapshot | null;
+  /** The session could not be started: the chat is told the reply stopped (the error itself goes as now). */
+  failed(err: unknown): void;
 }
 
 interface InitState {
@@ -70,6 +85,8 @@ export class HostServer {
   private order: Promise<unknown> = Promise.resolve();
   /** Replaced runtimes still winding down, by session id: settles when that one's store is closed. */
   private readonly leaving = new Map<string, Promise<void>>();
+  /** The first message's request, sent before this server existed (first-request.ts): for the first session. */
+  private first: FirstStart | null = null;
 
   constructor(
     private readonly ui: LuaUi,
@@ -380,6 +397,15 @@ export class HostServer {
     );
   }
 
+  /**
+   * The host's first-request path (first-request.ts) already sent the first message's model request and
+   * showed the chat what `first.shown` lists: the session started next (the first, a new one) takes that
+   * request's reply over, with that session id and those project rules, and does not show those events again.
+   */
+  adoptFirst(first: FirstStart): void {
+    this.first = first;
+  }
+
   /** The host exits: the session's store is closed now (its work in flight ends with the process). */
   dispose(): void {
     void this.runtime?.dispose(true);
@@ -407,6 +433,9 @@ export class HostServer {
     this.init = { config: p.config, cwd: p.cwd, dataDir: p.data_dir, nvimVersion: p.nvim_version };
     if (p.env_api_key) (require('./provider-config') as typeof import('./provider-config')).setEditorApiKey(p.env_api_key);
     this.log.info('init cwd=%s data=%s nvim=%s', p.cwd, p.data_dir, p.nvim_version ?? '?');
+    // The next start loads the first-request bundle first, or the host at once (first-eligibility.ts).
+    const { configBlocker, rememberFirstOff } = require('./first-eligibility') as typeof import('./first-eligibility');
+    rememberFirstOff(configBlocker(p.config));
     // The sandbox's trial run (a child process: 10–50 ms of fork, exec and namespaces) starts now, beside the
     // session's loading; the first request's tool definitions wait for its answer (runtime.ts).
     // With an answer remembered from an earlier host (sandbox.ts, TRIAL_FILE) the trial waits until the first
@@ -612,13 +641,34 @@ export class HostServer {
         }
         const { createSessionRuntime } = require('./runtime') as typeof import('./runtime');
         const { modelLabel } = require('./provider-config') as typeof import('./provider-config');
-        const provider = await this.models.forNewSession();
-        // The session's own view of the UI: closed when it is replaced (see LuaUi.scope).
-        const ui = (this.runtimeUi = this.ui.scope(this.scopeTag));
-        const session = new ChatSession(ui, this.log, resumeId);
-        const rt = await createSessionRuntime({ ...init, provider, modelLabel: modelLabel(init.config, provider), session, ui, log: this.log, resume: resumeId !== undefined, mcp: this.mcpPool() });
-        this.runtime = rt;
-        return rt;
+        // The first-request path's request belongs to the first session only (a new one, built-in agent).
+        const first = resumeId === undefined ? this.first : null;
+        this.first = null;
+        try {
+          const provider = await this.models.forNewSession();
+          // The session's own view of the UI: closed when it is replaced (see LuaUi.scope).
+          const ui = (this.runtimeUi = this.ui.scope(this.scopeTag));
+          if (first) ui.skipShown(first.shown);
+          const session = new ChatSession(ui, this.log, resumeId ?? first?.sessionId);
+          const rt = await createSessionRuntime({
+            ...init,
+            provider,
+            modelLabel: modelLabel(init.config, provider),
+            session,
+            ui,
+            log: this.log,
+            resume: resumeId !== undefined,
+            mcp: this.mcpPool(),
+            ...(first ? { first: { reply: first.reply, rules: first.rules } } : {}),
+          });
+          this.runtime = rt;
+          return rt;
+        } catch (err) {
+          // No session to take the request over: it is cut, and the chat learns the error as without it.
+          first?.reply.abort();
+          first?.failed(err);
+          throw err;
+        }
       })();
       this.starting.catch(() => {
         this.starting = null;

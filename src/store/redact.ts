@@ -6,7 +6,13 @@
  */
 
 const REDACTED = '[redacted]';
-const secrets = new Set<string>();
+/**
+ * One set per process, shared by every copy of this module: the host's first-request bundle and the host's
+ * bundle each hold one (src/host/first-main.ts), and a secret either registers is redacted by both (the
+ * log file's writer is the first bundle's).
+ */
+const SECRETS = Symbol.for('caboose.redact.secrets');
+const secrets: Set<string> = ((globalThis as { [SECRETS]?: Set<string> })[SECRETS] ??= new Set<string>());
 /** Shorter values would blank out ordinary words; such keys (local servers' placeholders) are not secrets. */
 const MIN_SECRET_LENGTH = 6;
 

@@ -43,7 +43,8 @@ async function plan(ws: FileWorkspace, args: z.infer<typeof editFileParameters>,
   traceStartIfIdle();
   const r = ws.resolve(args.path);
   d.path = r.rel;
-  const v = await ws.files.view(r.abs);
+  // The disk cache may answer: the commit compares the file it displaces with these bytes.
+  const v = await ws.files.view(r.abs, { forWrite: args.expectedSha256 });
   traceMark('view');
   if (v.kind === 'missing') throw notFound(r.rel);
   if (v.kind === 'directory') throw new ToolError('is_directory', `"${r.rel}" is a directory.`, { path: r.rel });

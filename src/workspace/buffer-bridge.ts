@@ -27,12 +27,18 @@ export interface BufferSnapshot {
   utf8?: Buffer;
 }
 
-/** A file the host wrote, as `stat` saw it right after the rename (inode, size, mtime). */
+/**
+ * A file the host wrote, as `stat` saw it right after the rename (inode, size, mtime, ctime). The ctime
+ * is what tells a later in-place write of as many bytes whose writer put the mtime back (userspace cannot
+ * set a ctime).
+ */
 export interface WrittenFile {
   ino: number;
   size: number;
   mtimeSec: number;
   mtimeNsec: number;
+  ctimeSec?: number;
+  ctimeNsec?: number;
 }
 
 /** An update the bridge performs on the buffers after (or instead of) a disk commit. */

@@ -281,7 +281,14 @@ function writtenFile(p: string): WrittenFile | undefined {
   try {
     const st = fs.statSync(p, { bigint: true });
     if (st.ino > BigInt(Number.MAX_SAFE_INTEGER)) return undefined;
-    return { ino: Number(st.ino), size: Number(st.size), mtimeSec: Number(st.mtimeNs / 1_000_000_000n), mtimeNsec: Number(st.mtimeNs % 1_000_000_000n) };
+    return {
+      ino: Number(st.ino),
+      size: Number(st.size),
+      mtimeSec: Number(st.mtimeNs / 1_000_000_000n),
+      mtimeNsec: Number(st.mtimeNs % 1_000_000_000n),
+      ctimeSec: Number(st.ctimeNs / 1_000_000_000n),
+      ctimeNsec: Number(st.ctimeNs % 1_000_000_000n),
+    };
   } catch {
     return undefined;
   }

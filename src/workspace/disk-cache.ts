@@ -20,7 +20,13 @@
  * Not covered (the commit still proves what it displaces byte for byte, so nothing is lost, the call
  * answers stale_file then): a program writing through a shared writable mmap into a page that was
  * already dirty when the content was captured (no new file time until write-back); the system clock set
- * back by more than RACY_NS.
+ * back by more than RACY_NS; one write() that stalls after setting the file's times (the kernel sets them
+ * when the call starts, then copies the bytes: dirty-page throttling, swap or a slow mapped source can
+ * hold it for longer than RACY_NS), so a capture made meanwhile is torn under an identity that stays.
+ * Hence an entry only ever answers a view made for a write whose caller names the sha256 it saw
+ * (`lookup`'s `expectSha`) — the commit then compares the file it displaces with the entry's bytes — and
+ * only when the entry holds that sha256: what the agent is shown (read tools, reviews, checkpoints) is
+ * always read from the disk.
  */
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -74,11 +80,15 @@ export class DiskCache {
   /** How often a view was answered from an entry, and how many entries were made (tests, bench). */
   readonly stats = { hits: 0, entries: 0 };
 
-  /** The entry for `abs` when the file is still exactly the one it was made from. */
-  lookup(abs: string, id: FileIdentity): { bytes: Buffer; sha256: string } | null {
+  /**
+   * The entry for `abs` when the file is still exactly the one it was made from and holds `expectSha`
+   * (the sha256 the caller's write was computed against; another one means the entry or the caller is
+   * behind: the disk is read).
+   */
+  lookup(abs: string, id: FileIdentity, expectSha: string): { bytes: Buffer; sha256: string } | null {
     const e = this.entries.get(abs);
     if (!e) return null;
-    if (!sameIdentity(e.id, id)) {
+    if (!sameIdentity(e.id, id) || e.sha256 !== expectSha) {
       this.drop(abs);
       return null;
     }

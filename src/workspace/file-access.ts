@@ -103,11 +103,13 @@ export class FileAccess {
   /**
    * The current state of `abs`: the buffer's text when it is loaded with unsaved changes, else the disk.
    * `remember` (read tools) records the disk hash seen with a buffer view for the write gate.
+   * `forWrite`: the view is for a write the agent computed against this sha256 (its commit compares the
+   * file it displaces with the view's bytes): only then may the disk cache answer (disk-cache.ts).
    */
-  async view(abs: string, opts: { remember?: boolean } = {}): Promise<FileView> {
+  async view(abs: string, opts: { remember?: boolean; forWrite?: string } = {}): Promise<FileView> {
     let loaded: BufferSnapshot | undefined;
     // The disk is read (and hashed) while Neovim answers: both views are needed for a loaded buffer.
-    const diskP = diskView(abs, this.rel(abs), this.root, this.diskCache);
+    const diskP = diskView(abs, this.rel(abs), this.root, this.diskCache, opts.forWrite);
     diskP.catch(() => undefined);
     if (this.bridge) {
       const k = this.known.get(abs);

@@ -62,9 +62,9 @@ export function basisOf(v: FileView): ChangeBasis {
 }
 
 /** The file on disk, ignoring buffers. A file that cannot be read (EACCES, or no read bit at all) is permission_denied. */
-export async function diskView(abs: string, rel: string, root: string | null, cache?: DiskCache): Promise<FileView> {
+export async function diskView(abs: string, rel: string, root: string | null, cache?: DiskCache, expectSha?: string): Promise<FileView> {
   // Read through a handle verified to be at `abs` (anchored.ts): a link swapped into the path cannot redirect it.
-  if (root !== null && anchoringSupported() && isUnder(root, abs)) return cache ? diskViewCached(abs, rel, root, cache) : diskViewVerified(abs, rel, root);
+  if (root !== null && anchoringSupported() && isUnder(root, abs)) return cache ? diskViewCached(abs, rel, root, cache, expectSha) : diskViewVerified(abs, rel, root);
   try {
     const st = await statOrNull(abs);
     if (!st) return { abs, kind: 'missing', bytes: null, sha256: null, mode: null, size: 0, source: 'disk' };
@@ -96,11 +96,12 @@ async function diskViewVerified(abs: string, rel: string, root: string): Promise
 }
 
 /**
- * diskViewVerified with the disk cache (disk-cache.ts): a file whose identity (device, inode, size,
- * mtime, ctime) is the one of an entry is not read again; a file read is offered to the cache (kept
- * when that identity proves the content: seen the same before and after the read, and not racy).
+ * diskViewVerified with the disk cache (disk-cache.ts): for a write computed against `expectSha`, a file
+ * whose identity (device, inode, size, mtime, ctime) is the one of an entry holding that sha256 is not
+ * read again; a file read is offered to the cache (kept when that identity proves the content: seen the
+ * same before and after the read, and not racy).
  */
-async function diskViewCached(abs: string, rel: string, root: string, cache: DiskCache): Promise<FileView> {
+async function diskViewCached(abs: string, rel: string, root: string, cache: DiskCache, expectSha: string | undefined): Promise<FileView> {
   let fh: fsp.FileHandle;
   try {
     fh = await openVerified(root, abs, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
@@ -118,7 +119,7 @@ async function diskViewCached(abs: string, rel: string, root: string, cache: Dis
     // Root could read it anyway: the mode says nobody should.
     if ((mode & 0o444) === 0) throw unreadableError(rel);
     const id = identityOf(st);
-    const hit = cache.lookup(abs, id);
+    const hit = expectSha === undefined ? null : cache.lookup(abs, id, expectSha);
     if (hit) return { abs, kind: 'file', bytes: hit.bytes, sha256: hit.sha256, mode, size: hit.bytes.length, source: 'disk' };
     const bytes = await fh.readFile();
     const sha256 = sha256Hex(bytes);

@@ -58,10 +58,18 @@ test('refuses what Node’s Headers refuses: a bad name, CR/LF/NUL in a value, a
     [() => new Headers().set('x', 'a\0b'), () => new LiteHeaders().set('x', 'a\0b')],
     [() => new Headers().get('bad:name'), () => new LiteHeaders().get('bad:name')],
     [() => new Headers([['a', 'b', 'c']] as unknown as ConstructorParameters<typeof Headers>[0]), () => new LiteHeaders([['a', 'b', 'c']])],
+    // Values are byte strings: an API key pasted with a zero-width space, or any character above U+00FF.
+    [() => new Headers({ Authorization: 'Bearer sk-abc\u200b' }), () => new LiteHeaders({ Authorization: 'Bearer sk-abc\u200b' })],
+    [() => new Headers().set('x-title', '世界'), () => new LiteHeaders().set('x-title', '世界')],
+    [() => new Headers({ a: Symbol('x') } as unknown as Record<string, string>), () => new LiteHeaders({ a: Symbol('x') } as unknown as Record<string, string>)],
   ];
   for (const [real, lite] of bad) {
     assert.throws(real, TypeError);
-    assert.throws(lite, TypeError);
+    assert.throws(lite, TypeError, String(lite));
+  }
+  // Latin-1 and the controls the Fetch standard allows pass in both.
+  for (const v of ['café', '\u0001a', 'a\tb', '\u000ba', 'a\u007f', '\u00ff']) {
+    assert.equal(new LiteHeaders({ x: v }).get('x'), new Headers({ x: v }).get('x'), JSON.stringify(v));
   }
 });
 

@@ -193,3 +193,22 @@ test('a reader that stops at the end of a finished response leaves the connectio
     server.off('request', onRequest);
   }
 });
+
+test('header injection from the config (an API key or extra header with CR/LF, NUL, a zero-width space): refused with a TypeError before any byte is sent, the key not in the message', async () => {
+  for (const headers of [
+    { Authorization: 'Bearer sk-secret\r\nX-Evil: 1' },
+    { 'X-Title': 'caboose\nX-Evil: 1' },
+    { Authorization: 'Bearer sk-secret\u0000' },
+    { Authorization: 'Bearer sk-secret\u200b' },
+    [['Authorization', 'Bearer sk-secret'], ['X-Evil\r\nHost', 'x']],
+  ] as Record<string, string>[]) {
+    const n = seen.length;
+    await assert.rejects(
+      nodeFetch(`${base}/json`, { method: 'post', headers, body: '{}' }),
+      (e: unknown) => e instanceof TypeError && !String((e as Error).message).includes('sk-secret'),
+      JSON.stringify(headers),
+    );
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(seen.length, n, 'no request reached the server');
+  }
+});

@@ -23,3 +23,15 @@ test('URL userinfo: the base_url password is registered; log lines lose any URL 
   assert.equal(redactForLog('GET https://bob:pw@host:8080/x and ftp://u@h/'), 'GET https://[redacted]@host:8080/x and ftp://[redacted]@h/');
   assert.equal(redactUrl('http://a:b@h/p'), 'http://[redacted]@h/p');
 });
+
+test('two copies of the module (the first-request bundle and the host bundle each hold one) share the secrets', () => {
+  const id = require.resolve('../../src/store/redact');
+  const mine = require(id) as typeof import('../../src/store/redact');
+  delete require.cache[id];
+  const other = require(id) as typeof import('../../src/store/redact');
+  assert.notEqual(other, mine, 'precondition: a second copy of the module');
+  other.registerSecret('sk-registered-by-the-host-bundle');
+  assert.equal(mine.redactForLog('key sk-registered-by-the-host-bundle'), 'key [redacted]', 'the first copy redacts what the second registered');
+  mine.registerSecret('sk-registered-by-the-first-bundle');
+  assert.equal(other.redact('sk-registered-by-the-first-bundle'), '[redacted]');
+});

@@ -326,6 +326,17 @@ describe('remembered bwrap trial', { skip: process.platform !== 'linux' ? 'skipp
       }],
       ['a folder', () => fs.mkdirSync(file)],
       ['a FIFO', () => spawnSyncOk('mkfifo', [file])],
+      // Written or writable by someone else: not this user's answer.
+      ['writable by the group and others', () => {
+        fs.writeFileSync(file, JSON.stringify({ key: key.key, available: true }));
+        fs.chmodSync(file, 0o666);
+      }],
+      ...(process.getuid?.() === 0
+        ? ([['owned by another user', () => {
+            fs.writeFileSync(file, JSON.stringify({ key: key.key, available: true }), { mode: 0o600 });
+            fs.chownSync(file, 4242, 4242);
+          }]] as [string, () => void][])
+        : []),
     ];
     for (const [what, content] of cases) {
       fs.rmSync(file, { recursive: true, force: true });
@@ -406,6 +417,30 @@ describe('sandboxed bash (bwrap)', { skip }, () => {
     const del = await run('rm created.txt');
     assert.equal(del.exitCode, 0, del.output);
     assert.equal(fs.existsSync(path.join(root, 'created.txt')), false);
+  });
+
+  test('a remembered answer never decides how a command runs: "no sandbox" remembered for this very bwrap, the command still runs inside bwrap under a fresh trial', async () => {
+    const key = trialKey();
+    assert.ok(key, 'precondition: a trial key for the bwrap found here');
+    const trialData = path.join(dir, 'trial-data');
+    await rememberTrial(trialData, key, { available: false, reason: 'remembered: bwrap cannot run (hostile or stale)', fix: '' });
+    assert.equal(rememberedTrial(trialData, key)?.available, false, 'precondition: the "no sandbox" answer is remembered');
+    resetSandboxDetection();
+    const sb = new Sandbox({ root, dataDir: trialData, home });
+    try {
+      await sb.prepare();
+      assert.equal(sb.describedActive, false, 'precondition: the remembered answer was read (the model is told from it)');
+      // No recheck(): the command's own question runs the trial.
+      const r = await run(`echo pwned > ${outside}/remembered.txt; echo in > inside.txt`, { sandbox: sb });
+      assert.equal(r.sandboxed, true, r.output);
+      assert.equal(fs.existsSync(path.join(outside, 'remembered.txt')), false, 'the write outside the workspace was refused');
+      assert.match(r.output, /Read-only file system/);
+      assert.equal(fs.readFileSync(path.join(root, 'inside.txt'), 'utf8'), 'in\n');
+      fs.rmSync(path.join(root, 'inside.txt'));
+      assert.equal(sb.describedActive, true, 'the description follows the fresh trial');
+    } finally {
+      await sb.dispose();
+    }
   });
 
   test('cannot write outside the workspace; /tmp is private to the command', async () => {

@@ -100,9 +100,10 @@ end
 --- reading or comparing it and without touching the file: a `:write` whose only BufWriteCmd (one-shot,
 --- buffer-local) does nothing. Neovim then takes the file as written by that autocommand and stores
 --- its time, size and mode (`ml_timestamp`), as after any write. `lockmarks` keeps '[ and '] on the
---- agent's lines. The buffer must be clean and hold the file's text. `expect` (ino, size, mtime) is the
---- file the host wrote: another file there (a writer came in between) is left for `:checktime` to
---- report. Returns false when this cannot be used (H.can_record_by_write); nothing was done then.
+--- agent's lines. The buffer must be clean and hold the file's text. `expect` (ino, size, mtime, ctime)
+--- is the file the host wrote: another file there (a writer came in between — the ctime tells one that
+--- wrote as many bytes in place and put the mtime back) is left for `:checktime` to report. Returns false
+--- when this cannot be used (H.can_record_by_write); nothing was done then.
 M.record_written = function(b, expect)
   if not H.can_record_by_write(b) then
     return false
@@ -113,6 +114,7 @@ M.record_written = function(b, expect)
     or (expect.ino and st.ino ~= expect.ino)
     or (expect.size and st.size ~= expect.size)
     or (expect.mtime_sec and (st.mtime.sec ~= expect.mtime_sec or st.mtime.nsec ~= expect.mtime_nsec))
+    or (expect.ctime_sec and (st.ctime.sec ~= expect.ctime_sec or st.ctime.nsec ~= expect.ctime_nsec))
   then
     return false
   end

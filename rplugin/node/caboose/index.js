@@ -18,7 +18,9 @@ function loadWithCodeCache(file, cacheDir) {
   const vm = require('node:vm');
   const source = fs.readFileSync(file, 'utf8');
   const st = fs.statSync(file);
-  const cacheFile = path.join(cacheDir, `host-${process.version}-${st.size}-${Math.floor(st.mtimeMs)}.v8cache`);
+  // One cache per bundle (the host's and the first-request one): `<bundle name>-<node>-<size>-<mtime>`.
+  const prefix = `${path.basename(file, '.js')}-`;
+  const cacheFile = path.join(cacheDir, `${prefix}${process.version}-${st.size}-${Math.floor(st.mtimeMs)}.v8cache`);
   let cachedData;
   try {
     cachedData = fs.readFileSync(cacheFile);
@@ -39,7 +41,8 @@ function loadWithCodeCache(file, cacheDir) {
       fs.writeFileSync(tmp, data, { mode: 0o600 });
       fs.renameSync(tmp, cacheFile);
       for (const name of fs.readdirSync(cacheDir)) {
-        if (name.startsWith('host-') && name.endsWith('.v8cache') && path.join(cacheDir, name) !== cacheFile) fs.rmSync(path.join(cacheDir, name), { force: true });
+        const stale = name.startsWith(prefix) || /^host-v\d/.test(name); // host-v…: the one-bundle cache's old name
+        if (stale && name.endsWith('.v8cache') && path.join(cacheDir, name) !== cacheFile) fs.rmSync(path.join(cacheDir, name), { force: true });
       }
     } catch {
       // no cache: only slower
@@ -59,31 +62,46 @@ function loadWithCodeCache(file, cacheDir) {
   return mod.exports;
 }
 
-function loadHost() {
-  if (process.env.CABOOSE_HOST_UNBUNDLED || !fs.existsSync(bundle)) return require(path.join(dist, 'host', 'main.js'));
+function loadBundle(file) {
   if (typeof nodeModule.enableCompileCache === 'function') {
     try {
       nodeModule.enableCompileCache();
     } catch {
       // no cache: only slower
     }
-    return require(bundle);
+    return require(file);
   }
   const cacheDir = process.env.CABOOSE_CACHE_DIR;
   if (cacheDir && path.isAbsolute(cacheDir)) {
     try {
-      return loadWithCodeCache(bundle, cacheDir);
+      return loadWithCodeCache(file, cacheDir);
     } catch {
       // fall through to a plain require
     }
   }
-  return require(bundle);
+  return require(file);
 }
 
-const host = loadHost();
+function loadHost() {
+  if (process.env.CABOOSE_HOST_UNBUNDLED || !fs.existsSync(bundle)) return require(path.join(dist, 'host', 'main.js'));
+  return loadBundle(bundle);
+}
 
-if (require.main === module) {
-  host.runStdio();
+// Over stdio, a cold start loads the small first-request bundle first (src/host/first-main.ts): it answers
+// host.init and sends the first message's model request, then loads the host (CABOOSE_FIRST_REQUEST=0: the
+// host at once, as before).
+const firstBundle = path.join(dist, 'host-first.bundle.js');
+// A config the first-request path never applies to (MCP servers, api_key_cmd) leaves a marker in the cache
+// folder: the host loads at once (src/host/first-eligibility.ts).
+const cacheDir = process.env.CABOOSE_CACHE_DIR;
+const firstOff = cacheDir && path.isAbsolute(cacheDir) && fs.existsSync(path.join(cacheDir, 'first-request.off'));
+if (require.main === module && !process.env.CABOOSE_HOST_UNBUNDLED && process.env.CABOOSE_FIRST_REQUEST !== '0' && !firstOff && fs.existsSync(firstBundle) && fs.existsSync(bundle)) {
+  loadBundle(firstBundle).runFirst(() => loadBundle(bundle));
 } else {
-  module.exports = host.remotePlugin;
+  const host = loadHost();
+  if (require.main === module) {
+    host.runStdio();
+  } else {
+    module.exports = host.remotePlugin;
+  }
 }

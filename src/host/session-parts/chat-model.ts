@@ -1,5 +1,5 @@
 /** The model of one chat: swapped by :CabooseModel, so the next request (of the chat, its subagents, titles, selection edits) goes to the new one. */
-import { createModelClient, type Exchange, type ModelClient, type ModelEvent, type ModelRequest } from '../../agent/provider';
+import { createModelClient, OpenAIProvider, type Exchange, type ModelClient, type ModelEvent, type ModelRequest } from '../../agent/provider';
 import { configuredProviders, type ResolvedProvider } from '../provider-config';
 import type { HostConfig } from '../protocol';
 
@@ -52,9 +52,11 @@ export class ChatModel {
     private current: ResolvedProvider,
     /** What the winbar calls the model (`provider/model` with named providers). */
     public label: string,
+    /** The first client, wrapped (the first-request path's reply taken over: src/agent/prefetched.ts). */
+    wrapFirst?: (client: OpenAIProvider) => ModelClient,
   ) {
     this.secrets = providerSecrets(config, current);
-    this.client = new SwitchableModel(createModelClient(current));
+    this.client = new SwitchableModel(wrapFirst ? wrapFirst(new OpenAIProvider(current)) : createModelClient(current));
   }
 
   get provider(): ResolvedProvider {

@@ -152,13 +152,16 @@ export const TRIAL_FILE = 'sandbox-trial.json';
 const TRIAL_FILE_MAX = 16 * 1024;
 const TRIAL_FORMAT = 1;
 
-/** A small file's text, or null (missing, not a regular file, over `max` bytes). /proc files say size 0: read to EOF. */
-function readSmall(p: string, max: number): string | null {
+/**
+ * A small file's text, or null (missing, not a regular file, over `max` bytes, refused by `accept`). /proc
+ * files say size 0: read to EOF.
+ */
+function readSmall(p: string, max: number, accept: (st: fs.Stats) => boolean = () => true): string | null {
   let fd: number | null = null;
   try {
     fd = fs.openSync(p, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
     const st = fs.fstatSync(fd);
-    if (!st.isFile() || st.size > max) return null;
+    if (!st.isFile() || st.size > max || !accept(st)) return null;
     const buf = Buffer.alloc(max + 1);
     let off = 0;
     while (off < buf.length) {
@@ -219,12 +222,14 @@ export function trialKey(override = process.env.CABOOSE_BWRAP ?? ''): { key: str
 
 /**
  * The answer the last trial gave, if everything it depended on (trialKey) is unchanged; null otherwise and
- * for a missing, unreadable, oversized or malformed file. Only what the file says about *whether* the trial
+ * for a missing, unreadable, oversized or malformed file, one owned by another user or writable by others. Only what the file says about *whether* the trial
  * passed is taken from it: the bwrap path is always the one found now, the fix text always ours.
  */
 export function rememberedTrial(dataDir: string, current = trialKey()): SandboxSupport | null {
   if (!current) return null;
-  const text = readSmall(path.join(dataDir, TRIAL_FILE), TRIAL_FILE_MAX);
+  // This user's own answer only: a file another user owns, or one others could have written, is ignored.
+  const uid = process.getuid?.();
+  const text = readSmall(path.join(dataDir, TRIAL_FILE), TRIAL_FILE_MAX, (st) => (uid === undefined || st.uid === uid) && (st.mode & 0o022) === 0);
   if (text === null) return null;
   let v: unknown;
   try {
