@@ -112,6 +112,10 @@ const PART_2 = [
   '',
   '> a quote',
   '',
+  '',
+  // ~5 KB more: the reply's second part in one chunk is a frame of over 4 KB (parsed after its redraw).
+  ...Array.from({ length: 100 }, (_, i) => `- item ${i}: **bold ${i}** and \`code ${i}\` with _emphasis_ in a list`),
+  '',
   'Done here.',
 ].join('\n');
 
@@ -182,8 +186,14 @@ forEachNvim((bin) => {
     it('same content, folds and highlighting after a burst as after a slow stream, in a long chat', async () => {
       await e.start({ initLua: SETUP });
       await e.t.nvim.uiAttach(120, 50, { ext_linegrid: true, rgb: true });
+      assert.ok(PART_2.length > 4096, `the second part over 4 KB: ${PART_2.length}`);
       const slow = await streamed(24, 15);
       const burst = await streamed(2, 0);
+      // Each part in one chunk: the second is one frame of over 4 KB.
+      const whole = await streamed(1 << 20, 0);
+      assert.deepEqual(whole.lines, slow.lines, 'the same transcript (one chunk a part)');
+      assert.deepEqual(whole.folds, slow.folds, 'the same folds (one chunk a part)');
+      assert.deepEqual(whole.captures, slow.captures, 'the same treesitter captures (one chunk a part)');
       assert.ok(slow.lines.length > 1000, `a long chat: ${slow.lines.length} lines`);
       assert.deepEqual(burst.lines, slow.lines, 'the same transcript');
       assert.ok(slow.folds.length >= 1, `the command's details folded: ${JSON.stringify(slow.folds)}`);
