@@ -9,15 +9,23 @@
  * 2. Prompt size: a scripted 200-turn session through the real agent loop, workspace and session store
  *    (each turn reads a ~3 KB file and answers). Tokens sent (≈ characters / 4, summary requests
  *    included) vs sending the whole history at every request. Target: ≤ 40 %.
+ * 3. A streaming reply's row (issue 24): the recorder's partial-row writes of a 20,000- and a
+ *    100,000-character reply (one write per 800 characters, as a paced reply of ≈ 1,000 tokens a second
+ *    flushes every FLUSH_MS), in a database file (WAL) in a temp folder; this process's CPU
+ *    (process.cpuUsage) for all the writes and the finish, median of BENCH_PARTIAL_RUNS (default 7).
+ *    Baseline in the same run: the same writes into a database of the previous schema (migration 9: the
+ *    search index's trigger re-indexes the whole reply at every write). Also: rows the statements changed
+ *    (total_changes(), the index's included) per write.
  *
- *   npm run build && node --import tsx bench/sessions.ts [reopen|prompt]
+ *   npm run build && node --import tsx bench/sessions.ts [reopen|prompt|partial]
  *
  * Env: BENCH_REOPEN_RUNS (default 7).
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { openStore } from '../src/store';
+import Database from 'better-sqlite3';
+import { MIGRATIONS, openStore } from '../src/store';
 import { openWorkspace } from '../src/index';
 import { Agent } from '../src/agent/loop';
 import { SUMMARIZE_INSTRUCTION } from '../src/agent/context';
@@ -233,6 +241,107 @@ export function formatPromptTable(r: PromptResult): string {
   ].join('\n');
 }
 
+/* ------------------------------------------------------------------------------------------------
+ * 3. A streaming reply's partial-row writes
+ * ---------------------------------------------------------------------------------------------- */
+
+export interface PartialResult {
+  chars: number;
+  writes: number;
+  /** Median CPU (ms) of the writes and the finish: current schema, previous schema (baseline). */
+  cpuMs: number;
+  baselineCpuMs: number;
+  /** Rows changed per partial write (total_changes(), the FTS index's included). */
+  changesPerWrite: number;
+  baselineChangesPerWrite: number;
+}
+
+const PARTIAL_STEP = 800;
+
+function streamedReply(chars: number): string {
+  const words = ['the', 'parser', 'splits', 'tokens', 'into', 'nodes', 'and', 'keeps', 'their', 'offsets', 'for', 'highlighting'];
+  let s = '';
+  for (let i = 0; s.length < chars; i++) s += `${words[i % words.length]}${i % 17 === 16 ? '.\n\n' : ' '}`;
+  return s.slice(0, chars);
+}
+
+/** One reply written as the recorder writes it; `previous`: a schema-9 database and that version's statements. */
+function partialWrites(dir: string, text: string, previous: boolean): { cpuMs: number; changesPerWrite: number; writes: number } {
+  const file = path.join(dir, `${previous ? 'prev' : 'cur'}-${Math.random().toString(36).slice(2)}.sqlite`);
+  let db: Database.Database;
+  let write: (rowId: number, t: string) => void;
+  let insert: (t: string) => number;
+  let finish: (rowId: number, t: string) => void;
+  if (previous) {
+    db = new Database(file);
+    db.pragma('synchronous = NORMAL');
+    db.pragma('journal_mode = WAL');
+    for (const m of MIGRATIONS.filter((x) => x.version <= 9)) db.exec(m.sql);
+    const ins = db.prepare("INSERT INTO session_messages (session_id, kind, role, message_json, text, partial, created_at) VALUES ('s', 'message', 'assistant', ?, ?, 1, 0)");
+    const upd = db.prepare('UPDATE session_messages SET message_json = ?, text = ? WHERE id = ? AND partial = 1');
+    const fin = db.prepare('UPDATE session_messages SET message_json = ?, display_json = ?, text = ?, partial = 0 WHERE id = ?');
+    insert = (t) => Number(ins.run(JSON.stringify({ role: 'assistant', content: t }), t).lastInsertRowid);
+    write = (id, t) => void upd.run(JSON.stringify({ role: 'assistant', content: t }), t, id);
+    finish = (id, t) => void fin.run(JSON.stringify({ role: 'assistant', content: t }), JSON.stringify({ text: t }), t, id);
+  } else {
+    const store = openStore(file);
+    db = store.db;
+    insert = (t) => store.sessions.append('s', { kind: 'message', role: 'assistant', message: { role: 'assistant', content: t }, text: t, partial: true });
+    write = (id, t) => store.sessions.updatePartial(id, { role: 'assistant', content: t }, t);
+    finish = (id, t) => store.sessions.finish(id, { message: { role: 'assistant', content: t }, display: { text: t }, text: t });
+  }
+  db.prepare("INSERT OR IGNORE INTO sessions (id, cwd, created_at, updated_at) VALUES ('s', '/w', 0, 0)").run();
+  const changes = () => (db.prepare('SELECT total_changes() AS n').get() as { n: number }).n;
+  const c0 = process.cpuUsage();
+  const id = insert(text.slice(0, PARTIAL_STEP));
+  let writes = 0;
+  let changed = 0;
+  for (let end = 2 * PARTIAL_STEP; end < text.length + PARTIAL_STEP; end += PARTIAL_STEP) {
+    const before = changes();
+    write(id, text.slice(0, end));
+    changed += changes() - before;
+    writes++;
+  }
+  finish(id, text);
+  const c = process.cpuUsage(c0);
+  db.close();
+  return { cpuMs: (c.user + c.system) / 1000, changesPerWrite: changed / writes, writes };
+}
+
+export function runPartialBenchmark(runs = Number(process.env.BENCH_PARTIAL_RUNS ?? 7)): PartialResult[] {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-bench-partial-'));
+  try {
+    return [20_000, 100_000].map((chars) => {
+      const text = streamedReply(chars);
+      const cur: number[] = [];
+      const prev: number[] = [];
+      // Warm-up (statements, pages), then alternated, so both meet the same machine.
+      let c = partialWrites(dir, text, false);
+      let p = partialWrites(dir, text, true);
+      for (let i = 0; i < runs; i++) {
+        c = partialWrites(dir, text, false);
+        cur.push(c.cpuMs);
+        p = partialWrites(dir, text, true);
+        prev.push(p.cpuMs);
+      }
+      return { chars, writes: c.writes, cpuMs: median(cur), baselineCpuMs: median(prev), changesPerWrite: c.changesPerWrite, baselineChangesPerWrite: p.changesPerWrite };
+    });
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export function formatPartialTable(rs: PartialResult[]): string {
+  const load = fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+  return [
+    `A streaming reply's row: its partial writes (one per ${PARTIAL_STEP} characters, as a paced reply flushes every 200 ms) and its finish, in a WAL database file; this process's CPU, median of ${process.env.BENCH_PARTIAL_RUNS ?? 7} alternated runs. Baseline: the same writes into a database of the previous schema (migration 9, whose search-index trigger re-indexed the whole reply at every write). Machine load (/proc/loadavg) ${load} on ${os.cpus().length} CPUs.`,
+    '',
+    '| reply | writes | CPU (ms) | baseline CPU (ms) | ratio | rows changed per write (index included) | baseline |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    ...rs.map((r) => `| ${r.chars.toLocaleString('en')} chars | ${r.writes} | ${r.cpuMs.toFixed(2)} | ${r.baselineCpuMs.toFixed(2)} | ${(r.cpuMs / r.baselineCpuMs).toFixed(2)}× | ${r.changesPerWrite.toFixed(1)} | ${r.baselineChangesPerWrite.toFixed(1)} |`),
+  ].join('\n');
+}
+
 export async function runSessionBenchmarks(which: string | undefined, write: (s: string) => void): Promise<void> {
   if (!which || which === 'reopen') {
     write('## Reopening a long session (bench/sessions.ts)\n\n');
@@ -241,6 +350,10 @@ export async function runSessionBenchmarks(which: string | undefined, write: (s:
   if (!which || which === 'prompt') {
     write('## Prompt size over a long session (bench/sessions.ts)\n\n');
     write(formatPromptTable(await runPromptBenchmark()) + '\n\n');
+  }
+  if (!which || which === 'partial') {
+    write("## A streaming reply's row writes (bench/sessions.ts)\n\n");
+    write(formatPartialTable(runPartialBenchmark()) + '\n\n');
   }
 }
 

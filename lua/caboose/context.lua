@@ -33,6 +33,12 @@ function M.origin_buffer(origin)
   return nil
 end
 
+--- The buffer's full file name (what the host judges: the display path is relative to a cwd that may move).
+H.abs = function(buf)
+  local name = vim.api.nvim_buf_get_name(buf)
+  return name ~= '' and name or nil
+end
+
 H.buffer_text = function(buf, first, last)
   local lines = vim.api.nvim_buf_get_lines(buf, first, last, false)
   return table.concat(lines, '\n')
@@ -43,6 +49,7 @@ function M.buffer(buf)
   return {
     kind = 'buffer',
     path = H.display_path(buf),
+    abs = H.abs(buf),
     filetype = vim.bo[buf].filetype,
     text = H.buffer_text(buf, 0, -1),
     modified = vim.bo[buf].modified,
@@ -54,6 +61,7 @@ function M.selection(buf, line1, line2)
   return {
     kind = 'selection',
     path = H.display_path(buf),
+    abs = H.abs(buf),
     filetype = vim.bo[buf].filetype,
     text = H.buffer_text(buf, line1 - 1, line2),
     start_line = line1,

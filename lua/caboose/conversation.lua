@@ -18,7 +18,7 @@ H.notify = function(msg, level)
 end
 
 --- The keys of the chat transcript (`chat.keys`, "" disables one).
-M.DEFAULT_KEYS = { regenerate = 'gR', edit = 'gI' }
+M.DEFAULT_KEYS = { regenerate = 'gR', edit = 'gI', approval = 'gA' }
 
 function M.keys()
   local cfg = (H.caboose().config().chat or {}).keys or {}

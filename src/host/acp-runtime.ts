@@ -8,7 +8,7 @@ import { AcpAgent } from '../acp/agent';
 import type { AcpAgentConfig } from '../acp/config';
 import { createExecTools } from '../tools/exec-tools';
 import { TodoList } from '../tools/todo-list';
-import { secretReason, secretTargets } from '../tools/secret-targets';
+import { attachVerdict, secretReason, secretTargets } from '../tools/secret-targets';
 import type { ToolResult } from '../tools/tool';
 import { openSessionWorkspace } from './session-parts/session-workspace';
 import { Sandbox } from '../workspace/sandbox/sandbox';
@@ -55,6 +55,8 @@ export async function createAcpRuntime(o: AcpRuntimeOptions): Promise<SessionRun
   const ws = openSessionWorkspace({ config, cwd: o.cwd, dataDir: o.dataDir, sessionId: session.id, model: o.agentName, ui, log, externalAgent: true });
   // Terminals run through our bash tool (output capped, audited, killed on stop), in the sandbox as ours do.
   const sandbox = new Sandbox({ root: o.cwd, dataDir: o.dataDir, config: config.sandbox ?? null });
+  // Its trial runs as a child process now; a terminal waits for its answer (never the synchronous trial).
+  const call = sandboxReadyCall(sandbox, ws.call.bind(ws));
   for (const def of createExecTools({ todos: new TodoList(), webSearch: null, bashTimeoutMs: config.bash_timeout_ms, hideEnvValues: [], sandbox })) {
     if (def.name === 'bash') ws.registry.add(def);
   }
@@ -107,7 +109,7 @@ export async function createAcpRuntime(o: AcpRuntimeOptions): Promise<SessionRun
     cwd: o.cwd,
     workspace: ws.workspace,
     sessionId: session.id,
-    call: (name, args, opts) => ws.call(name, args, opts),
+    call,
     requestApproval: session.requestApproval,
     cancelApproval: (id) => session.cancelApproval(id),
     log,
@@ -169,7 +171,7 @@ export async function createAcpRuntime(o: AcpRuntimeOptions): Promise<SessionRun
   session.bind(agent);
   ui.emit(EVENTS.sessionInfo, { session: session.id, model: label, agent: o.agentName, cwd: o.cwd, title: sessions.get(session.id)?.title ?? null });
   // A file the user attaches that usually holds secrets (secret_globs) asks first, as the agent's reads do.
-  const isSecret = (p: string) => secretTargets('read_file', { path: p }, ws.workspace).length > 0;
+  const pathPolicy = (p: string) => attachVerdict(ws.workspace, p);
   const readForUser = async (p: string): Promise<ToolResult> => {
     const rels = secretTargets('read_file', { path: p }, ws.workspace);
     if (rels.length > 0) {
@@ -181,7 +183,7 @@ export async function createAcpRuntime(o: AcpRuntimeOptions): Promise<SessionRun
   };
   const sendNow = async (text: string, context: ContextItem[]) => {
     const id = ++messageCount;
-    const composed = await composeMessage(text, context, readForUser, undefined, isSecret);
+    const composed = await composeMessage(text, context, readForUser, undefined, pathPolicy);
     if (disposed) {
       // The chat left this session while the message's context was read: kept with it, not started.
       recorder.turnStart({ text });
@@ -257,5 +259,18 @@ export async function createAcpRuntime(o: AcpRuntimeOptions): Promise<SessionRun
       return closed;
     },
     acp: agent,
+  };
+}
+
+/**
+ * `call` with the sandbox made ready first (Sandbox.ready: the trial as a child process) for the commands an
+ * ACP agent's terminals run: the bash tool asks the sandbox how the command runs (its approval says), which
+ * before the trial's answer would run the trial synchronously and block the host.
+ */
+export function sandboxReadyCall<A extends unknown[], R>(sandbox: Pick<Sandbox, 'ready'>, call: (name: string, ...rest: A) => Promise<R>): (name: string, ...rest: A) => Promise<R> {
+  const ready = sandbox.ready();
+  return async (name, ...rest) => {
+    if (name === 'bash') await ready;
+    return call(name, ...rest);
   };
 }

@@ -6,13 +6,47 @@
  * - PNG and JPEG only, recognised by their bytes (a file named .png that is not one is refused: a renamed
  *   key file never goes out as an "image").
  * - At most MAX_IMAGE_BYTES per image (a clear notice names the limit).
- * - A relative path is resolved in the workspace and must stay inside it (symlinks followed); a file
- *   outside the workspace goes only when the user typed its absolute (or ~) path.
+ * - A path in the workspace (relative, or absolute but lexically under the root) gets the file tools' path
+ *   policy (PathResolver: confinement with symlinks resolved, deny_globs, every .git) and is refused when
+ *   it, or what a symlink of it leads to, matches `secret_globs`; a symlink leading out is outside.
+ * - A file outside the workspace goes only when the user typed its absolute (or ~) path, and not when its
+ *   real path is in the workspace and refused there, or its name matches `secret_globs`.
+ * - The file is opened once and what was opened is checked (the handle's real path, anchored.ts): no
+ *   check-then-open race; the bytes are read through that handle.
  */
-import fs from 'node:fs/promises';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { ChatCompletionContentPart } from 'openai/resources/chat/completions';
 import type { ContextItem } from './message-context';
+import { openVerified, realPathOfFd } from '../workspace/anchored';
+import { ToolError } from '../workspace/errors';
+import { inGitDir, isUnder, PathResolver, type ResolvedPath } from '../workspace/paths';
+import { SecretMatcher } from '../workspace/secrets';
+
+/** The workspace's path policy (a FileWorkspace): the one the file tools use. */
+export interface ImagePathPolicy {
+  /** Realpath of the workspace root. */
+  readonly root: string;
+  /** Confines and checks a path (deny_globs, .git); throws a ToolError (outside_workspace, permission_denied…). */
+  resolve(p: string): ResolvedPath;
+  /** Matches `secret_globs` (workspace-relative, or an outside path without its leading /). */
+  isSecret(rel: string): boolean;
+  /** Denied by deny_globs or inside a .git (workspace-relative). */
+  isDenied(rel: string): boolean;
+}
+
+/** The policy of a workspace (FileWorkspace: its deny_globs and secret_globs). */
+export function imagePolicy(w: { root: string; resolve(p: string): ResolvedPath; isSecret(rel: string): boolean; paths: { isDenied(rel: string): boolean } }): ImagePathPolicy {
+  return { root: w.root, resolve: (p) => w.resolve(p), isSecret: (r) => w.isSecret(r), isDenied: (r) => w.paths.isDenied(r) };
+}
+
+/** The policy of a root with these globs (the defaults: the workspace's own defaults). */
+export function imagePolicyFor(root: string, denyGlobs?: readonly string[], secretGlobs?: readonly string[]): ImagePathPolicy {
+  const paths = new PathResolver(fs.realpathSync.native(root), denyGlobs);
+  const secrets = new SecretMatcher(secretGlobs);
+  return imagePolicy({ root: paths.root, resolve: (p) => paths.resolve(p), isSecret: (r) => secrets.isSecret(r), paths });
+}
 
 /** Largest image sent (bytes of the file; the data URL is a third larger). */
 export const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
@@ -42,42 +76,101 @@ export function imageType(bytes: Uint8Array): { mime: 'image/png' | 'image/jpeg'
 
 const IMAGE_EXT = /\.(png|jpe?g)$/i;
 
-function inside(root: string, p: string): boolean {
-  const rel = path.relative(root, p);
-  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
-}
-
 type Read = { ok: true; part: ChatCompletionContentPart; note: string; label: string } | { ok: false; label: string };
 
-async function readOne(item: ContextItem, root: string, maxBytes: number): Promise<Read> {
+const { O_RDONLY, O_NONBLOCK } = fs.constants;
+const rel = (root: string, abs: string) => path.relative(root, abs).split(path.sep).join('/');
+const SECRET = 'matches secret_globs (a file that usually holds secrets is never attached)';
+const OUTSIDE = 'outside the workspace (type its absolute path to attach it anyway)';
+
+/** Why the workspace refuses `e` (a ToolError of PathResolver or openVerified). */
+function refusal(e: unknown): string {
+  if (e instanceof ToolError) {
+    if (e.kind === 'outside_workspace') return OUTSIDE;
+    if (e.kind === 'permission_denied') return /\.git/.test(e.message) ? 'inside a .git folder (protected)' : 'denied by deny_globs';
+    return e.message;
+  }
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT' || code === 'ENOTDIR') return 'no such file';
+  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+  return e instanceof Error ? e.message : String(e);
+}
+
+/**
+ * Opens the image `typed` names under the policy, or says why not. A workspace path is resolved as the
+ * file tools resolve it and opened verified (the handle must be exactly at the resolved path); an absolute
+ * path outside the workspace is opened as typed and judged by where the handle really is.
+ */
+async function openImage(typed: string, ws: ImagePathPolicy): Promise<{ fh: fsp.FileHandle } | { why: string }> {
+  const root = ws.root;
+  const lexical = path.resolve(root, typed);
+  if (!path.isAbsolute(typed) || isUnder(root, lexical)) {
+    let r: ResolvedPath;
+    try {
+      r = ws.resolve(typed);
+    } catch (e) {
+      return { why: refusal(e) };
+    }
+    // As written and as resolved (a link named shot.png leading to .env): either one a secret is refused.
+    if (ws.isSecret(r.rel) || ws.isSecret(rel(root, lexical))) return { why: SECRET };
+    try {
+      return { fh: await openVerified(root, r.abs, O_RDONLY | O_NONBLOCK) };
+    } catch (e) {
+      return { why: refusal(e) };
+    }
+  }
+  // Outside the workspace: the user typed this path. What is judged is what was opened.
+  if (ws.isSecret(lexical.slice(1))) return { why: SECRET };
+  let fh: fsp.FileHandle;
+  try {
+    fh = await fsp.open(lexical, O_RDONLY | O_NONBLOCK);
+  } catch (e) {
+    return { why: refusal(e) };
+  }
+  const real = (await realPathOfFd(fh.fd)) ?? (await fsp.realpath(lexical).catch(() => null));
+  let why: string | null = null;
+  if (real === null) why = 'its real path cannot be checked';
+  else if (isUnder(root, real)) {
+    // A link from outside into the workspace: the workspace's rules for where it leads.
+    const r = rel(root, real);
+    if (ws.isDenied(r)) why = inGitDir(r) ? 'inside a .git folder (protected)' : 'denied by deny_globs';
+    else if (ws.isSecret(r)) why = SECRET;
+  } else if (ws.isSecret(real.slice(1))) why = SECRET;
+  if (why !== null) {
+    await fh.close().catch(() => undefined);
+    return { why };
+  }
+  return { fh };
+}
+
+/** Up to `limit` bytes of the open file (one that grew after its stat is not read whole). */
+async function readAtMost(fh: fsp.FileHandle, limit: number): Promise<Buffer> {
+  const buf = Buffer.alloc(limit);
+  let n = 0;
+  while (n < limit) {
+    const { bytesRead } = await fh.read(buf, n, limit - n, n);
+    if (bytesRead === 0) break;
+    n += bytesRead;
+  }
+  return buf.subarray(0, n);
+}
+
+async function readOne(item: ContextItem, ws: ImagePathPolicy, maxBytes: number): Promise<Read> {
   const typed = item.path;
   const what = item.name ?? 'image';
   const shown = typed || '?';
   const refuse = (why: string): Read => ({ ok: false, label: `${what} ${shown} — not attached: ${why}` });
   if (!typed) return refuse('no path');
   if (!IMAGE_EXT.test(typed)) return refuse('only .png, .jpg and .jpeg files are attached as images');
-  const explicit = path.isAbsolute(typed);
-  const abs = path.resolve(root, typed);
-  let real: string;
+  const opened = await openImage(typed, ws);
+  if ('why' in opened) return refuse(opened.why);
+  const handle = opened.fh;
   try {
-    real = await fs.realpath(abs);
-  } catch {
-    return refuse('no such file');
-  }
-  let realRoot = root;
-  try {
-    realRoot = await fs.realpath(root);
-  } catch {
-    // the root as given
-  }
-  if (!explicit && !inside(realRoot, real)) return refuse('outside the workspace (type its absolute path to attach it anyway)');
-  let handle: fs.FileHandle | undefined;
-  try {
-    handle = await fs.open(real, 'r');
     const st = await handle.stat();
     if (!st.isFile()) return refuse('not a file');
     if (st.size > maxBytes) return refuse(`${formatSize(st.size)} is over the ${formatSize(maxBytes)} limit for an image`);
-    const bytes = await handle.readFile();
+    const bytes = await readAtMost(handle, maxBytes + 1);
+    if (bytes.length > maxBytes) return refuse(`${formatSize(bytes.length)} is over the ${formatSize(maxBytes)} limit for an image`);
     const type = imageType(bytes);
     if (!type) return refuse('not a PNG or JPEG file');
     const name = path.basename(typed);
@@ -89,14 +182,15 @@ async function readOne(item: ContextItem, root: string, maxBytes: number): Promi
       label: `${what} ${name} (${type.name}, ${size})`,
     };
   } catch (e) {
-    return refuse(e instanceof Error ? e.message : String(e));
+    return refuse(refusal(e));
   } finally {
-    await handle?.close();
+    await handle.close().catch(() => undefined);
   }
 }
 
 /** Reads the image items (others are ignored); the same file attached twice goes once. */
-export async function readImages(items: readonly ContextItem[], root: string, maxBytes = MAX_IMAGE_BYTES): Promise<ImageAttachments> {
+export async function readImages(items: readonly ContextItem[], ws: ImagePathPolicy, maxBytes = MAX_IMAGE_BYTES): Promise<ImageAttachments> {
+  const root = ws.root;
   const out: ImageAttachments = { parts: [], notes: [], labels: [] };
   const seen = new Set<string>();
   for (const item of items) {
@@ -105,7 +199,7 @@ export async function readImages(items: readonly ContextItem[], root: string, ma
     const key = `${path.isAbsolute(item.path) ? 'abs' : 'rel'} ${path.resolve(root, item.path)}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    const r = await readOne(item, root, maxBytes);
+    const r = await readOne(item, ws, maxBytes);
     out.labels.push(r.label);
     if (r.ok) {
       out.parts.push(r.part);

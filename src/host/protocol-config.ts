@@ -122,6 +122,8 @@ export const ContextItemParams = z.object({
   kind: z.enum(['buffer', 'selection', 'file', 'attachment', 'fetch', 'image']),
   url: z.string().max(8192).optional().nullable(),
   path: z.string().default(''),
+  /** The file's full name (a buffer's, as Neovim has it): what the workspace's rules judge (`path` is relative to Neovim's cwd, which may have moved). */
+  abs: z.string().max(8192).optional().nullable(),
   /** What the chat label names (`#buffers`, `#diagnostics`, `/file`, …); the kind's own tag without it. */
   name: z.string().max(200).optional().nullable(),
   filetype: z.string().optional().nullable(),

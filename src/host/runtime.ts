@@ -4,7 +4,8 @@ import type { AgentEvents } from '../agent/agent-types';
 import type { McpPool } from '../mcp/client-pool';
 import { isOffered } from '../tools/offered';
 import { TodoList } from '../tools/todo-list';
-import { secretTargets } from '../tools/secret-targets';
+import { attachVerdict, secretTargets } from '../tools/secret-targets';
+import { imagePolicy } from './image-attachments';
 import { Sandbox } from '../workspace/sandbox/sandbox';
 import { recoveryNotice } from '../workspace/commit-journal';
 import type { SessionRepository } from '../store/sessions';
@@ -238,10 +239,10 @@ export async function createSessionRuntime(o: RuntimeOptions): Promise<SessionRu
       // A file the user attaches (#file:, #buffer, /file, @path) is read as the agent reads it; one that
       // usually holds secrets (secret_globs) asks first, as read_file does, in every mode.
       readFile: (p) => (secretTargets('read_file', { path: p }, ws.workspace).length > 0 ? agent.callAsUser('read_file', { path: p }) : ws.call('read_file', { path: p })),
-      isSecret: (p) => secretTargets('read_file', { path: p }, ws.workspace).length > 0,
+      pathPolicy: (p) => attachVerdict(ws.workspace, p),
       fetchUrl: (url) => agent.callAsUser('fetch', { url }),
       maxQueue: config.max_queue ?? 3,
-      images: { root: ws.workspace.root, model: () => chat.provider },
+      images: { workspace: imagePolicy(ws.workspace), model: () => chat.provider },
       // A message still on its way when the session was left: kept in it, not started (see dispose).
       park: (text, meta, content) => void parked.push(content ? { text, meta, content } : { text, meta }),
     }),

@@ -58,6 +58,8 @@ const sh = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
 export async function sandboxHealth(o: { cwd: string; dataDir: string; config?: SandboxConfig | null }): Promise<SandboxHealth> {
   const sb = new Sandbox({ root: o.cwd, dataDir: o.dataDir, config: o.config ?? null });
+  // The trial as a child process: :checkhealth never blocks the host on the synchronous one.
+  await sb.ready();
   const base: SandboxHealth = { mode: sb.mode, available: sb.active, summary: sb.describe() };
   if (sb.support.available) Object.assign(base, { kind: sb.support.kind, path: sb.support.path });
   else if (sb.mode !== 'off') Object.assign(base, { reason: sb.support.reason, fix: sb.support.fix });

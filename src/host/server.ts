@@ -114,6 +114,7 @@ export class HostServer {
           (context ?? []).map((c) => ({
             kind: c.kind,
             path: c.path,
+            ...(c.abs ? { abs: c.abs } : {}),
             name: c.name ?? undefined,
             url: c.url ?? undefined,
             filetype: c.filetype ?? undefined,

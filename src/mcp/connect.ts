@@ -245,6 +245,8 @@ export async function connectMcpServer(cfg: McpServerConfig, o: ConnectOptions):
 async function sandboxed(cfg: McpServerConfig, o: ConnectOptions): Promise<McpServerConfig> {
   if (!isStdioServer(cfg) || !cfg.sandbox) return cfg;
   const sb = o.sandbox;
+  // The trial runs as a child process (never the synchronous one that would block the host).
+  await sb?.ready();
   if (!sb?.active) {
     const why = !sb ? 'no sandbox' : sb.mode === 'off' ? 'sandbox.mode is "off"' : sb.support.available ? 'no sandbox' : sb.support.reason;
     throw new Error(`the server asks for the sandbox (sandbox = true) but none can run: ${why}. See :checkhealth caboose.`);

@@ -198,6 +198,34 @@ ALTER TABLE sessions ADD COLUMN forked_from TEXT;
 ALTER TABLE sessions ADD COLUMN forked_at INTEGER;
 `,
   },
+  {
+    // Issue 24: a streaming reply's row was re-indexed whole at every partial write (every 200 ms: the
+    // FTS trigger deleted and re-tokenized all the text so far, quadratic in the reply's length). Rows now
+    // say whether their text is in the search index (`indexed`; every existing row is, as the old triggers
+    // indexed everything): a partial row is written unindexed, its finish indexes it once, and a search
+    // first indexes what is still pending (a reply streaming now, or one a crash cut), so search finds all
+    // it found before. The triggers only touch the index for indexed rows; they always remove exactly the
+    // text they indexed (FTS5 external content needs the old values).
+    version: 10,
+    name: 'session_search_final_text',
+    sql: `
+ALTER TABLE session_messages ADD COLUMN indexed INTEGER NOT NULL DEFAULT 1;
+CREATE INDEX session_messages_unindexed ON session_messages(id) WHERE indexed = 0;
+DROP TRIGGER session_messages_fts_ai;
+DROP TRIGGER session_messages_fts_ad;
+DROP TRIGGER session_messages_fts_au;
+CREATE TRIGGER session_messages_fts_ai AFTER INSERT ON session_messages WHEN new.indexed = 1 BEGIN
+  INSERT INTO session_messages_fts(rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER session_messages_fts_ad AFTER DELETE ON session_messages WHEN old.indexed = 1 BEGIN
+  INSERT INTO session_messages_fts(session_messages_fts, rowid, text) VALUES ('delete', old.id, old.text);
+END;
+CREATE TRIGGER session_messages_fts_au AFTER UPDATE OF text, indexed ON session_messages WHEN old.indexed = 1 OR new.indexed = 1 BEGIN
+  INSERT INTO session_messages_fts(session_messages_fts, rowid, text) SELECT 'delete', old.id, old.text WHERE old.indexed = 1;
+  INSERT INTO session_messages_fts(rowid, text) SELECT new.id, new.text WHERE new.indexed = 1;
+END;
+`,
+  },
 ];
 
 /** Applies every migration newer than `PRAGMA user_version`, each in its own transaction. */

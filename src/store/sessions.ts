@@ -151,6 +151,7 @@ export class SessionRepository {
     insertRow: Database.Statement;
     updatePartial: Database.Statement;
     finishRow: Database.Statement;
+    indexPending: Database.Statement;
   };
 
   constructor(private readonly db: Database.Database) {
@@ -160,10 +161,13 @@ export class SessionRepository {
       ),
       touch: db.prepare('UPDATE sessions SET updated_at = ?, message_count = message_count + ? WHERE id = ?'),
       insertRow: db.prepare(
-        'INSERT INTO session_messages (session_id, kind, role, message_json, display_json, text, in_context, partial, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO session_messages (session_id, kind, role, message_json, display_json, text, in_context, partial, indexed, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       ),
-      updatePartial: db.prepare('UPDATE session_messages SET message_json = ?, text = ? WHERE id = ? AND partial = 1'),
-      finishRow: db.prepare('UPDATE session_messages SET message_json = ?, display_json = ?, text = ?, partial = 0 WHERE id = ?'),
+      // A streaming reply's text is not indexed while it grows (see migration 10): a write leaves the
+      // search index alone; if a search indexed the text so far meanwhile, this write takes it out once.
+      updatePartial: db.prepare('UPDATE session_messages SET message_json = ?, text = ?, indexed = 0 WHERE id = ? AND partial = 1'),
+      finishRow: db.prepare('UPDATE session_messages SET message_json = ?, display_json = ?, text = ?, partial = 0, indexed = 1 WHERE id = ?'),
+      indexPending: db.prepare('UPDATE session_messages SET indexed = 1 WHERE indexed = 0'),
     };
   }
 
@@ -199,10 +203,19 @@ export class SessionRepository {
     return rows.map(toInfo);
   }
 
-  /** Full-text search over every session's messages; `cwd` sessions rank first, then by relevance. */
+  /**
+   * Full-text search over every session's messages; `cwd` sessions rank first, then by relevance. A reply
+   * still streaming (its text as last flushed) and one a crash cut are found too: what is not indexed yet
+   * is indexed first.
+   */
   search(query: string, opts: { cwd?: string; limit?: number } = {}): SessionSearchHit[] {
     const q = ftsQuery(query);
     if (!q) return [];
+    try {
+      this.indexPending();
+    } catch {
+      // A database this connection cannot write (read-only, full disk): the search answers from what is indexed.
+    }
     const rows = this.db
       .prepare(
         `WITH hits AS (
@@ -236,7 +249,18 @@ export class SessionRepository {
     })();
   }
 
-  /** Appends a row; chat-visible rows (everything but partial streaming rows) count as messages. */
+  /**
+   * Indexes for search the rows whose text is not indexed yet: partial replies, streaming now (here or in
+   * another Neovim's host) or cut by a crash. Returns how many rows it indexed.
+   */
+  indexPending(): number {
+    return this.st.indexPending.run().changes;
+  }
+
+  /**
+   * Appends a row; chat-visible rows (everything but partial streaming rows) count as messages. A partial
+   * row's text is indexed when it is finished (or by the next search).
+   */
   append(sessionId: string, row: NewRow): number {
     const now = Date.now();
     const text = redact((row.text ?? '').slice(0, MAX_INDEXED_CHARS));
@@ -250,6 +274,7 @@ export class SessionRepository {
       text,
       row.inContext === false ? 0 : 1,
       row.partial ? 1 : 0,
+      row.partial ? 0 : 1,
       now,
     );
     this.st.touch.run(now, row.kind === 'message' || row.kind === 'summary' ? 1 : 0, sessionId);

@@ -1,5 +1,6 @@
 import { FileWorkspace, type Workspace } from '../workspace/workspace';
 import { parsePatch } from '../workspace/patch';
+import { ToolError } from '../workspace/errors';
 
 /**
  * Tools whose result shows a file's content (or a diff of it, or lines matching in it), and those that
@@ -42,6 +43,23 @@ export function secretTargets(tool: string, args: unknown, workspace: Workspace)
     }
   }
   return [...out];
+}
+
+/**
+ * What the workspace says of a path the user attaches from the editor (a selection's, a buffer's
+ * diagnostics'): `secret` (secret_globs: sent only after a read the user is asked for), `ok`, or why it is
+ * refused as read_file refuses it (outside_workspace, permission_denied for deny_globs and .git…).
+ */
+export type AttachVerdict = 'ok' | 'secret' | { refused: string; message: string };
+
+export function attachVerdict(workspace: Workspace, p: string): AttachVerdict {
+  if (!(workspace instanceof FileWorkspace)) return 'ok';
+  try {
+    const r = workspace.resolve(p, { allowRoot: true });
+    return workspace.isSecret(r.rel) ? 'secret' : 'ok';
+  } catch (e) {
+    return { refused: e instanceof ToolError ? e.kind : 'invalid_arguments', message: e instanceof Error ? e.message : String(e) };
+  }
 }
 
 /** What the approval and the chat say about such a call. */

@@ -95,7 +95,7 @@ describe('a real ACP agent: claude-code-acp against a fake Anthropic API', () =>
     assert.equal(r!.path, 'a.txt');
     await e.t.lua('vim.api.nvim_set_current_win(...)', [r!.win]);
     await e.t.nvim.input('ga');
-    await e.t.nvim.input('gr');
+    await e.t.nvim.input('gX');
     await e.t.waitFor(async () => (await e.t.lua<string>('return vim.fn.mode()')) === 'c', 'the reason prompt');
     await e.t.nvim.input('keep seven<CR>');
     await chatHas('WROTE');

@@ -79,7 +79,7 @@ describe('a real ACP agent: codex-acp against the fake model', () => {
     assert.equal(r!.path, 'a.txt');
     await e.t.lua('vim.api.nvim_set_current_win(...)', [r!.win]);
     await e.t.nvim.input('ga');
-    await e.t.nvim.input('gr');
+    await e.t.nvim.input('gX');
     await e.t.waitFor(async () => (await e.t.lua<string>('return vim.fn.mode()')) === 'c', 'the reason prompt');
     await e.t.nvim.input('keep seven<CR>');
     await chatHas('PATCHED');

@@ -66,7 +66,7 @@ forEachNvim((bin) => {
       assert.equal(r!.path, 'a.txt');
       await e.t.lua('vim.api.nvim_set_current_win(...)', [r!.win]);
       await e.t.nvim.input('ga');
-      await e.t.nvim.input('gr');
+      await e.t.nvim.input('gX');
       await e.t.waitFor(async () => (await e.t.lua<string>('return vim.fn.mode()')) === 'c', 'the reason prompt');
       await e.t.nvim.input('not this one<CR>');
       await chatHas('WROTE');

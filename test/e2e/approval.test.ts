@@ -221,7 +221,7 @@ forEachNvim((bin) => {
       const content = [long, ...Array.from({ length: 80 }, (_, i) => `line ${i + 1}`)].join('\n') + '\n';
       e.fake.script({ toolCalls: [{ name: 'create_file', arguments: { path: 'big.txt', content } }] }, { text: 'created' });
       await e.t.cmd('Caboose make big');
-      assert.match((await waitApprovalFloat(e.t, 'create_file')).footer, /answer: :CabooseApproval \(ga in the chat\)/);
+      assert.match((await waitApprovalFloat(e.t, 'create_file')).footer, /answer: :CabooseApproval \(gA in the chat\)/);
       await e.t.cmd('CabooseApproval');
       const f = await e.t.waitFor(async () => {
         const g = await waitApprovalFloat(e.t, 'create_file');

@@ -1,5 +1,5 @@
 /** Issue 17, defect 8: ask_user never takes keys meant for another buffer. It opens where the user
- * chooses to answer: in the chat (when it is focused), with `ga` there, or :CabooseApproval. */
+ * chooses to answer: in the chat (when it is focused), with `gA` there (chat.keys.approval), or :CabooseApproval. */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { forEachNvim } from '../support/nvim';

@@ -62,7 +62,7 @@ forEachNvim((bin) => {
       assert.equal(m.filter((x) => x[3].hl_group === 'CabooseReviewText').length, 0, 'a whole-line change has no word marks');
       assert.equal(m.filter((x) => x[3].virt_text?.[0][0].includes('hunk')).length, 3);
       // The file's window is narrow (the chat is open): the keys come first, in their short form.
-      assert.match(await e.t.lua<string>('return vim.wo[...].winbar', [fileWin]), /^ %#CabooseNotice#ga accept · gr reject · g\? keys%\* │ Rev/);
+      assert.match(await e.t.lua<string>('return vim.wo[...].winbar', [fileWin]), /^ %#CabooseNotice#ga accept · gX reject · g\? keys%\* │ Rev/);
 
       await e.t.lua('vim.api.nvim_set_current_win(...)', [fileWin]);
       const row = () => e.t.lua<number>("return vim.fn.line('.')");
@@ -73,7 +73,7 @@ forEachNvim((bin) => {
       await e.t.waitFor(async () => (await row()) === 2, '[c goes back');
       await e.t.nvim.input('ga');
       await e.t.waitFor(async () => (await row()) === 5, 'accepting moves to the next hunk');
-      await e.t.nvim.input('gr');
+      await e.t.nvim.input('gX');
       await e.t.waitFor(async () => (await e.t.lua<string>('return vim.fn.mode()')) === 'c', 'the reason prompt');
       await e.t.nvim.input('keep five lowercase<CR>');
       await e.t.waitFor(async () => (await row()) === 9, 'on to hunk 3');
@@ -225,7 +225,7 @@ forEachNvim((bin) => {
       await chatHas('after quitting the review');
     });
 
-    it('accepting a review jumped to with ga from the transcript puts the cursor back in the transcript', async () => {
+    it('accepting a review jumped to with gA (chat.keys.approval) from the transcript puts the cursor back in the transcript', async () => {
       await e.start({ initLua: SETUP });
       fs.writeFileSync(file(), ORIG);
       fs.writeFileSync(path.join(e.t.cwd, 'other.txt'), 'other\n');
@@ -235,7 +235,7 @@ forEachNvim((bin) => {
       const r = await waitReview();
       const transcript = await e.t.lua<number>("return vim.fn.bufwinid(require('caboose.chat').buf())");
       await e.t.lua('vim.api.nvim_set_current_win(...)', [transcript]);
-      await e.t.nvim.input('ga');
+      await e.t.nvim.input('gA');
       await e.t.waitFor(async () => (await e.t.lua('return vim.api.nvim_get_current_win()')) === r.win, 'in the review');
       await e.t.nvim.input('gA');
       await chatHas('back in the chat');
@@ -256,16 +256,16 @@ forEachNvim((bin) => {
       await e.t.cmd('Caboose change');
       await waitReview();
       const narrow = await bar();
-      for (const key of ['ga accept', 'gr reject', 'g? keys']) assert.ok(narrow.includes(key), `${key} in ${JSON.stringify(narrow)}`);
+      for (const key of ['ga accept', 'gX reject', 'g? keys']) assert.ok(narrow.includes(key), `${key} in ${JSON.stringify(narrow)}`);
       await e.t.cmd('set columns=160 | doautocmd VimResized');
-      await e.t.waitFor(async () => /\]c\/\[c hunk · ga accept · gr reject · gA\/gR all · q later · g\? keys/.test(await bar()), `every key at 160 columns: ${await bar()}`);
+      await e.t.waitFor(async () => /\]c\/\[c hunk · ga accept · gX reject · gA\/gR all · q later · g\? keys/.test(await bar()), `every key at 160 columns: ${await bar()}`);
       assert.match(await bar(), /│ Review edit_file …[-a-z]*name\.md$/, 'the path is what gets cut');
 
       await e.t.cmd('CabooseApproval');
       await e.t.nvim.input('g?');
       const keys = await e.t.waitFor(() => filetypeLines(e.t, 'caboose_keys'), 'the keys float');
       const text = keys.join('\n');
-      for (const k of [']c', '[c', 'ga', 'gr', 'gA', 'gR', 'q', 'g?']) assert.match(text, new RegExp(`^ ${k.replace(/[[\]?]/g, '\\$&')} `, 'm'), `${k} listed`);
+      for (const k of [']c', '[c', 'ga', 'gX', 'gA', 'gR', 'q', 'g?']) assert.match(text, new RegExp(`^ ${k.replace(/[[\]?]/g, '\\$&')} `, 'm'), `${k} listed`);
       assert.match(text, /accept the hunk/);
       await e.t.nvim.input('q');
       await e.t.waitFor(async () => (await filetypeLines(e.t, 'caboose_keys')) === null || (await e.t.lua('return vim.bo.filetype')) !== 'caboose_keys', 'keys float closed');

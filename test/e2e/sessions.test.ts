@@ -53,10 +53,13 @@ forEachNvim((bin) => {
 
         const t2 = await startNvim({ nvim: bin, home, cwd, env: { OPENAI_BASE_URL: e2e.fake.url, CABOOSE_MODEL: 'fake-model' }, initLua: UI_STUB });
         try {
-          await pickSession(t2, '4 messages');
+          // Found by words only the cut reply holds (its partial rows were never indexed while it streamed:
+          // the search indexes them first), and reopened from the search.
+          await pickSession(t2, '4 messages', 'streaming part');
           await t2.waitFor(async () => (await chatText(t2)).includes('streaming part two'), 'the reopened transcript');
           const shown = await t2.lua<{ items: string[] }[]>('return _G.ui.selects');
           assert.match(shown[0].items[0], /what is the answer · just now · 4 messages|Fake session title · just now · 4 messages/);
+          assert.match(shown[0].items[0], /«streaming» «part» two/i, 'the snippet is from the cut reply');
           await t2.waitFor(async () => (await chatText(t2)).includes('streaming part two'), 'the reopened transcript');
           const text = await chatText(t2);
           assert.match(text, /## You\n\nwhat is the answer\n\n## Caboose\n\nThe answer is forty-two\.\n\n## You\n\ntell me more\n\n## Caboose\n\nStreaming part one, streaming part two, \n\n_\[response interrupted\]_/);

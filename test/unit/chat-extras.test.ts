@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { debugView, maskSecrets } from '../../src/host/debug-view';
-import { formatSize, imageType, readImages } from '../../src/host/image-attachments';
+import { formatSize, imagePolicyFor, imageType, readImages } from '../../src/host/image-attachments';
 import { clearSecrets, registerSecret } from '../../src/store/redact';
 import type { Exchange } from '../../src/agent/provider';
 import { composeMessage } from '../../src/host/message-context';
@@ -93,7 +93,7 @@ describe('image attachments', () => {
         { kind: 'image', path: 'link.png' },
         { kind: 'image', path: path.join(dir, 'out.png') },
       ],
-      root,
+      imagePolicyFor(root),
       50,
     );
     assert.equal(r.parts.length, 2);

@@ -16,9 +16,8 @@ H.keys = {
   { 'n', '<C-c>', 'stop the running turn (:CabooseStop)' },
   { 'n', 'gy', 'yank the code block under the cursor' },
   { 'n', 'za zo zc', 'open/close a tool call\'s details (on its line)' },
-  { 'n', 'ga', 'go to the pending approval or question (:CabooseApproval)' },
   { 'n', 'gL', 'choose the model of the next request (:CabooseModel)' },
-  -- (chat.keys: regenerate, edit — inserted here by H.list)
+  -- (chat.keys: regenerate, edit, approval — inserted here by H.list)
   { 'n', 'q', 'transcript: close the chat' },
   { 'n', 'g?', 'this list (? stays backward search)' },
   { 'i', '@', 'complete a file path to attach' },
@@ -26,7 +25,7 @@ H.keys = {
   { 'i', '/ #', 'slash commands, variables (/help lists them)' },
 }
 
---- The g? list: the fixed keys, with the configurable ones (chat.keys, issue 22) after gL.
+--- The g? list: the fixed keys, with the configurable ones (chat.keys: regenerate, edit, approval) after gL.
 H.list = function()
   local out = {}
   for _, k in ipairs(H.keys) do
@@ -38,6 +37,9 @@ H.list = function()
       end
       if keys.edit ~= '' then
         table.insert(out, { 'n', keys.edit, 'edit your message under the cursor, resend (forks)' })
+      end
+      if keys.approval ~= '' then
+        table.insert(out, { 'n', keys.approval, 'go to the pending approval or question (:CabooseApproval)' })
       end
     end
   end
@@ -83,16 +85,18 @@ M.transcript = function(buf)
       return H.fold_key(key)
     end, 'open/close a tool call\'s details', true)
   end
-  H.map(buf, 'n', 'ga', function()
-    if not require('caboose.ui.approval').focus() and not require('caboose.ui.ask').answer() then
-      vim.notify('(caboose) no approval is pending', vim.log.levels.INFO)
-    end
-  end, 'go to the pending approval (or the agent\'s question)')
   H.map(buf, 'n', 'gL', function()
     require('caboose.model').pick()
   end, 'choose the model')
-  -- Regenerate and edit-and-resend (chat.keys; "" disables one).
+  -- Regenerate, edit-and-resend and the pending approval (chat.keys; "" disables one).
   local conv = require('caboose.conversation').keys()
+  if conv.approval ~= '' then
+    H.map(buf, 'n', conv.approval, function()
+      if not require('caboose.ui.approval').focus() and not require('caboose.ui.ask').answer() then
+        vim.notify('(caboose) no approval is pending', vim.log.levels.INFO)
+      end
+    end, 'go to the pending approval (or the agent\'s question)')
+  end
   if conv.regenerate ~= '' then
     H.map(buf, 'n', conv.regenerate, function()
       require('caboose.conversation').retry()

@@ -156,7 +156,7 @@ H.checks = {
   end,
   ['chat.keys'] = function(v)
     if type(v) ~= 'table' then
-      return false, 'a table { regenerate = key, edit = key }'
+      return false, 'a table { regenerate = key, edit = key, approval = key }'
     end
     for k, lhs in pairs(v) do
       if type(lhs) ~= 'string' then
@@ -170,8 +170,8 @@ H.checks = {
       return false, 'a table of key names'
     end
     for k, lhs in pairs(v) do
-      if type(lhs) ~= 'string' then
-        return false, string.format('strings (review.keys.%s is a %s; "" disables a key)', tostring(k), type(lhs))
+      if type(lhs) ~= 'string' and lhs ~= false then
+        return false, string.format('strings (review.keys.%s is a %s; "" or false disables a key)', tostring(k), type(lhs))
       end
     end
     return true

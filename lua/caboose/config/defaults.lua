@@ -134,15 +134,19 @@ local defaults = {
   host = { node = 'node', transport = 'job', prestart = true },
   chat = {
     position = 'right', size = 0.4, min_size = nil, max_size = nil, input_height = 5, show_thinking = true,
-    -- Transcript keys of issue 22 ("" disables one): regenerate the last reply, edit-and-resend the message under the cursor.
-    keys = { regenerate = 'gR', edit = 'gI' },
+    -- Transcript keys of issue 22 ("" disables one): regenerate the last reply, edit-and-resend the message under the cursor,
+    -- go to the pending approval (gA: `ga`, which shows the character's code, stays Neovim's).
+    keys = { regenerate = 'gR', edit = 'gI', approval = 'gA' },
   },
   approval = { grace_ms = 400, style = 'inline' },
   edit = { keymap = nil }, -- e.g. '<leader>ce' in Visual mode for <Plug>(CabooseEdit)
   -- User CabooseProgress events; shown in fidget.nvim when it is installed (false: not).
   progress = { fidget = true },
   review = {
-    keys = { next_hunk = ']c', prev_hunk = '[c', accept = 'ga', reject = 'gr', accept_all = 'gA', reject_all = 'gR', quit = 'q' },
+    -- Set in the review's own read-only scratch buffer only, never `nowait` ("" or false disables one). Not `gr`:
+    -- it is the start of Neovim 0.11+'s LSP keys (grn, gra, grr, gri, grt); gR (Virtual Replace) cannot run in
+    -- the read-only review buffer anyway. A key that buffer maps already (ftplugin, FileType autocmd) stays theirs.
+    keys = { next_hunk = ']c', prev_hunk = '[c', accept = 'ga', reject = 'gX', accept_all = 'gA', reject_all = 'gR', quit = 'q' },
   },
   log = { level = 'info', file = vim.fn.stdpath('log') .. '/caboose.log' },
   mcp = { servers = {}, start_timeout_ms = 10000 },

@@ -82,6 +82,7 @@ function M.diagnostics(origin, scope, name)
       kind = 'attachment',
       name = name or '#diagnostics',
       path = buf and H.display(vim.api.nvim_buf_get_name(buf)) or '',
+      abs = buf and vim.api.nvim_buf_get_name(buf) ~= '' and vim.api.nvim_buf_get_name(buf) or nil,
       text = table.concat(lines, '\n'),
     },
   }

@@ -2,7 +2,7 @@
 --- of one's own (then vim.ui.input); without choices, vim.ui.input. Dismissing answers nothing (nil).
 --- A question never takes keys meant for another buffer: it opens where the user chooses to answer —
 --- when the chat is focused (outside Insert mode), or on :CabooseApproval, <Plug>(CabooseApproval) or
---- `ga` in the chat. Until then it waits, and says so.
+--- `gA` in the chat (chat.keys.approval). Until then it waits, and says so.
 local M = {}
 local H = {}
 
@@ -98,7 +98,7 @@ function M.waiting()
   return #H.waiting
 end
 
---- Opens the waiting question now (:CabooseApproval, `ga` in the chat). Returns false when none waits.
+--- Opens the waiting question now (:CabooseApproval, `gA` in the chat). Returns false when none waits.
 function M.answer()
   H.prune()
   if #H.waiting == 0 or H.showing then

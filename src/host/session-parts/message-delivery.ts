@@ -10,8 +10,8 @@ import type { ToolContext } from '../../tools/tool';
 import type { Checkpoints } from '../../workspace/checkpoints';
 import type { LuaUi } from '../lua-ui';
 import type { ChatCompletionContentPart } from 'openai/resources/chat/completions';
-import { readImages } from '../image-attachments';
-import { composeMessage, type ContextItem, type FetchUrl } from '../message-context';
+import { readImages, type ImagePathPolicy } from '../image-attachments';
+import { composeMessage, type ContextItem, type FetchUrl, type PathPolicy } from '../message-context';
 import type { ConversationRules } from '../project-rules';
 import { EVENTS } from '../protocol';
 import { restoreConversation } from '../session-history';
@@ -52,16 +52,16 @@ export interface DeliveryOptions {
    */
   park?(text: string, meta: MessageMeta, content?: ChatCompletionContentPart[]): void;
   readFile(path: string): Promise<ToolResult>;
-  /** A file that usually holds secrets: a selection from it goes only after readFile (which asks). */
-  isSecret?(path: string): boolean;
+  /** What the workspace says of an attached path: a selection from a secret file goes only after readFile (which asks), one from outside the workspace not at all. */
+  pathPolicy?: PathPolicy;
   /** `/fetch <url>` attachments: the fetch tool, run as the user (its mode, approval and rules). */
   fetchUrl: FetchUrl;
   checkpoints: Pick<Checkpoints, 'takeNotes' | 'addNote'>;
   ui: Pick<LuaUi, 'emit'>;
   maxQueue: number;
-  /** Images the user attaches (`#image:path`, a pasted path): read from here (the workspace root). */
+  /** Images the user attaches (`#image:path`, a pasted path): read under this workspace's path policy. */
   images?: {
-    root: string;
+    workspace: ImagePathPolicy;
     /** The model now and its `vision` setting (false: images are not sent). */
     model(): { model: string; vision?: boolean };
   };
@@ -79,11 +79,11 @@ export function messageDelivery(o: DeliveryOptions): (text: string, context: Con
     // `/server:prompt …` and `#mcp:server:uri` (MCP prompts and resources) are expanded first.
     const expanded = await o.mcp.expand(text, o.ask, o.signal);
     const imageItems = context.filter((c) => c.kind === 'image');
-    const composed = await composeMessage(expanded?.text ?? text, imageItems.length > 0 ? context.filter((c) => c.kind !== 'image') : context, (p) => o.readFile(p), (url) => o.fetchUrl(url), (p) => o.isSecret?.(p) ?? false);
+    const composed = await composeMessage(expanded?.text ?? text, imageItems.length > 0 ? context.filter((c) => c.kind !== 'image') : context, (p) => o.readFile(p), (url) => o.fetchUrl(url), o.pathPolicy);
     if (expanded) composed.labels.unshift(...expanded.labels);
     let parts: ChatCompletionContentPart[] = [];
     if (imageItems.length > 0 && o.images) {
-      const images = await readImages(imageItems, o.images.root);
+      const images = await readImages(imageItems, o.images.workspace);
       composed.labels.push(...images.labels);
       const model = o.images.model();
       if (images.parts.length > 0 && model.vision === false) {

@@ -70,6 +70,13 @@ export function detectSandbox(): SandboxSupport {
 let probing: { override: string; done: Promise<SandboxSupport> } | null = null;
 
 /**
+ * How many trial bwrap runs this process started, by kind: `sync` blocks the host (detectSandbox, a
+ * `support` asked before the sandbox was made ready), `async` runs as a child process (detectSandboxAsync).
+ * For tests: a host's commands must never need a synchronous trial.
+ */
+export const sandboxTrials = { sync: 0, async: 0 };
+
+/**
  * detectSandbox() without blocking the host: the trial bwrap run (7–20 ms of fork, exec and namespace
  * set-up) runs as a child process while the host goes on (the first request's tool definitions wait for
  * it, not the loading before them). Same trial, same result, same cache as detectSandbox().
@@ -107,6 +114,7 @@ function probeAsync(override: string): Promise<SandboxSupport> {
       resolve(s);
     };
     const failed = (why: string): SandboxSupport => ({ available: false, reason: `bwrap (${bwrap}) cannot create a sandbox: ${why}`, fix: BWRAP_FIX });
+    sandboxTrials.async++;
     const child = spawn(bwrap, TRIAL_ARGS, { stdio: ['ignore', 'ignore', 'pipe'] });
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
@@ -131,6 +139,7 @@ function probe(override: string): SandboxSupport {
   }
   const bwrap = override === 'none' ? null : override !== '' ? override : onPath('bwrap');
   if (!bwrap) return { available: false, reason: 'bubblewrap (bwrap) not found on PATH', fix: BWRAP_FIX };
+  sandboxTrials.sync++;
   const r = spawnSync(bwrap, TRIAL_ARGS, {
     stdio: ['ignore', 'ignore', 'pipe'],
     timeout: 10_000,
@@ -343,6 +352,24 @@ export class Sandbox {
       return;
     }
     await check();
+  }
+
+  private readying: Promise<SandboxSupport> | null = null;
+
+  /**
+   * The trial's own answer, found without blocking the host (prepare, then the confirming trial a
+   * remembered answer waits for, both as child processes; shared with a trial already running). After it
+   * settles, `support`, `active`, `confinement` and `wrap` never run the synchronous trial. For the
+   * commands that run before any model request (ACP terminals, MCP servers with `sandbox = true`).
+   */
+  ready(): Promise<SandboxSupport> {
+    this.readying ??= (async () => {
+      await this.prepare();
+      this.recheck();
+      this.supportValue ??= await detectSandboxAsync();
+      return this.supportValue;
+    })();
+    return this.readying;
   }
 
   /**

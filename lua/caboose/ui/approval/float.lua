@@ -20,7 +20,10 @@ H.FOOTER_HUNKS = {
   ' t hunk · o once · a always · r reject · q ',
 }
 -- Until the user is in the float its keys do nothing: say how to get there.
-H.FOOTER_UNFOCUSED = { ' answer: :CabooseApproval (ga in the chat) ', ' answer: :CabooseApproval ' }
+H.FOOTER_UNFOCUSED = function()
+  local key = require('caboose.conversation').keys().approval
+  return key ~= '' and { ' answer: :CabooseApproval (' .. key .. ' in the chat) ', ' answer: :CabooseApproval ' } or { ' answer: :CabooseApproval ' }
+end
 
 H.footer = function(forms, width)
   for _, f in ipairs(forms) do
@@ -122,7 +125,7 @@ H.layout = function(req, height)
     border = 'rounded',
     title = H.title(req),
     title_pos = 'center',
-    footer = H.footer(H.footer_forms((A.win and vim.api.nvim_get_current_win() == A.win) and (part('body').hunk_files(req) and H.FOOTER_HUNKS or H.FOOTER) or H.FOOTER_UNFOCUSED), width),
+    footer = H.footer(H.footer_forms((A.win and vim.api.nvim_get_current_win() == A.win) and (part('body').hunk_files(req) and H.FOOTER_HUNKS or H.FOOTER) or H.FOOTER_UNFOCUSED()), width),
     footer_pos = 'center',
     focusable = true,
   }

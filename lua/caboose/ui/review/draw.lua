@@ -131,6 +131,40 @@ H.esc = function(s)
   return (s:gsub('%%', '%%%%'))
 end
 
+
+--- The review keys that are set (a string, not "" or false, and not left to the buffer's own mapping).
+H.keys_set = function(k, skipped)
+  local out = {}
+  for name, lhs in pairs(k) do
+    if type(lhs) == 'string' and lhs ~= '' and not (skipped and skipped[name]) then
+      out[name] = lhs
+    end
+  end
+  return out
+end
+
+H.one = function(lhs, what)
+  return lhs and (lhs .. ' ' .. what) or nil
+end
+
+--- "a/b what" when both keys are set, else the one that is.
+H.pair = function(a, b, what, what_a, what_b)
+  if a and b then
+    return a .. '/' .. b .. ' ' .. what
+  end
+  return H.one(a, what_a) or H.one(b, what_b)
+end
+
+H.join = function(parts, sep)
+  local list = {}
+  for i = 1, table.maxn(parts) do
+    if parts[i] then
+      table.insert(list, parts[i])
+    end
+  end
+  return table.concat(list, sep or ' · ')
+end
+
 M.winbar = function()
   local a = R.active
   if not (a.win and vim.api.nvim_win_is_valid(a.win)) then
@@ -145,7 +179,8 @@ M.winbar = function()
   local title = 'Review ' .. (a.req.tool or '')
   local what = H.what(a.req, f) .. (#a.files > 1 and string.format(' (file %d/%d)', a.fi, #a.files) or '')
   local counts = string.format('%d hunk%s: ✓%d ✗%d', #units, #units == 1 and '' or 's', acc, rej)
-  local keys = string.format('%s/%s hunk · %s accept · %s reject · %s/%s all · %s later · g? keys', k.next_hunk, k.prev_hunk, k.accept, k.reject, k.accept_all, k.reject_all, k.quit)
+  local kk = H.keys_set(k, a.skipped)
+  local keys = H.join({ H.pair(kk.next_hunk, kk.prev_hunk, 'hunk', 'next hunk', 'previous hunk'), H.one(kk.accept, 'accept'), H.one(kk.reject, 'reject'), H.pair(kk.accept_all, kk.reject_all, 'all', 'accept all', 'reject all'), H.one(kk.quit, 'later'), 'g? keys' })
   local width = vim.api.nvim_win_get_width(a.win)
   local w = vim.api.nvim_strwidth
   local asker = who and ('%#CabooseNotice#' .. H.esc(who) .. '%* │ ') or ''
@@ -159,7 +194,7 @@ M.winbar = function()
     who = who and who:match('^[^:]+') or nil
     asker = who and ('%#CabooseNotice#' .. H.esc(who) .. '%* │ ') or ''
     who_w = who and w(who .. ' │ ') or 0
-    local short = string.format('%s accept · %s reject · g? keys', k.accept, k.reject)
+    local short = H.join({ H.one(kk.accept, 'accept'), H.one(kk.reject, 'reject'), 'g? keys' })
     local MIN_PATH = 8
     local fixed_full = 1 + w(keys) + 3 + who_w + w(title) + 1
     local fixed_short = 1 + w(short) + 3 + who_w + w(title) + 1
@@ -175,7 +210,14 @@ M.winbar = function()
     else
       -- A very narrow window: which subagent asks and the keys, in the longest form that fits, then as
       -- much of the title as fits; the subagent's name goes before the keys do.
-      local forms = { short, string.format('%s accept · %s reject', k.accept, k.reject), string.format('%s ✓ %s ✗ g?', k.accept, k.reject) }
+      local forms = {
+        short,
+        H.join({ H.one(kk.accept, 'accept'), H.one(kk.reject, 'reject') }),
+        H.join({ H.one(kk.accept, '✓'), H.one(kk.reject, '✗'), 'g?' }, ' '),
+      }
+      forms = vim.tbl_filter(function(x)
+        return x ~= ''
+      end, forms)
       for _, with_who in ipairs(who and { true, false } or { false }) do
         local lead, lead_w = with_who and asker or '', with_who and who_w or 0
         for _, form in ipairs(forms) do

@@ -10,25 +10,46 @@ local function part(name)
   return require('caboose.ui.review.' .. name)
 end
 
+--- Review keys left unset because the buffer already maps them (key name -> lhs); told once a session.
+H.told = {}
+
 --- The review keys (`g?` in the review buffer; `?` stays backward search).
 H.show_keys = function()
   local k = R.cfg().review.keys
+  local skipped = (R.active and R.active.skipped) or {}
   local list = {}
   for _, x in ipairs({
-    { k.next_hunk, 'next hunk' },
-    { k.prev_hunk, 'previous hunk' },
-    { k.accept, 'accept the hunk under the cursor' },
-    { k.reject, 'reject it (asks an optional reason)' },
-    { k.accept_all, 'accept every remaining hunk' },
-    { k.reject_all, 'reject every remaining hunk (asks a reason)' },
-    { k.quit, 'later: it stays pending (:CabooseApproval)' },
-    { 'g?', 'this list' },
+    { 'next_hunk', 'next hunk' },
+    { 'prev_hunk', 'previous hunk' },
+    { 'accept', 'accept the hunk under the cursor' },
+    { 'reject', 'reject it (asks an optional reason)' },
+    { 'accept_all', 'accept every remaining hunk' },
+    { 'reject_all', 'reject every remaining hunk (asks a reason)' },
+    { 'quit', 'later: it stays pending (:CabooseApproval)' },
   }) do
-    if x[1] and x[1] ~= '' then
-      table.insert(list, { 'n', x[1], x[2] })
+    local lhs = k[x[1]]
+    if type(lhs) == 'string' and lhs ~= '' then
+      local desc = x[2]
+      if skipped[x[1]] then
+        desc = string.format('NOT SET: this buffer maps %s already (review.keys.%s)', lhs, x[1])
+      end
+      table.insert(list, { 'n', lhs, desc })
     end
   end
+  table.insert(list, { 'n', 'g?', 'this list' })
   return require('caboose.chat').show_keys({ title = ' Caboose review keys ', keys = list })
+end
+
+--- A mapping of `lhs` in Normal mode that is local to `buf` (set there by an ftplugin or the user's FileType
+--- autocommand), or nil. Global mappings do not count: the review's map shadows them in its own buffer only.
+H.local_map = function(buf, lhs)
+  local m = vim.api.nvim_buf_call(buf, function()
+    return vim.fn.maparg(lhs, 'n', false, true)
+  end)
+  if type(m) == 'table' and m.buffer == 1 then
+    return m
+  end
+  return nil
 end
 
 --- The hunk under the cursor, else the next one below it, else the last one above.
@@ -83,12 +104,33 @@ end
 
 M.set = function(buf)
   local k = R.cfg().review.keys
-  local map = function(lhs, fn, desc)
-    if lhs and lhs ~= '' then
-      vim.keymap.set('n', lhs, fn, { buffer = buf, nowait = true, desc = 'Caboose review: ' .. desc })
-    end
+  local skipped = {}
+  if R.active then
+    R.active.skipped = skipped
   end
-  map(k.next_hunk, function()
+  -- Never `nowait`: a review key that is the start of a longer mapping (Neovim's grn/gra/grr/gri, the user's
+  -- own) waits for 'timeoutlen' as any ambiguous key does, so the longer ones stay reachable. A key the
+  -- buffer already maps (an ftplugin, the user's FileType autocommand) is left theirs and said once.
+  local map = function(name, fn, desc)
+    local lhs = k[name]
+    if type(lhs) ~= 'string' or lhs == '' then
+      return -- "" or false: disabled
+    end
+    local theirs = H.local_map(buf, lhs)
+    if theirs then
+      skipped[name] = lhs
+      if H.told[name] ~= lhs then
+        H.told[name] = lhs
+        vim.notify(
+          string.format('Caboose review: %s (%s) is not set: this buffer maps %s already (%s); set review.keys.%s to another key', lhs, desc, lhs, theirs.desc or theirs.rhs or 'a Lua function', name),
+          vim.log.levels.WARN
+        )
+      end
+      return
+    end
+    vim.keymap.set('n', lhs, fn, { buffer = buf, desc = 'Caboose review: ' .. desc })
+  end
+  map('next_hunk', function()
     local a = R.active
     local row = H.cursor_row()
     for i, r in ipairs(a.rows) do
@@ -98,7 +140,7 @@ M.set = function(buf)
     end
     M.goto_hunk(1)
   end, 'next hunk')
-  map(k.prev_hunk, function()
+  map('prev_hunk', function()
     local a = R.active
     local row = H.cursor_row()
     for i = #a.rows, 1, -1 do
@@ -108,13 +150,13 @@ M.set = function(buf)
     end
     M.goto_hunk(#a.rows)
   end, 'previous hunk')
-  map(k.accept, function()
+  map('accept', function()
     local i = H.hunk_at(H.cursor_row())
     if i then
       part('decisions').decide({ i }, 'accepted')
     end
   end, 'accept the hunk')
-  map(k.reject, function()
+  map('reject', function()
     local i = H.hunk_at(H.cursor_row())
     if i then
       H.ask_reason(string.format('Reject hunk %d — reason (optional): ', i), function(reason)
@@ -122,13 +164,13 @@ M.set = function(buf)
       end)
     end
   end, 'reject the hunk')
-  map(k.accept_all, function()
+  map('accept_all', function()
     local list = part('decisions').pending()
     if #list > 0 then
       part('decisions').decide(list, 'accepted')
     end
   end, 'accept every remaining hunk')
-  map(k.reject_all, function()
+  map('reject_all', function()
     local list = part('decisions').pending()
     if #list > 0 then
       H.ask_reason('Reject all — reason (optional): ', function(reason)
@@ -136,12 +178,14 @@ M.set = function(buf)
       end)
     end
   end, 'reject every remaining hunk')
-  map(k.quit, function()
+  map('quit', function()
     local a = R.active
     part('windows').restore()
     part('windows').go_back(a)
   end, 'leave the review pending (:CabooseApproval comes back)')
-  map('g?', H.show_keys, 'list the review keys')
+  if not H.local_map(buf, 'g?') then
+    vim.keymap.set('n', 'g?', H.show_keys, { buffer = buf, desc = 'Caboose review: list the review keys' })
+  end
   -- :q, :close, :bwipe… on the review window: like `q`, the request stays pending and can be shown again.
   vim.api.nvim_create_autocmd('BufWipeout', {
     buffer = buf,
