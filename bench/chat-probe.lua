@@ -64,6 +64,7 @@ function B.probe_start()
       local run, wait = sched_now()
       local gap = now - last
       last = now
+      B.settle_check(now)
       if gap >= 4e6 then
         table.insert(B.gaps, { now, gap, cpu - last_cpu, (run - last_run) / 1e6, (wait - last_wait) / 1e6 })
       end
@@ -71,6 +72,29 @@ function B.probe_start()
     end)
   end)
   B.timer = timer
+end
+
+--- The end of a stream run's window: not the moment the reply's last characters are in the chat
+--- (t_done) but once the chat has been drawn with them — its treesitter highlighter not parsing any more
+--- (Neovim 0.12 parses in the background, in turns after the append) — at least SETTLE_MIN_NS after
+--- t_done and for SETTLE_HOLD_NS in a row. Stalls, eval round trips and Neovim's CPU are measured up to
+--- there (t_settled, B.cpu_settled), so the work a reply's end leaves to later turns is counted.
+B.SETTLE_MIN_NS = 30e6
+B.SETTLE_HOLD_NS = 5e6
+function B.settle_check(now)
+  if not B.t_done or B.t_settled then
+    return
+  end
+  local hl = B.watch_buf and vim.treesitter.highlighter.active[B.watch_buf]
+  if hl and hl.parsing == true then
+    B.quiet_since = nil
+    return
+  end
+  B.quiet_since = B.quiet_since or now
+  if now - B.t_done >= B.SETTLE_MIN_NS and now - B.quiet_since >= B.SETTLE_HOLD_NS then
+    B.t_settled = now
+    B.cpu_settled = B.cpu()
+  end
 end
 
 function B.probe_stop()
@@ -107,6 +131,18 @@ function B.max_gap_cpu(from_ns, to_ns)
   return max
 end
 
+--- The most main-thread CPU time (ms) in one gap overlapping [from_ns, to_ns] (gaps ≥ 4 ms of wall time).
+function B.max_gap_run(from_ns, to_ns)
+  local max = 0
+  for _, g in ipairs(B.gaps) do
+    local stop, len = g[1], g[2]
+    if stop >= from_ns and stop - len <= to_ns and (g[4] or 0) > max then
+      max = g[4]
+    end
+  end
+  return max
+end
+
 --- Watches the chat buffer's text: t_first when `first` appears, t_done when `done` appears
 --- (hrtime, ns). Reads only the changed lines (at most the last 200 of a change). `buf`: the buffer
 --- to watch (default caboose's chat; bench/codecompanion.ts passes codecompanion's chat buffer).
@@ -115,6 +151,7 @@ function B.watch(first, done, buf)
     done = nil
   end
   B.t_first, B.t_done, B.watch_error = nil, nil, nil
+  B.t_settled, B.cpu_settled, B.quiet_since, B.watch_buf = nil, nil, nil, nil
   B.watch_id = (B.watch_id or 0) + 1
   local id = B.watch_id
   local function check(b, firstline, new_last)
@@ -133,6 +170,7 @@ function B.watch(first, done, buf)
     end
   end
   local function attach(buf)
+    B.watch_buf = buf
     vim.api.nvim_buf_attach(buf, false, {
       on_lines = function(_, b, _, firstline, _, new_last)
         if id ~= B.watch_id then
@@ -200,9 +238,11 @@ function B.result()
     stall_first_ms = B.t_first and B.max_stall(B.t0, B.t_first) or nil,
     stall_first_cpu_ms = B.t_first and select(2, B.max_stall(B.t0, B.t_first)) or nil,
     max_gap_cpu_first_ms = B.t_first and B.max_gap_cpu(B.t0, B.t_first) or nil,
-    stall_done_ms = B.t_done and B.max_stall(B.t0, B.t_done) or nil,
-    stall_done_run_ms = B.t_done and select(3, B.max_stall(B.t0, B.t_done)) or nil,
-    stall_done_wait_ms = B.t_done and select(4, B.max_stall(B.t0, B.t_done)) or nil,
+    stall_done_ms = B.t_done and B.max_stall(B.t0, B.t_settled or B.t_done) or nil,
+    stall_done_run_ms = B.t_done and select(3, B.max_stall(B.t0, B.t_settled or B.t_done)) or nil,
+    stall_done_wait_ms = B.t_done and select(4, B.max_stall(B.t0, B.t_settled or B.t_done)) or nil,
+    settled_ms = rel(B.t_settled),
+    max_gap_run_ms = B.t_done and B.max_gap_run(B.t0, B.t_settled or B.t_done) or nil,
     watch_error = B.watch_error,
   }
 end

@@ -41,10 +41,18 @@ if tp then
   local mt = getmetatable(tp)
   local idx = mt.__index
   local orig = idx.parse
+  D.born = {} -- tostring(tree) -> where a big tree (≥ 2000 rows) was made (for BIGFREE)
   idx.parse = function(self, tree, src, incl, timeout)
     local t0 = uv.hrtime()
     local a, b = orig(self, tree, src, incl, timeout)
     span('C_parse', t0)
+    if a and os.getenv('DIAG_BORN') then
+      local ok, r = pcall(function() return { a:root():range() } end)
+      if ok and r[3] - r[1] >= 2000 then
+        local inc = self:included_ranges()
+        D.born[tostring(a)] = string.format('%d rows made at %.0f ms (uv), timeout %s, included %s, old tree %s', r[3] - r[1], uv.hrtime() / 1e6, tostring(timeout), vim.inspect(inc):gsub('%s+', ''), tostring(tree))
+      end
+    end
     return a, b
   end
 end
@@ -103,8 +111,16 @@ do
       local r = { t:root():range() }
       nodes = r[3] - r[1]
     end)
+    local born = D.born and D.born[tostring(t)]
     gc(t)
     local dt = uv.hrtime() - t0
+    if born then
+      D.born[tostring(t)] = nil
+      if dt > 2e6 then
+        D.freed_log = D.freed_log or {}
+        table.insert(D.freed_log, string.format('freed at %.0f ms (uv) in %.1f ms: %s', uv.hrtime() / 1e6, dt / 1e6, born))
+      end
+    end
     D.fin_n = D.fin_n + 1
     D.fin_ns = D.fin_ns + dt
     if dt > D.fin_max then
@@ -119,8 +135,10 @@ do
   _G.collectgarbage = function(opt, ...)
     if opt == 'collect' then
       local t0 = uv.hrtime()
+      local n0, ns0, k0 = D.fin_n, D.fin_ns, cg('count')
+      D.fin_max, D.fin_max_nodes = 0, 0
       local r = { cg(opt, ...) }
-      span('full_gc', t0)
+      span(string.format('full_gc (%.0f KB heap before; %d trees freed in %.1f ms, longest %.1f ms %d rows)', k0, D.fin_n - n0, (D.fin_ns - ns0) / 1e6, D.fin_max / 1e6, D.fin_max_nodes or 0), t0)
       return unpack(r)
     end
     return cg(opt, ...)
@@ -166,14 +184,27 @@ B.result = function()
   for _, g in ipairs(B.gaps) do
     local stop, len = g[1], g[2]
     local start = stop - len
-    if os.getenv('DIAG_WALL') and stop >= B.t0 and start <= (B.t_done or stop) + 200e6 and len >= 6e6 then
-      out:write(string.format('gap %.1f ms at +%.1f\n', len / 1e6, (start - B.t0) / 1e6))
+    local min_run = tonumber(os.getenv('DIAG_GAP_RUN_MS') or '')
+    local want = os.getenv('DIAG_WALL') and len >= 6e6 or (min_run and (g[4] or 0) >= min_run)
+    if want and stop >= B.t0 and start <= (B.t_settled or B.t_done or stop) + 200e6 then
+      out:write(string.format('gap %.1f ms at +%.1f (main thread CPU %.1f, wait %.1f)\n', len / 1e6, (start - B.t0) / 1e6, g[4] or 0, g[5] or 0))
       local agg = {}
       for _, s in ipairs(D.spans) do
         if s[2] > start and s[1] < stop and (s[2]-s[1]) > 0.3e6 then
           out:write(string.format('   %-40s %+8.1f %6.2f ms\n', s[3], (s[1] - B.t0) / 1e6, (s[2] - s[1]) / 1e6))
         end
       end
+    end
+  end
+  for _, l in ipairs(D.freed_log or {}) do
+    out:write(string.format('FREED run %d (t0 %.0f): %s\n', D.run, B.t0 / 1e6, l))
+  end
+  D.freed_log = {}
+  -- Trees freed by Lua's collector inside the window's redraws, when one took ≥ 2 ms.
+  for _, sp in ipairs(D.spans) do
+    local longest = tonumber(sp[3]:match('longest ([%d.]+) ms'))
+    if longest and longest >= 2 and sp[2] >= B.t0 and sp[1] <= (B.t_settled or B.t_done or sp[2]) then
+      out:write(string.format('BIGFREE run %d at %+.1f: %s\n', D.run, (sp[1] - B.t0) / 1e6, sp[3]:match('freed.*') or sp[3]))
     end
   end
   out:close()
@@ -194,14 +225,16 @@ if os.getenv('DIAG_GC') then
 end
 -- CPU-time probe: main thread CPU consumed between two consecutive probe callbacks
 local ffi = require('ffi')
-ffi.cdef [[ typedef struct { long tv_sec; long tv_nsec; } diag_ts_t; int clock_gettime(int, diag_ts_t*); ]]
-local tsv = ffi.new('diag_ts_t')
+-- The same declaration as bench/chat-probe.lua's (loaded first: a second clock_gettime would not compile).
+pcall(ffi.cdef, 'typedef struct { long tv_sec; long tv_nsec; } caboose_probe_ts; int clock_gettime(int, caboose_probe_ts *);')
+local tsv = ffi.new('caboose_probe_ts')
 local function cpu()
   ffi.C.clock_gettime(3, tsv)
   return tonumber(tsv.tv_sec) * 1e9 + tonumber(tsv.tv_nsec)
 end
 D.cpu = cpu
 D.cgaps = {}
+D.all = {} -- every turn: { end, wall, cpu, wait } (ns)
 do
   -- The main thread's time waiting on a run queue (ns, /proc/thread-self/schedstat's second field): a
   -- turn's wall time = its CPU + this wait (preempted, no free CPU) + time blocked (I/O, sleeping).
@@ -222,6 +255,7 @@ do
     vim.schedule(function()
       pending = false
       local w, c, q = uv.hrtime(), cpu(), rq()
+      D.all[#D.all + 1] = { w, w - lastw, c - lastc, q - lastq }
       if c - lastc >= 4e6 or w - lastw >= 8e6 then
         D.cgaps[#D.cgaps + 1] = { w, w - lastw, c - lastc, q - lastq }
       end
@@ -242,7 +276,7 @@ B.result = function()
         longest = g
       end
       list[#list + 1] = string.format('%.1f/%.1f(rq %.1f)@%+.0f', c / 1e6, wall / 1e6, (g[4] or 0) / 1e6, (stop - wall - B.t0) / 1e6)
-      if c >= 5e6 then
+      if c >= (tonumber(os.getenv('DIAG_SPAN_MS')) or 5) * 1e6 then
         list[#list + 1] = '\n'
         for _, sp in ipairs(D.allspans or {}) do
           if sp[2] > stop - wall and sp[1] < stop and (sp[2]-sp[1]) > 0.3e6 then
@@ -255,7 +289,7 @@ B.result = function()
   -- Before t0 (from the new chat on): full collections, boundary moves, and the turns with >= 4 ms of CPU.
   local pre = {}
   for _, sp in ipairs(D.allspans or {}) do
-    if (sp[3] == 'full_gc' or sp[3] == 'set_included_regions') and sp[2] >= B.t0 - 1500e6 then
+    if (sp[3]:sub(1, 7) == 'full_gc' or sp[3] == 'set_included_regions') and sp[2] >= B.t0 - 1500e6 then
       pre[#pre + 1] = string.format('%s %.1f ms@%+.0f', sp[3], (sp[2] - sp[1]) / 1e6, (sp[1] - B.t0) / 1e6)
     end
   end
@@ -265,6 +299,22 @@ B.result = function()
       pre[#pre + 1] = string.format('turn %.1f/%.1f@%+.0f', c / 1e6, wall / 1e6, (stop - wall - B.t0) / 1e6)
     end
   end
+  -- Every turn inside [t0, t_done]: how the CPU is spread over them (the per-turn CPU distribution).
+  local cs = {}
+  for _, g in ipairs(D.all) do
+    if g[1] >= B.t0 and g[1] - g[2] <= (B.t_done or g[1]) then
+      cs[#cs + 1] = g[3] / 1e6
+    end
+  end
+  table.sort(cs, function(a, b) return a > b end)
+  local top = {}
+  for i = 1, math.min(8, #cs) do top[i] = string.format('%.1f', cs[i]) end
+  local n3, n5, n8 = 0, 0, 0
+  for _, c in ipairs(cs) do
+    n3 = n3 + (c >= 3 and 1 or 0); n5 = n5 + (c >= 5 and 1 or 0); n8 = n8 + (c >= 8 and 1 or 0)
+  end
+  out:write(string.format('DIST run %d: %d turns, >=3ms %d, >=5ms %d, >=8ms %d; top: %s\n', D.run, #cs, n3, n5, n8, table.concat(top, ' ')))
+  D.all = {}
   out:write(string.format('PRE run %d: %s\n', D.run, table.concat(pre, ', ')))
   out:write(string.format('CPU-turns run %d: max cpu %.1f ms; longest turn %.1f ms wall, %.1f ms cpu, %.1f ms waiting for a CPU; cpu/wall(rq): %s\n', D.run, maxc / 1e6,
     longest and longest[2] / 1e6 or 0, longest and longest[3] / 1e6 or 0, longest and (longest[4] or 0) / 1e6 or 0, table.concat(list, ' ')))

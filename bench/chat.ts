@@ -44,6 +44,8 @@ const DIAG = process.env.BENCH_CHAT_DIAG ? path.resolve(process.env.BENCH_CHAT_D
 /** BENCH_STREAM_FIRST_MS: how long a stream run's first token is held after the command (0: not held). */
 const FIRST_MS = Number(process.env.BENCH_STREAM_FIRST_MS ?? 0);
 const TSX = ['--import', 'tsx'];
+/** BENCH_HOST_NICE: an experiment — the warm host's threads reniced to this (0: left alone). */
+const HOST_NICE = Number(process.env.BENCH_HOST_NICE ?? 0);
 
 /* ------------------------------------------------------------------------------------------------
  * Statistics
@@ -83,6 +85,11 @@ export interface LuaResult {
   /** The main thread's CPU time in that longest stall, and its wait for a CPU (ms, /proc/thread-self/schedstat). */
   stall_done_run_ms?: number;
   stall_done_wait_ms?: number;
+  /** When the chat had been drawn with the whole reply (its highlighter done parsing), ms after t0 (bench/chat-probe.lua). */
+  settled_ms?: number;
+  t_settled?: number;
+  /** The most main-thread CPU time in one main-loop gap of the window (ms): the heaviest turn. */
+  max_gap_run_ms?: number;
 }
 
 /**
@@ -152,7 +159,7 @@ async function run(t: TestNvim, cmd: string, first: string, done?: string): Prom
 }
 
 export async function result(t: TestNvim): Promise<LuaResult> {
-  return t.lua<LuaResult>('local r = caboose_bench.result(); r.t0 = caboose_bench.t0; r.t_first = caboose_bench.t_first; r.t_done = caboose_bench.t_done; return r');
+  return t.lua<LuaResult>('local r = caboose_bench.result(); r.t0 = caboose_bench.t0; r.t_first = caboose_bench.t_first; r.t_done = caboose_bench.t_done; r.t_settled = caboose_bench.t_settled; return r');
 }
 
 export async function waitSeen(t: TestNvim, what: 't_first' | 't_done', timeoutMs: number): Promise<void> {
@@ -474,7 +481,26 @@ function childJson<T>(script: string, args: string[], timeoutMs: number): Promis
   });
 }
 
+/** CPU time (ms) of every thread of process `pid` (/proc/<pid>/task/<tid>/schedstat); undefined without /proc. */
+function threadsCpuMs(pid: number): number | undefined {
+  try {
+    let ns = 0;
+    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+      try {
+        ns += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      } catch {
+        // the thread ended meanwhile
+      }
+    }
+    return ns / 1e6;
+  } catch {
+    return undefined;
+  }
+}
+
 interface Probe {
+  /** The probe process's id (its CPU time is read from /proc). */
+  pid?: number;
   /** Stops the probe: every sample as [start (hrtime ns), latency ms]. */
   stop(): Promise<[number, number][]>;
 }
@@ -495,6 +521,7 @@ function startProbe(socket: string): Promise<Probe> {
       if (line === 'ready') {
         clearTimeout(timer);
         resolve({
+          pid: p.pid,
           stop: () =>
             new Promise((res, rej) => {
               done = res;
@@ -536,6 +563,18 @@ export interface StreamCase {
   hostCpuMs: number[];
   /** CPU time (user + system) of the plain Node client reading the same stream (its whole process). */
   rawCpuMs: number[];
+  /**
+   * The bench's own processes over the same window (from just before the command to the reply seen
+   * whole): this process (the fake server, the UI client decoding Neovim's redraws, its polls) and the
+   * probe client. They compete with Neovim and the host for the 2 cores; a real setup has a remote
+   * server and a UI instead.
+   */
+  benchCpuMs?: number[];
+  probeCpuMs?: number[];
+  /** When the chat had been drawn with the whole reply (ms after t0): the end of the stall, eval and Neovim CPU window. */
+  settledMs?: number[];
+  /** Per run, the most main-thread CPU time in one main-loop gap (ms, gaps ≥ 4 ms). */
+  maxGapRunMs?: number[];
 }
 
 /** A chat under measurement: caboose's (`cabooseTarget`) or another plugin's (bench/codecompanion.ts). */
@@ -578,8 +617,14 @@ export async function streamRun(t: TestNvim, target: StreamTarget, fake: FakeOpe
   await sleep(500); // let the chat settle (redraw, a first parse of the filled chat) before timing
   const before = await t.lua<{ nvim?: number; host?: number }>('return caboose_bench.cpu()');
   const held = gate ? setTimeout(open, FIRST_MS) : undefined;
+  const bench0 = process.cpuUsage();
+  const probe0 = probe.pid ? threadsCpuMs(probe.pid) : undefined;
   await target.send('stream please', STREAM_FIRST, STREAM_MARKER);
   await waitSeen(t, 't_done', 120_000);
+  const bench1 = process.cpuUsage(bench0);
+  const probe1 = probe.pid ? threadsCpuMs(probe.pid) : undefined;
+  (c.benchCpuMs ??= []).push((bench1.user + bench1.system) / 1000);
+  if (probe0 !== undefined && probe1 !== undefined) (c.probeCpuMs ??= []).push(probe1 - probe0);
   clearTimeout(held);
   const after = await t.lua<{ nvim?: number; host?: number }>('return caboose_bench.cpu()');
   // CPU read inside Neovim right before the command and the moment the marker is in the chat (bench/chat-probe.lua
@@ -587,6 +632,10 @@ export async function streamRun(t: TestNvim, target: StreamTarget, fake: FakeOpe
   const [at0, atDone] = await t.lua<[{ nvim?: number; host?: number } | null, { nvim?: number; host?: number } | null]>('return { caboose_bench.cpu_t0 or vim.NIL, caboose_bench.cpu_done or vim.NIL }');
   const cpu0 = at0 && atDone ? at0 : before;
   const cpu1 = at0 && atDone ? atDone : after;
+  // Neovim's CPU, stalls and the eval round trips up to the chat drawn with the whole reply (its parse may
+  // run in turns after the last append): the probe keeps sampling until then.
+  await t.waitFor(() => t.lua<boolean>('return caboose_bench.t_settled ~= nil'), 'the chat drawn with the whole reply', 30_000);
+  const settledCpu = await t.lua<{ nvim?: number; host?: number } | null>('return caboose_bench.cpu_settled or vim.NIL');
   const samples = await probe.stop();
   await target.idle(STREAM_MARKER);
   await sleep(20);
@@ -599,9 +648,13 @@ export async function streamRun(t: TestNvim, target: StreamTarget, fake: FakeOpe
     (c.stallRunMs ??= []).push(r.stall_done_run_ms);
     (c.stallWaitMs ??= []).push(r.stall_done_wait_ms);
   }
-  // Round trips that overlap [t0, rendered].
-  for (const [start, ms] of samples) if (start + ms * 1e6 >= r.t0 && start <= r.t_done!) c.evalMs.push(ms);
-  if (cpu0.nvim !== undefined && cpu1.nvim !== undefined) c.nvimCpuMs.push(cpu1.nvim - cpu0.nvim);
+  // Round trips that overlap [t0, drawn with the whole reply].
+  const end = r.t_settled ?? r.t_done!;
+  for (const [start, ms] of samples) if (start + ms * 1e6 >= r.t0 && start <= end) c.evalMs.push(ms);
+  if (r.settled_ms !== undefined) (c.settledMs ??= []).push(r.settled_ms);
+  if (r.max_gap_run_ms !== undefined) (c.maxGapRunMs ??= []).push(r.max_gap_run_ms);
+  const nvimEnd = settledCpu?.nvim !== undefined ? settledCpu : cpu1;
+  if (cpu0.nvim !== undefined && nvimEnd.nvim !== undefined) c.nvimCpuMs.push(nvimEnd.nvim - cpu0.nvim);
   if (cpu0.host !== undefined && cpu1.host !== undefined) c.hostCpuMs.push(cpu1.host - cpu0.host);
 }
 
@@ -624,6 +677,11 @@ async function streamCase(fake: FakeOpenAI, shape: StreamShape, name: string, fi
     fake.script({ text: 'Ready.' });
     await t.cmd('Caboose hi');
     await waitIdle(t, 'Ready.');
+    if (HOST_NICE !== 0) {
+      // BENCH_HOST_NICE (an experiment, not the product): the host's every thread at this niceness.
+      const pid = await t.lua<number | null>("return require('caboose.rpc').host_pid()");
+      if (pid) for (const tid of fs.readdirSync(`/proc/${pid}/task`)) os.setPriority(Number(tid), HOST_NICE);
+    }
     const target = cabooseTarget(t);
     for (let i = 0; i < runs; i++) await streamRun(t, target, fake, text, shape, fill, socket, c);
   } finally {
@@ -679,7 +737,7 @@ export function formatStreamTables(cases: StreamCase[]): string {
   }
   out.push(
     '',
-    "Editor responsiveness meanwhile: a second RPC client (its own process) calling `nvim_eval('1')` every 10 ms — round trips overlapping [command, fully rendered], all runs pooled; the longest main-loop gap seen inside Neovim (2 ms timer, worst run), and per run with the main thread's CPU time in it + its wait for a CPU (run-queue time from /proc/thread-self/schedstat; what is left of the gap the thread was blocked); CPU time from the command to the reply's last characters in the chat (read inside Neovim at those two moments), median run: the scheduler's run time of every thread of the process, in ns, from /proc/<pid>/task/*/schedstat; the plain client's the same way, from its request to `[DONE]`.",
+    "Editor responsiveness meanwhile: a second RPC client (its own process) calling `nvim_eval('1')` every 10 ms — round trips overlapping [command, chat drawn with the whole reply] (the end: the reply's last characters in the chat and its highlighter done parsing them, at least 30 ms later; Neovim 0.12 parses in turns after an append), all runs pooled; the longest main-loop gap seen inside Neovim over the same window (2 ms timer, worst run), and per run with the main thread's CPU time in it + its wait for a CPU (run-queue time from /proc/thread-self/schedstat; what is left of the gap the thread was blocked); CPU time: Neovim's from the command to the chat drawn with the whole reply, the host's from the command to the reply's last characters in the chat (read inside Neovim at those moments), median run: the scheduler's run time of every thread of the process, in ns, from /proc/<pid>/task/*/schedstat; the plain client's the same way, from its request to `[DONE]`.",
     '',
     '| reply streamed into | eval p50 (ms) | eval p99 (ms) | eval max (ms) | samples | targets p99 ≤ 16, max ≤ 50 | longest in-Neovim stall (ms) | stall per run (ms) | Neovim CPU (ms) | Neovim CPU / stream time (target ≤ 20 % when paced) | host CPU (ms) | host CPU / raw client CPU (target ≤ 2×) |',
     '|---|---:|---:|---:|---:|---|---:|---|---:|---:|---:|---:|',
@@ -697,6 +755,17 @@ export function formatStreamTables(cases: StreamCase[]): string {
     const hostCol = Number.isNaN(hostRatio) ? '—' : `${f1(median(c.rawCpuMs))} ms: ${hostRatio.toFixed(2)}×${ok(hostRatio <= 2)}${spread}`;
     out.push(
       `| ${c.shape.label}, ${c.name} | ${f1(quantile(c.evalMs, 0.5))} | ${f1(p99)} | ${f1(max)} | ${c.evalMs.length} | p99${ok(p99 <= 16)} max${ok(max <= 50)} | ${f1(Math.max(...c.stallMs))} | ${stallRuns(c)} | ${cpu(c.nvimCpuMs)} | ${shareCol} | ${cpu(c.hostCpuMs)} | ${hostCol} |`,
+    );
+  }
+  const own = cases.filter((c) => c.benchCpuMs?.length);
+  if (own.length) {
+    out.push(
+      '',
+      "The bench's own processes over the same window (from just before the command to the reply seen whole, median run): this process (the fake server, the UI client decoding Neovim's redraws, its polls of Neovim) and the probe client; they share the 2 cores with Neovim and the host.",
+      '',
+      '| reply streamed into | bench process CPU (ms) | probe client CPU (ms) | chat drawn with the whole reply (ms after the command; window end) | most Neovim main-thread CPU in one gap, per run (ms) |',
+      '|---|---:|---:|---:|---|',
+      ...own.map((c) => `| ${c.shape.label}, ${c.name} | ${f1(median(c.benchCpuMs!))} | ${c.probeCpuMs?.length ? f1(median(c.probeCpuMs)) : '—'} | ${c.settledMs?.length ? f1(median(c.settledMs)) : '—'} | ${c.maxGapRunMs?.map(f1).join(', ') ?? '—'} |`),
     );
   }
   return out.join('\n');

@@ -112,6 +112,10 @@ const PART_2 = [
   '',
   '> a quote',
   '',
+  '',
+  // ~5 KB more: the reply's second part in one chunk is a frame of over 4 KB (parsed after its redraw).
+  ...Array.from({ length: 100 }, (_, i) => `- item ${i}: **bold ${i}** and \`code ${i}\` with _emphasis_ in a list`),
+  '',
   'Done here.',
 ].join('\n');
 
@@ -182,8 +186,14 @@ forEachNvim((bin) => {
     it('same content, folds and highlighting after a burst as after a slow stream, in a long chat', async () => {
       await e.start({ initLua: SETUP });
       await e.t.nvim.uiAttach(120, 50, { ext_linegrid: true, rgb: true });
+      assert.ok(PART_2.length > 4096, `the second part over 4 KB: ${PART_2.length}`);
       const slow = await streamed(24, 15);
       const burst = await streamed(2, 0);
+      // Each part in one chunk: the second is one frame of over 4 KB.
+      const whole = await streamed(1 << 20, 0);
+      assert.deepEqual(whole.lines, slow.lines, 'the same transcript (one chunk a part)');
+      assert.deepEqual(whole.folds, slow.folds, 'the same folds (one chunk a part)');
+      assert.deepEqual(whole.captures, slow.captures, 'the same treesitter captures (one chunk a part)');
       assert.ok(slow.lines.length > 1000, `a long chat: ${slow.lines.length} lines`);
       assert.deepEqual(burst.lines, slow.lines, 'the same transcript');
       assert.ok(slow.folds.length >= 1, `the command's details folded: ${JSON.stringify(slow.folds)}`);
@@ -241,6 +251,67 @@ forEachNvim((bin) => {
         assert.ok(plan > (liveBefore ?? 0));
         await e.t.waitFor(async () => (await liveStart()) === plan, `the live part starting at the second "## Plan" (row ${plan})`);
         await e.t.waitFor(async () => (await gcs()) > gcsBefore, 'the boundary move\'s trees collected once quiet', 5000);
+      }
+    });
+
+    it('a reply\'s big frame is parsed after its redraw, in short slices, and the chat ends redrawn with its highlighting', async () => {
+      await e.start({ initLua: SETUP });
+      await e.t.nvim.uiAttach(100, 40, { ext_linegrid: true, rgb: true });
+      e.fake.script({ text: REPLY });
+      await e.t.cmd('Caboose first');
+      await waitState('idle');
+      await e.t.waitFor(async () => (await e.t.chatLines()).includes('Done one.'), 'the reply');
+      await e.t.waitFor(() => e.t.lua<boolean>("local hl = vim.treesitter.highlighter.active[require('caboose.chat').buf()]; return hl ~= nil and not hl.parsing"), 'the chat highlighted');
+      // Records the C parse calls of the transcript's parser (their timeouts, ns) from a frame of at least
+      // 4 KB on, until the boundary moves (a re-parse of its own, later); and how many of them ran inside
+      // that frame's append and a redraw right after it (the frame's own turn of the main loop).
+      await e.t.lua(`
+        _G.parses, _G.in_turn = {}, {}
+        vim.treesitter.language.add('markdown')
+        local mt = getmetatable(vim._create_ts_parser('markdown'))
+        local orig = mt.__index.parse
+        mt.__index.parse = function(self, tree, src, incl, timeout)
+          if _G.spy and src == require('caboose.chat').buf() then table.insert(_G.parses, timeout or 0) end
+          return orig(self, tree, src, incl, timeout)
+        end
+        local T = require('caboose.chat.transcript')
+        local append = T.append
+        T.append = function(text)
+          local big = text ~= nil and #text >= 4096
+          _G.spy = _G.spy or big
+          local before = #_G.parses
+          append(text)
+          if big then
+            vim.cmd('redraw')
+            table.insert(_G.in_turn, #_G.parses - before)
+          end
+        end
+        local root = vim.treesitter.highlighter.active[require('caboose.chat').buf()].tree
+        local set = root.set_included_regions
+        root.set_included_regions = function(...)
+          _G.spy = false
+          return set(...)
+        end`);
+      // The next reply in one chunk (a burst's frame: ~40 KB at once), ending with highlighted markdown in view.
+      const big = 'Here it is.\n\n' + fill() + '## Last\n\nSome **bold** text and `code`:\n\n```lua\nlocal x = 1\n```\n\nDone two.';
+      e.fake.script({ text: big, chunks: [big] });
+      await e.t.cmd('Caboose second');
+      await waitState('idle');
+      await e.t.waitFor(async () => (await e.t.chatLines()).includes('Done two.'), 'the big reply');
+      const done = () => e.t.lua<boolean>("local buf = require('caboose.chat').buf(); local hl = vim.treesitter.highlighter.active[buf]; return hl ~= nil and not hl.parsing and hl.tree:is_valid(true)");
+      await e.t.waitFor(done, 'the frame parsed', 10_000);
+      await sleep(50); // the redraw with the new trees (a turn of its own)
+      const r = await e.t.lua<{ timeouts: number[]; inTurn: number[] }>('return { timeouts = _G.parses, inTurn = _G.in_turn }');
+      // What the window shows now, cell by cell, against a redraw from scratch with the same trees.
+      const SCREEN = "vim.cmd('redraw'); local out = {}; for r = 1, vim.o.lines - 2 do local row = {}; for c = 1, vim.o.columns do row[#row + 1] = vim.fn.screenattr(r, c) end; out[#out + 1] = table.concat(row, ',') end; return out";
+      const shown = await e.t.lua<string[]>(SCREEN);
+      const fresh = await e.t.lua<string[]>("vim.g._ts_force_sync_parsing = true; vim.cmd('redraw!'); " + SCREEN.replace("vim.cmd('redraw'); ", ''));
+      assert.deepEqual(shown, fresh, 'the chat shows the highlighting of its new trees');
+      assert.ok(r.inTurn.length >= 1, 'a frame of at least 4 KB');
+      assert.ok(r.timeouts.length > 0, 'the frame was parsed');
+      if (split) {
+        assert.deepEqual(r.inTurn, r.inTurn.map(() => 0), 'no parse in the turn of a big frame and its redraw');
+        assert.ok(r.timeouts.every((t) => t > 0 && t <= 1_500_000), `every parse call a slice of at most 1.5 ms: ${JSON.stringify(r.timeouts)}`);
       }
     });
 

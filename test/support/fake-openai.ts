@@ -353,6 +353,35 @@ export async function startFakeOpenAI(opts: FakeOpenAIOptions = {}): Promise<Fak
     res.write(chunk({ role: 'assistant', content: '' }, null));
     const delayMs = spec.delayMs ?? 2;
     const gateAfter = spec.gateAfterChunks ?? 1;
+    if (delayMs <= 0 && !spec.gate && spec.cutAfterChunks === undefined) {
+      // As fast as it can send (bench/chat.ts's burst): the same events, one write each, without a turn of
+      // this process's event loop per event (it stands for a provider's server on another machine, whose
+      // CPU a real setup does not share): the next write waits only when the socket pushes back.
+      const created = Math.floor(Date.now() / 1000);
+      const head = `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model }).slice(0, -1)},"choices":[{"index":0,"delta":`;
+      for (const delta of deltas) {
+        if (res.destroyed) return;
+        // The same bytes as chunk(delta, null) (that JSON's key order), the envelope serialized once.
+        if (!res.write(`${head}${JSON.stringify(delta)},"finish_reason":null,"logprobs":null}]}\n\n`)) {
+          await new Promise<void>((resolve) => {
+            const go = (): void => {
+              res.off('drain', go);
+              res.off('close', go);
+              resolve();
+            };
+            res.on('drain', go);
+            res.on('close', go);
+          });
+        }
+      }
+      if (res.destroyed) return;
+      res.write(chunk({}, finishReason));
+      if (record.body?.stream_options?.include_usage === true) {
+        res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model, choices: [], usage: usageObj })}\n\n`);
+      }
+      res.end('data: [DONE]\n\n');
+      return;
+    }
     for (let i = 0; i < deltas.length; i++) {
       if (res.destroyed) return;
       if (spec.cutAfterChunks !== undefined && i >= spec.cutAfterChunks) {

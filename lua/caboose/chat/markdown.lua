@@ -317,6 +317,119 @@ H.settle = function(buf)
   end)
 end
 
+-- A big append's parse, in short slices of later turns -------------------------------------------------
+
+--- Neovim 0.12's highlighter starts parsing a changed buffer inside the redraw that follows the change
+--- (3 ms of it), and runs the rest in 3 ms steps, each `vim.schedule`d — two of them usually land in one
+--- turn of the main loop. A burst's frame (thousands of characters at once) made one turn hold the append,
+--- a 3 ms parse slice, the redraw and the next 3 ms slice: 8–12 ms of CPU, which a busy machine stretched
+--- past 16 ms. After an append of at least H.DEFER_BYTES, the transcript's parse is held out of the
+--- redraw that shows the new text (it highlights from the trees it has, as during any background parse)
+--- and runs from the next turn on in H.SLICE_NS slices; when it ends the chat is redrawn with the new
+--- trees, in a turn of its own. The highlighting it ends with is the same: the same parse of the same
+--- ranges (the windows' visible rows, as the highlighter's own), only cut into shorter pieces.
+--- Smaller appends keep Neovim's own path (their parse usually ends inside the first slice, in one redraw),
+--- and so do big appends outside a reply (caboose.chat.transcript calls this for a reply's frames only):
+--- when a whole ~400 KB transcript appended at once was parsed from scratch in these slices, in 7 of 136
+--- bench runs its tree outlived the quiet collection after the boundary move (cause not found) and the
+--- collector freed it (20–40 ms, one C call) in the middle of the next reply; with Neovim's own parse of
+--- such an append, never (0 of 76 runs), nor with this path for the reply's frames only (0 of 60).
+H.DEFER_BYTES = 4096
+H.SLICE_NS = 1500000
+
+--- The rows of `buf` its windows in the current tab page show (as the highlighter's own parse takes them).
+H.visible_ranges = function(buf)
+  local ranges = {}
+  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    if vim.api.nvim_win_get_buf(win) == buf then
+      ranges[#ranges + 1] = { vim.fn.line('w0', win) - 1, vim.fn.line('w$', win) + 1 }
+    end
+  end
+  table.sort(ranges, function(a, b)
+    return a[1] < b[1]
+  end)
+  return ranges
+end
+
+--- Called after a reply's frame of `bytes` was appended to the transcript `buf` (Neovim 0.12: its highlighter's `parsing`
+--- flag is a boolean and the parser has its coroutine-driven `_parse`). Returns whether the parse was held.
+M.parse_later = function(buf, bytes)
+  if bytes < H.DEFER_BYTES then
+    return false
+  end
+  local st = H.splits[buf]
+  local hl = vim.treesitter.highlighter.active[buf]
+  local parser = hl and hl.tree
+  if not st or not parser or parser ~= st.parser or type(hl.parsing) ~= 'boolean' or type(parser._parse) ~= 'function' then
+    return false
+  end
+  if hl.parsing then
+    -- A parse is under way (this one's, the highlighter's or a boundary move's): it starts again with the
+    -- change (the buffer's changedtick) and redraws the chat when it ends.
+    return true
+  end
+  hl.parsing = true
+  H.parse_sliced(buf, hl, function()
+    return H.visible_ranges(buf)
+  end, function()
+    hl.parsing = false
+    -- In a turn of its own: the redraw with the new trees is as long as the one after the append.
+    H.next_turn(function()
+      if vim.api.nvim_buf_is_valid(buf) then
+        vim.api.nvim__redraw({ buf = buf, valid = false, flush = false })
+      end
+    end)
+  end)
+  return true
+end
+
+--- Parses the highlighter `hl`'s tree for the rows `ranges()` returns (a list of ranges; empty: the chat
+--- is not shown, and nothing is parsed) in H.SLICE_NS slices, each step after the main loop has polled
+--- once more (H.after_poll), started over when the buffer changes (as Neovim's own background parse is).
+--- `hl.parsing` is set by the caller and stays set meanwhile, so the highlighter starts no parse of its
+--- own. `on_done()` runs when the parse has ended, with `hl` still the buffer's highlighter; when the
+--- chat is not shown or the parse fails, `hl.parsing` is cleared (the highlighter's own parse takes over
+--- at the next redraw) and `on_done` does not run.
+H.parse_sliced = function(buf, hl, ranges, on_done)
+  local parser = hl.tree
+  local ct, parse, range ---@type integer?, function?, table?
+  local thread_state = {}
+  local function step()
+    if vim.treesitter.highlighter.active[buf] ~= hl or not vim.api.nvim_buf_is_valid(buf) then
+      return
+    end
+    local tick = vim.api.nvim_buf_get_changedtick(buf)
+    if tick ~= ct or not parse then
+      -- Changed meanwhile (or the first step): the parse starts over, as Neovim's own does.
+      range = ranges()
+      if #range == 0 then
+        hl.parsing = false
+        return
+      end
+      ct = tick
+      parse = coroutine.wrap(parser._parse)
+    end
+    thread_state.timeout = H.SLICE_NS
+    local ok, _, finished = pcall(parse, parser, range, thread_state)
+    if not ok then
+      hl.parsing = false
+      vim.api.nvim__redraw({ buf = buf, valid = false, flush = false })
+    elseif finished then
+      on_done()
+    else
+      H.after_poll(step)
+    end
+  end
+  H.after_poll(step)
+end
+
+--- Runs `fn` after the main loop has polled for input once more (a 0 ms timer): what arrived meanwhile (a
+--- key, another client's request, a due timer) is queued beside it, not behind a chain of steps. Steps
+--- chained with vim.schedule ran two or three to a turn (each queues the next before the loop polls).
+H.after_poll = function(fn)
+  vim.defer_fn(fn, 0)
+end
+
 -- Freeing a long transcript's trees -------------------------------------------------------------------
 
 --- A syntax tree is freed when Lua's garbage collector finalizes it, and freeing one is a single C call

@@ -58,6 +58,10 @@ function M.append(text)
     end
   end)
   S.follow(buf, follow)
+  -- A reply's big frame (a burst): its parse runs in short slices of later turns (Neovim 0.12).
+  if S.streaming then
+    require('caboose.chat.markdown').parse_later(buf, #text)
+  end
   if S.hint then
     vim.api.nvim_buf_clear_namespace(buf, S.ns_hint, 0, -1)
     S.hint = false
