@@ -27,11 +27,7 @@ export interface HostModule {
 }
 
 /** The generated validators (first-validate-gen.ts), as the build wrote them next to this module. */
-interface FirstValidators {
-  init(data: unknown): boolean;
-  send(data: unknown): boolean;
-  mcp(data: unknown): boolean;
-}
+type FirstValidators = typeof import('./first-validators.js');
 let validators: FirstValidators | undefined;
 function firstValidators(): FirstValidators {
   // eslint-disable-next-line @typescript-eslint/no-require-imports

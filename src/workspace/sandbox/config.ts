@@ -1,6 +1,6 @@
 /** `sandbox` in the host configuration: its schema (zod), apart from policy.ts (see there). */
 import { z } from 'zod';
-import { SANDBOX_MODES } from './policy';
+import { SANDBOX_MODES } from './modes';
 
 /** `sandbox` in the host configuration (setup() sends it as is). */
 export const SandboxConfigSchema = z

@@ -17,8 +17,8 @@ import type { SandboxConfig } from './config';
 // holds no zod (issue 24).
 export type { SandboxConfig } from './config';
 
-export const SANDBOX_MODES = ['workspace-write', 'read-only', 'off'] as const;
-export type SandboxMode = (typeof SANDBOX_MODES)[number];
+import type { SandboxMode } from './modes';
+export { SANDBOX_MODES, type SandboxMode } from './modes';
 
 /** Secrets never readable from inside (relative to the home folder). */
 export const DEFAULT_DENY_READ = [
