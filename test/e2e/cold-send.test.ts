@@ -65,6 +65,28 @@ forEachNvim((bin) => {
     });
   });
 
+  describe(`pieces of work in later turns (Neovim ${bin.version})`, () => {
+    const e = useE2E(bin);
+
+    it('runs one piece a turn, in the order queued, whatever chain queued it; a failing piece does not stop the rest', async () => {
+      await e.start({ initLua: SETUP });
+      // Two chains queue at once (as the chat's opening and its markdown loading do): what the first piece
+      // schedules (a typed key, an RPC request would be served there) runs before the second piece.
+      await e.t.lua(`
+        local S = require('caboose.state')
+        _G.turn_order = {}
+        S.next_turn(function()
+          table.insert(_G.turn_order, 'a')
+          vim.schedule(function() table.insert(_G.turn_order, 'between') end)
+        end)
+        S.next_turn(function() table.insert(_G.turn_order, 'b') end)
+        S.next_turn(function() table.insert(_G.turn_order, 'fails'); error('piece failed') end)
+        S.next_turn(function() table.insert(_G.turn_order, 'c') end)`);
+      await e.t.waitFor(async () => (await e.t.lua<string[]>('return _G.turn_order')).length === 5, 'every piece run');
+      assert.deepEqual(await e.t.lua<string[]>('return _G.turn_order'), ['a', 'between', 'b', 'fails', 'c']);
+    });
+  });
+
   describe(`the chat's markdown loading (Neovim ${bin.version})`, () => {
     const e = useE2E(bin);
 
