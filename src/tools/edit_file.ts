@@ -155,6 +155,7 @@ function editBytes(v: FileView, edits: TextEdit[], rel: string, maxFileBytes: nu
     if (finalNewline && !endsNl) pieces.push(NEWLINE);
     else if (!finalNewline && endsNl) pieces[pieces.lastIndexOf(last)] = last.subarray(0, last.length - 1);
   }
+  traceMark('edit: found (search, CR/UTF-8 checks)');
   const bytes = Buffer.concat(bom ? [BOM, ...pieces] : pieces);
   return { bytes, oldBody, newBody: bom ? bytes.subarray(3) : bytes };
 }
