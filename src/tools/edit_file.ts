@@ -203,9 +203,10 @@ export function prepareSpare(): void {
   const t = setTimeout(() => {
     spare = null;
     spare = Buffer.allocUnsafeSlow(want).fill(0);
-    // V8 acts on an allocation limit crossed by buffers only at the next allocation it handles on its slow
-    // path (otherwise the first of the next call): one object too large for the young generation (≈ 320 KB)
-    // is such an allocation, here, between the calls.
+    // V8 acts on an allocation limit crossed by buffers only at an allocation it handles on its slow path
+    // (else at the first of the next call): one large object (≈ 320 KB) offers one here, between the calls.
+    // Whether V8 checks its limit there is its business: measured, the collection then started between
+    // calls in four runs of five (BENCHMARKS.md, issue 24, fifth round: the clean edit's host CPU).
     largeObject = new Array<number>(40_000);
     largeObject = null;
   }, 1);
