@@ -164,8 +164,6 @@ function editBytes(v: FileView, edits: TextEdit[], rel: string, maxFileBytes: nu
 const SPARE_MIN_BYTES = 1 << 20;
 /** A buffer nothing else references, made ready for the next edit's new bytes after an edit of a large file returned. */
 let spare: Buffer | null = null;
-/** A throwaway large JS object (prepareSpare). */
-let largeObject: number[] | null = null;
 /** The size of the last new bytes joined (0 when below SPARE_MIN_BYTES). */
 let lastJoined = 0;
 
@@ -203,12 +201,6 @@ export function prepareSpare(): void {
   const t = setTimeout(() => {
     spare = null;
     spare = Buffer.allocUnsafeSlow(want).fill(0);
-    // V8 acts on an allocation limit crossed by buffers only at an allocation it handles on its slow path
-    // (else at the first of the next call): one large object (≈ 320 KB) offers one here, between the calls.
-    // Whether V8 checks its limit there is its business: measured, the collection then started between
-    // calls in four runs of five (BENCHMARKS.md, issue 24, fifth round: the clean edit's host CPU).
-    largeObject = new Array<number>(40_000);
-    largeObject = null;
   }, 1);
   t.unref();
 }
