@@ -172,7 +172,7 @@ let lastJoined = 0;
  * file are the only large allocation of an edit, and the host's full garbage collection starts when its
  * allocations cross V8's limit: allocated on the call's path, that collection's pauses (3–15 ms on the
  * main thread, every 2–4 edits of a 4.9 MB file) fell inside the call (issue 24, the clean edit's tail).
- * The spare is allocated after the call returned (prepareSpare), so the collection starts there, between
+ * The spare is allocated after the call returned (prepareSpare), so the collection more often starts there, between
  * calls. Same bytes as Buffer.concat; the result is a view of the spare's first bytes (nothing else holds
  * the spare: it is handed out once, and its rest is zeros).
  */
