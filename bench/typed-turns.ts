@@ -7,7 +7,7 @@
  *   npm run build && BENCH_CHAT_DIAG=bench/typed-turns.lua node --import tsx bench/typed-turns.ts [runs] [min-gap-cpu-ms]
  */
 import { startFakeOpenAI } from '../test/support/fake-openai';
-import { COLD_REPLY, coldEnv, loadLine, openNvim, result, sleep, waitSeen } from './chat';
+import { COLD_REPLY, coldAndWarm, coldEnv, loadLine, openNvim, result, sleep, waitSeen } from './chat';
 import { runScript } from './timeline-support';
 
 type Mark = [string, number, number, number, number, number];
@@ -23,6 +23,8 @@ async function main(): Promise<void> {
   const worst: number[] = [];
   try {
     for (let i = 0; i < runs; i++) {
+      // BENCH_TYPED_WITH_COLD=1: as in the cold table, a cold and a warm send in another fresh Neovim first.
+      if (process.env.BENCH_TYPED_WITH_COLD) await coldAndWarm(fake, ce.env);
       const u = await openNvim(fake, ce.env);
       try {
         await u.lua('caboose_bench.probe_start()');

@@ -42,7 +42,12 @@ function M.prestart()
   if require('caboose.rpc').is_running() or not cfg.host.prestart or cfg.host.transport == 'remote' then
     return
   end
-  host.start_host(true)
+  if host.start_host(true) == true then
+    -- The chat's markdown parsers and queries too, one piece a turn while the command is typed.
+    S.next_turn(function()
+      require('caboose.chat.markdown').preload()
+    end)
+  end
 end
 
 --- A short status for statuslines: '' when idle, else e.g. 'caboose: streaming'.

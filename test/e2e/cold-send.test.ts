@@ -85,6 +85,28 @@ forEachNvim((bin) => {
       await e.t.waitFor(async () => (await e.t.lua<string[]>('return _G.turn_order')).length === 5, 'every piece run');
       assert.deepEqual(await e.t.lua<string[]>('return _G.turn_order'), ['a', 'between', 'b', 'fails', 'c']);
     });
+
+    it("prestart() (a :Caboose command being typed) also loads the chat's markdown queries, with no chat built; the chat then opens highlighted", async () => {
+      await e.start({ initLua: SETUP });
+      await e.t.lua(`
+        _G.asked = {}
+        local get = vim.treesitter.query.get
+        vim.treesitter.query.get = function(l, n)
+          table.insert(_G.asked, l .. ' ' .. n)
+          return get(l, n)
+        end
+        require('caboose').prestart()`);
+      await e.t.waitFor(async () => (await e.t.lua<string[]>('return _G.asked')).includes('markdown_inline injections'), 'the queries loaded ahead');
+      assert.deepEqual(await e.t.lua<string[]>('return _G.asked'), ['markdown highlights', 'markdown_inline highlights', 'markdown injections', 'markdown_inline injections']);
+      assert.equal(await e.t.lua<boolean>("return package.loaded['caboose.chat'] == nil"), true, 'no chat built');
+      e.fake.script({ text: 'after prestart' });
+      await e.t.lua("require('caboose').send('hello')");
+      await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('after prestart'), 'the reply in the chat');
+      await e.t.waitFor(
+        () => e.t.lua<boolean>("local b = require('caboose.chat').buf(); return vim.bo[b].filetype == 'markdown' and vim.treesitter.highlighter.active[b] ~= nil"),
+        'the transcript highlighted',
+      );
+    });
   });
 
   describe(`the chat's markdown loading (Neovim ${bin.version})`, () => {
