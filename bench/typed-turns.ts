@@ -21,6 +21,7 @@ async function main(): Promise<void> {
   const ce = await coldEnv(fake);
   process.stderr.write('coldEnv done\n');
   const worst: number[] = [];
+  const typing: string[] = [];
   try {
     for (let i = 0; i < runs; i++) {
       // BENCH_TYPED_WITH_COLD=1: as in the cold table, a cold and a warm send in another fresh Neovim first.
@@ -30,6 +31,7 @@ async function main(): Promise<void> {
         await u.lua('caboose_bench.probe_start()');
         await sleep(100);
         fake.script({ text: COLD_REPLY });
+        const tType = await u.lua<number>('return vim.uv.hrtime()');
         for (const key of ':Caboose hi') {
           await u.nvim.input(key === ' ' ? '<Space>' : key);
           await sleep(80);
@@ -48,6 +50,9 @@ async function main(): Promise<void> {
         const ms = (ns: number) => ((ns - t0) / 1e6).toFixed(1).padStart(7);
         process.stdout.write(`\nrun ${i + 1}: first ${r.first_ms!.toFixed(1)} ms, stall ${r.stall_first_ms!.toFixed(1)} (${(r.stall_first_cpu_ms ?? NaN).toFixed(1)} CPU; max gap CPU ${(r.max_gap_cpu_first_ms ?? NaN).toFixed(1)}); ${loadLine()}\n`);
         worst.push(r.max_gap_cpu_first_ms ?? NaN);
+        const [tStall, tCpu] = await u.lua<[number, number]>('local s, c = caboose_bench.max_stall(...); return { s, caboose_bench.max_gap_cpu(...) }', [tType, t0]);
+        typing.push(`${tStall.toFixed(1)} (${tCpu.toFixed(1)})`);
+        process.stdout.write(`while typing (before <CR>): longest stall ${tStall.toFixed(1)} ms, most CPU in one gap ${tCpu.toFixed(1)} ms\n`);
         for (const [end, len, cpu] of d.gaps) {
           if (end < t0 || end - len > d.t_first + 2e6) continue;
           const hot = cpu >= minCpu;
@@ -67,7 +72,7 @@ async function main(): Promise<void> {
     await fake.close();
     ce.dispose();
   }
-  process.stdout.write(`\nmost CPU in one gap per run: ${worst.map((x) => x.toFixed(1)).join(', ')}\n`);
+  process.stdout.write(`\nmost CPU in one gap per run: ${worst.map((x) => x.toFixed(1)).join(', ')}\nwhile typing, longest stall (most CPU in one gap) per run: ${typing.join(', ')}\n`);
 }
 
 runScript(main);

@@ -8,6 +8,9 @@ local commands = require('caboose.commands')
 local M = {}
 local H = {}
 
+--- How long after the host's prestart the chat's markdown queries are loaded (see M.prestart).
+H.PRELOAD_AFTER_MS = 200
+
 --- Configure caboose. Optional: without it, defaults and the environment are used.
 ---@param opts table|nil see |caboose-config|
 function M.setup(opts)
@@ -43,10 +46,14 @@ function M.prestart()
     return
   end
   if host.start_host(true) == true then
-    -- The chat's markdown parsers and queries too, one piece a turn while the command is typed.
-    S.next_turn(function()
-      require('caboose.chat.markdown').preload()
-    end)
+    -- The chat's markdown parsers and queries too, one piece a turn while the command is typed, once the
+    -- host's Node has started (≈ 50–100 ms of both CPUs): the `markdown` highlights query (≈ 5 ms of CPU in
+    -- one turn) then does not wait for a CPU behind it. Typed before then, the chat's opening loads them.
+    vim.defer_fn(function()
+      S.next_turn(function()
+        require('caboose.chat.markdown').preload()
+      end)
+    end, H.PRELOAD_AFTER_MS)
   end
 end
 
