@@ -98,7 +98,8 @@ forEachNvim((bin) => {
         require('caboose').prestart()`);
       await e.t.waitFor(async () => (await e.t.lua<string[]>('return _G.asked')).includes('markdown_inline injections'), 'the queries loaded ahead');
       assert.deepEqual(await e.t.lua<string[]>('return _G.asked'), ['markdown highlights', 'markdown_inline highlights', 'markdown injections', 'markdown_inline injections']);
-      assert.equal(await e.t.lua<boolean>("return package.loaded['caboose.chat'] == nil"), true, 'no chat built');
+      const chatBufs = await e.t.lua<number>('local n = 0; for _, b in ipairs(vim.api.nvim_list_bufs()) do if vim.b[b].caboose_chat or vim.b[b].caboose_input then n = n + 1 end end; return n');
+      assert.equal(chatBufs, 0, 'no chat built');
       e.fake.script({ text: 'after prestart' });
       await e.t.lua("require('caboose').send('hello')");
       await e.t.waitFor(async () => (await e.t.chatLines()).join('\n').includes('after prestart'), 'the reply in the chat');
