@@ -112,3 +112,45 @@ test('nothing is opened for a URL that is not http(s), a bad URL, or when a prox
   assert.equal(proxyMayApply({ HTTP_PROXY: 'http://p' }, []), false);
   assert.equal(proxyMayApply({ NODE_USE_ENV_PROXY: '1' }, []), false);
 });
+
+test('https: the TLS connection opened ahead is the one the first request uses', async (t) => {
+  const { execFileSync } = await import('node:child_process');
+  const fs = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const https = await import('node:https');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'caboose-preconnect-'));
+  try {
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-days', '1', '-keyout', path.join(dir, 'k'), '-out', path.join(dir, 'c')], { stdio: 'ignore' });
+  } catch {
+    t.skip(`skipped: openssl not found at PATH=${process.env.PATH ?? ''}`);
+    return;
+  }
+  const cert = fs.readFileSync(path.join(dir, 'c'));
+  const key = fs.readFileSync(path.join(dir, 'k'));
+  fs.rmSync(dir, { recursive: true, force: true });
+  const connections: Socket[] = [];
+  const server = https.createServer({ cert, key }, (req, res) => {
+    req.resume();
+    req.on('end', () => res.end('ok'));
+  });
+  server.on('secureConnection', (s: Socket) => connections.push(s));
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  // The test's CA, as an agent option (part of the agent's key for the connection).
+  const agentOptions = (https.globalAgent as unknown as { options: Record<string, unknown> }).options;
+  agentOptions.ca = cert;
+  try {
+    assert.ok(preconnect(url));
+    await until(() => connections.length === 1);
+    const r = await nodeFetch(`${url}/chat/completions`, { method: 'POST', body: '{}' });
+    assert.equal(await r.text(), 'ok');
+    assert.equal(connections.length, 1, 'the request made a TLS connection of its own');
+    assert.equal(preconnected(), null);
+    assert.equal(Object.prototype.hasOwnProperty.call(https.globalAgent, 'createConnection'), false);
+  } finally {
+    delete agentOptions.ca;
+    https.globalAgent.destroy();
+  }
+});
