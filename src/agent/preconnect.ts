@@ -50,7 +50,7 @@ export function proxyMayApply(env: NodeJS.ProcessEnv = process.env, execArgv: re
  * Opens the connection a request to `baseURL` will want, unless one is already waiting, the URL is not
  * http(s), or a proxy may apply. Returns the origin opened (host:port) or null. Never throws.
  */
-export function preconnect(baseURL: string, opts: { idleMs?: number; env?: NodeJS.ProcessEnv } = {}): string | null {
+export function preconnect(baseURL: string, opts: { idleMs?: number; env?: NodeJS.ProcessEnv; onTaken?: () => void } = {}): string | null {
   if (pending) return null;
   let url: URL;
   try {
@@ -99,6 +99,8 @@ export function preconnect(baseURL: string, opts: { idleMs?: number; env?: NodeJ
       if (p && p.agent === agent && o._agentKey === p.key && !p.socket.destroyed) {
         release();
         p.socket.ref();
+        // Told once the request is on its way (nothing more on its path).
+        if (opts.onTaken) setImmediate(opts.onTaken);
         return p.socket;
       }
       return original.call(this, o, cb);

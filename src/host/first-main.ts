@@ -175,7 +175,7 @@ export function runFirst(loadHost: () => HostModule): void {
     if (!never)
       resolveProvider(config).then(
         (p) => {
-          const origin = preconnect(p.baseURL);
+          const origin = preconnect(p.baseURL, { onTaken: () => log.info('the first request to the model went out on the connection opened ahead') });
           if (origin) log.info('pre-connecting to the model at %s', origin);
         },
         () => undefined,
