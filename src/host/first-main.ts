@@ -8,8 +8,7 @@ import type { FirstInitData, FirstSendData } from './first-validate-gen';
 import type { HostConfig } from './protocol';
 import { resolveProvider, setEditorApiKey } from './provider-config';
 import { dropPreconnect, preconnect } from '../agent/preconnect';
-import { FirstRequest, firstBlocker, readFirstRules, type FirstInit } from './first-request';
-import type { RulesSnapshot } from '../workspace/rules';
+import { FirstRequest, firstBlocker, type FirstInit } from './first-request';
 import { configBlocker, rememberFirstOff } from './first-eligibility';
 import { attachStdio, makeLogger, skipClientDefaultLogger } from './stdio-client';
 import type { FirstStart } from './server';
@@ -95,8 +94,6 @@ export function runFirst(loadHost: () => HostModule): void {
   let first: FirstRequest | null = null;
   /** The first request is being built: the rest waits for it to leave. */
   let building = false;
-  /** The project rules' reading host.init started, while a message of the same read may still use it. */
-  let earlyRules: Promise<RulesSnapshot | null> | undefined;
 
   let errorMessage = (err: unknown): string => (err instanceof Error ? err.message : String(err));
   const loadNow = (): void => {
@@ -172,16 +169,6 @@ export function runFirst(loadHost: () => HostModule): void {
     if (d.env_api_key) setEditorApiKey(d.env_api_key);
     init = { raw: c.params, parsed: { config, cwd: d.cwd, dataDir: d.data_dir } };
     reply(c.id, { version: HOST_VERSION, pid: process.pid });
-    if (!never) {
-      // A cold send comes in the same read of stdin as host.init: its project rules are read from here, so
-      // their reads overlap the rest of the start. Only for a message of this same read (same turn of the
-      // event loop: nothing on disk can have been read later by the usual path); a later one reads them anew.
-      const rules = readFirstRules(init.parsed);
-      earlyRules = rules;
-      setImmediate(() => {
-        if (earlyRules === rules) earlyRules = undefined;
-      });
-    }
     // The provider's connection opens now (its TCP and TLS handshakes overlap the rest of the start); the
     // first request to it, this bundle's or the host's, goes out on it (agent/preconnect.ts). Not for a
     // key that needs a command (resolving the provider would run it here).
@@ -211,7 +198,7 @@ export function runFirst(loadHost: () => HostModule): void {
     const f = new FirstRequest((name, payload) => firstUi.emit(name, payload), log);
     firstCall = c;
     building = true;
-    f.start(at, p.text, earlyRules).then(
+    f.start(at, p.text).then(
       () => {
         first = f;
         building = false;

@@ -99,15 +99,16 @@ export class FirstRequest implements PrefetchedReply {
    * Builds and sends the request, showing what the session would show first: the session, the rules, the
    * message, the streaming state, the reply's start. Resolves once the request is on its way.
    */
-  async start(init: FirstInit, text: string, early?: Promise<RulesSnapshot | null>): Promise<void> {
+  async start(init: FirstInit, text: string): Promise<void> {
     const { config, cwd, dataDir } = init;
-    // The project rules, read when the message arrived: what the session's reading would find. Their
-    // reads wait on the disk; meanwhile the SDK and the HTTP module load (the CPU is free then). `early`:
-    // the reading host.init started when the message came with it (the same read of stdin).
-    const reading = early ?? readFirstRules(init);
     const provider = await resolveProvider(config);
     const label = modelLabel(config, provider);
     const client = new OpenAIProvider(provider);
+    // The project rules, read after the message arrived: what the session's reading would find. Their
+    // reads wait on the disk; meanwhile the SDK and the HTTP module load (the CPU is free then).
+    const ro = rulesOptions(config);
+    const reading = ro ? loadRules(cwd, ro) : Promise.resolve(null);
+    reading.catch(() => undefined);
     await client.prepare();
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     require(provider.baseURL.startsWith('https:') ? 'node:https' : 'node:http');
@@ -163,14 +164,6 @@ export class FirstRequest implements PrefetchedReply {
 }
 
 export class FirstNotApplicable extends Error {}
-
-/** The project rules as the first request reads them (null: rules are off); never rejects unhandled. */
-export function readFirstRules(init: FirstInit): Promise<RulesSnapshot | null> {
-  const ro = rulesOptions(init.config);
-  const reading = ro ? loadRules(init.cwd, ro) : Promise.resolve(null);
-  reading.catch(() => undefined);
-  return reading;
-}
 
 /** Set by the first-request bundle (scripts/bundle-host.mjs: the generated tool list). */
 declare const __CABOOSE_FIRST_TOOLS__: string | undefined;
