@@ -6,7 +6,6 @@
  * Only reads. A file that cannot be used (unreadable, binary, not UTF-8, empty, a duplicate, denied, over
  * the total cap) is listed as skipped with the reason; nothing here throws for a bad file.
  */
-import { createHash } from 'node:crypto';
 import { isUtf8 } from 'node:buffer';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
@@ -118,7 +117,8 @@ export async function loadRules(cwd: string, opts: RulesOptions): Promise<RulesS
   const denied = opts.denyGlobs && opts.denyGlobs.length > 0 ? compileGlobList(opts.denyGlobs) : () => false;
   const snap: RulesSnapshot = { cwd: real, root, dirs, files: [], skipped: [] };
   const seenPaths = new Map<string, string>(); // realpath → rel of the first file
-  const seenText = new Map<string, string>(); // sha256 of the bytes read → rel of the first file
+  // The bytes read (as a one-byte string: exact, and no node:crypto on a cold start's first request) → rel of the first file.
+  const seenText = new Map<string, string>();
   let used = 0;
   for (const dir of dirs) {
     for (const abs of await candidates(dir, opts.files)) {
@@ -142,13 +142,13 @@ export async function loadRules(cwd: string, opts: RulesOptions): Promise<RulesS
         skip(r.reason, r.size, r.overTotal);
         continue;
       }
-      const hash = createHash('sha256').update(r.raw).digest('hex');
-      const twin = seenText.get(hash);
+      const bytes = r.raw.toString('latin1');
+      const twin = seenText.get(bytes);
       if (twin !== undefined) {
         skip(`same text as ${twin}`, r.size);
         continue;
       }
-      seenText.set(hash, rel);
+      seenText.set(bytes, rel);
       const { text, meta } = path.extname(abs).toLowerCase() === '.mdc' ? splitFrontMatter(r.text) : { text: r.text, meta: undefined };
       if (text.trim() === '') {
         skip('empty', r.size);
