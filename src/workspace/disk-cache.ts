@@ -32,7 +32,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import { anchoringSupported, openVerified } from './anchored';
 import { isUnder } from './paths';
-import { fileHoldsExactly } from './file-sha';
+import { fileHoldsExactly, fileHoldsExactlySync } from './file-sha';
 
 /** More than one coarse clock tick (≤ 10 ms at HZ=100) of the kernel's file times. */
 export const RACY_NS = 20_000_000n;
@@ -189,7 +189,13 @@ export class DiskCache {
         }
         return;
       }
-      if ((await fileHoldsExactly(fh, bytes)) === null) return;
+      // A local filesystem's pages are in memory (the host just wrote them): read synchronously into the
+      // shared 1 MiB piece (file-sha.ts), neither five thread-pool round trips nor a new 1 MiB buffer an
+      // edit (the host's allocations decide how often its full garbage collection runs, issue 24).
+      // Elsewhere no entry is ever made (offer), so nothing is read.
+      const local = knownLocalFilesystem(before.dev);
+      if (local === false) return;
+      if ((local ? fileHoldsExactlySync(fh.fd, bytes) : await fileHoldsExactly(fh, bytes)) === null) return;
       const after = identityOf(await fh.stat({ bigint: true }));
       if (!sameIdentity(before, after)) return;
       await this.offer(abs, after, captured, bytes, sha256);
