@@ -17,7 +17,7 @@
 import { defaultSystemPrompt, projectRulesSection } from '../agent/prompt';
 import { failureOf, type PrefetchedReply, type PrefetchItem } from '../agent/prefetched';
 import { OpenAIProvider, type ChatMessage, type Exchange, type ModelEvent } from '../agent/provider';
-import { loadRules, type RulesSnapshot } from '../workspace/rules';
+import { loadRules, syncRulesIo, type RulesSnapshot } from '../workspace/rules';
 import { rememberedTrial } from '../workspace/sandbox/sandbox';
 import { firstToolsFor, type FirstTools } from './first-tools';
 import type { Logger } from './logger';
@@ -111,7 +111,7 @@ export class FirstRequest implements PrefetchedReply {
     // The project rules, read after the message arrived: what the session's reading would find. Their
     // reads wait on the disk; meanwhile the SDK and the HTTP module load (the CPU is free then).
     const ro = rulesOptions(config);
-    const reading = ro ? loadRules(cwd, ro) : Promise.resolve(null);
+    const reading = ro ? loadRules(cwd, ro, syncRulesIo) : Promise.resolve(null);
     reading.catch(() => undefined);
     await client.prepare();
     // eslint-disable-next-line @typescript-eslint/no-require-imports

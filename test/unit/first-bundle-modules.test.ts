@@ -28,6 +28,8 @@ test('evaluating the first-request bundle loads neither node:crypto nor node:chi
     // Nor node:child_process (with dgram and its socket list: ≈ 0.4 ms): the sandbox's trial and an
     // api_key_cmd load it when they start a process.
     assert.deepEqual(out.added.filter((m) => /child_process|dgram/.test(m)), [], 'node:child_process was loaded by the bundle');
+    // Nor node:fs/promises: the first request reads the rules with synchronous calls (rules.ts syncRulesIo).
+    assert.deepEqual(out.added.filter((m) => /fs\/promises/.test(m)), [], 'node:fs/promises was loaded by the bundle');
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
