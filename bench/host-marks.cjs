@@ -36,7 +36,7 @@ const origSpawnSync = cp.spawnSync;
 cp.spawnSync = function (cmd, ...a) { mark(`spawnSync ${cmd} begin`); const r = origSpawnSync.call(this, cmd, ...a); mark(`spawnSync ${cmd} end`); return r; };
 let firstIn = false;
 const origPush = require('stream').Readable.prototype.push;
-require('stream').Readable.prototype.push = function (chunk, ...a) { if (this === process.stdin && chunk && !firstIn) { firstIn = true; mark(`stdin first data ${chunk.length} B`); } return origPush.call(this, chunk, ...a); };
+require('stream').Readable.prototype.push = function (chunk, ...a) { if (this === process.stdin && chunk && !firstIn) { firstIn = true; { const c = process.cpuUsage(); mark(`stdin first data ${chunk.length} B (host CPU so far ${((c.user + c.system) / 1000).toFixed(1)} ms)`); } } return origPush.call(this, chunk, ...a); };
 const origWrite = process.stdout.write.bind(process.stdout);
 let sawDelta = false, nw = 0;
 process.stdout.write = function (chunk, ...a) { nw++; if (nw <= 2) mark(`stdout write #${nw}`); if (!sawDelta && Buffer.isBuffer(chunk) && chunk.includes('assistant_delta')) { sawDelta = true; mark('stdout: first assistant_delta frame'); } return origWrite(chunk, ...a); };

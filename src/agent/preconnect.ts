@@ -136,6 +136,27 @@ export function dropPreconnect(): void {
   }
 }
 
+/**
+ * Resolves once the socket opened ahead has connected (or failed, or is gone), at most after `maxMs`. A
+ * request made after it is written at once: a socket whose connection the event loop has not seen complete
+ * yet holds the request back until the loop gets there, which a cold start's busy first turn delays.
+ */
+export function preconnectSettled(maxMs = 2): Promise<void> {
+  const p = pending;
+  if (!p || !p.socket.connecting) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      p.socket.removeListener('connect', done);
+      p.socket.removeListener('close', done);
+      resolve();
+    };
+    const timer = setTimeout(done, maxMs);
+    p.socket.once('connect', done);
+    p.socket.once('close', done);
+  });
+}
+
 /** The origin (host:port) whose socket is waiting, if any (tests). */
 export function preconnected(): string | null {
   return pending?.host ?? null;

@@ -20,6 +20,7 @@ import { OpenAIProvider, type ChatMessage, type Exchange, type ModelEvent } from
 import { loadRules, syncRulesIo, type RulesSnapshot } from '../workspace/rules';
 import { rememberedTrial } from '../workspace/sandbox/sandbox';
 import { firstToolsFor, type FirstTools } from './first-tools';
+import { preconnectSettled } from '../agent/preconnect';
 import type { Logger } from './logger';
 import type { ShownEvent } from './lua-ui';
 import type { HostConfig } from './protocol';
@@ -133,6 +134,9 @@ export class FirstRequest implements PrefetchedReply {
     // The request leaves first: asking for the reply's first event sends it (the SDK builds it and hands it
     // to node:http in this turn's promise work); what the session shows first is shown once that is done,
     // before anything of the reply is relayed (pump waits for it).
+    // The connection opened at host.init (agent/preconnect.ts) seen connected first: the request then
+    // leaves as soon as it is made, not once this busy turn of the event loop ends.
+    await preconnectSettled();
     const reply = client.stream({ messages, tools, signal: this.controller.signal, observe: (ex) => (this.exchange = ex) })[Symbol.asyncIterator]();
     const first = reply.next();
     first.catch(() => undefined); // seen by pump

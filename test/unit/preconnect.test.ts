@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { after, test } from 'node:test';
-import { dropPreconnect, preconnect, preconnected, proxyMayApply } from '../../src/agent/preconnect';
+import { dropPreconnect, preconnect, preconnected, preconnectSettled, proxyMayApply } from '../../src/agent/preconnect';
 import { nodeFetch } from '../../src/agent/node-fetch';
 
 interface Server {
@@ -153,4 +153,16 @@ test('https: the TLS connection opened ahead is the one the first request uses',
     delete agentOptions.ca;
     https.globalAgent.destroy();
   }
+});
+
+test('preconnectSettled resolves once the socket opened ahead has connected (at once without one)', async () => {
+  await preconnectSettled(); // nothing waiting
+  const s = await serve();
+  assert.ok(preconnect(s.url));
+  await preconnectSettled(10_000);
+  await until(() => s.connections.length === 1);
+  const r = await nodeFetch(`${s.url}/chat/completions`, { method: 'POST', body: '{}' });
+  assert.equal(await r.text(), 'ok');
+  assert.equal(s.connections.length, 1);
+  await preconnectSettled(); // taken: at once
 });
