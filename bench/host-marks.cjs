@@ -17,6 +17,18 @@ Module._load = function (req, ...a) {
 const net = require('net');
 const origConnect = net.Socket.prototype.connect;
 net.Socket.prototype.connect = function (...a) { const c = process.cpuUsage(); mark(`socket connect (host CPU so far ${((c.user + c.system) / 1000).toFixed(1)} ms)`); return origConnect.apply(this, a); };
+// The first requests themselves (the model's connection is opened ahead at host.init: agent/preconnect.ts),
+// wrapped when the host first loads node:http / node:https (not loaded here: that would move their cost).
+let nreq = 0;
+const wrappedHttp = new Set();
+const wrapRequest = (name, m) => { if (wrappedHttp.has(m)) return; wrappedHttp.add(m); const o = m.request; m.request = function (...a) { if (++nreq <= 2) { const c = process.cpuUsage(); mark(`${name}.request #${nreq} (host CPU so far ${((c.user + c.system) / 1000).toFixed(1)} ms)`); } return o.apply(this, a); }; };
+const loadBeforeHttp = Module._load;
+Module._load = function (req, ...a) {
+  const r = loadBeforeHttp.call(this, req, ...a);
+  const name = req.replace(/^node:/, '');
+  if (name === 'http' || name === 'https') wrapRequest(name, r);
+  return r;
+};
 const cp = require('child_process');
 const origSpawn = cp.spawn;
 cp.spawn = function (cmd, ...a) { mark(`spawn ${cmd}`); const c = origSpawn.call(this, cmd, ...a); c.once('close', () => mark(`spawn ${cmd} closed`)); return c; };
@@ -24,7 +36,7 @@ const origSpawnSync = cp.spawnSync;
 cp.spawnSync = function (cmd, ...a) { mark(`spawnSync ${cmd} begin`); const r = origSpawnSync.call(this, cmd, ...a); mark(`spawnSync ${cmd} end`); return r; };
 let firstIn = false;
 const origPush = require('stream').Readable.prototype.push;
-require('stream').Readable.prototype.push = function (chunk, ...a) { if (this === process.stdin && chunk && !firstIn) { firstIn = true; mark(`stdin first data ${chunk.length} B`); } return origPush.call(this, chunk, ...a); };
+require('stream').Readable.prototype.push = function (chunk, ...a) { if (this === process.stdin && chunk && !firstIn) { firstIn = true; { const c = process.cpuUsage(); mark(`stdin first data ${chunk.length} B (host CPU so far ${((c.user + c.system) / 1000).toFixed(1)} ms)`); } } return origPush.call(this, chunk, ...a); };
 const origWrite = process.stdout.write.bind(process.stdout);
 let sawDelta = false, nw = 0;
 process.stdout.write = function (chunk, ...a) { nw++; if (nw <= 2) mark(`stdout write #${nw}`); if (!sawDelta && Buffer.isBuffer(chunk) && chunk.includes('assistant_delta')) { sawDelta = true; mark('stdout: first assistant_delta frame'); } return origWrite(chunk, ...a); };

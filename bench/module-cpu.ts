@@ -2,7 +2,8 @@
  * Which bundled modules a cold start evaluates before the first model request, and the CPU each costs
  * (issue 24). Builds the readable bundle (CABOOSE_BUNDLE_MINIFY=0), wraps esbuild's `__commonJS` / `__esm`
  * helpers to stamp `process.cpuUsage()` around each module's first evaluation, dumps the list at the
- * request's socket connect, runs bench/cold-timeline.ts, prints the totals by package, and rebuilds the
+ * request's `http.request` (not its socket's connect: the connection is opened ahead at host.init,
+ * agent/preconnect.ts; node:http is wrapped when the host loads it), runs bench/cold-timeline.ts, prints the totals by package, and rebuilds the
  * normal bundle. Bench only; the numbers include the wrappers' own small cost.
  *
  *   npm run build && node --import tsx bench/module-cpu.ts [runs]
@@ -25,7 +26,7 @@ const CJS = `var __commonJS = (cb, mod) => function __require() {
     return mod || (0, cb[__getOwnPropNames(cb)[0]])((mod = { exports: {} }).exports, mod), mod.exports;`;
 const CJS_TIMED = `var __MS = [], __ML = [];
 var __MT = (name, f) => { const c = process.cpuUsage(); const fr = { child: 0 }; __MS.push(fr); try { return f(); } finally { const d = process.cpuUsage(c); const incl = (d.user + d.system) / 1000; __MS.pop(); if (__MS.length) __MS[__MS.length - 1].child += incl; __ML.push([name, incl, incl - fr.child]); } };
-{ const net = require('net'); const o = net.Socket.prototype.connect; let done = false; net.Socket.prototype.connect = function (...a) { if (!done) { done = true; require('fs').writeFileSync(${JSON.stringify(out)} + '/' + process.pid + '.json', JSON.stringify(__ML)); } return o.apply(this, a); }; }
+{ let done = false; const M = require('module'); const l = M._load; const w = new Set(); M._load = function (req, ...a) { const m = l.call(this, req, ...a); const n = req.replace(/^node:/, ''); if ((n === 'http' || n === 'https') && !w.has(m)) { w.add(m); const o = m.request; m.request = function (...b) { if (!done) { done = true; require('fs').writeFileSync(${JSON.stringify(out)} + '/' + process.pid + '.json', JSON.stringify(__ML)); } return o.apply(this, b); }; } return m; }; }
 var __commonJS = (cb, mod) => function __require() {
   try {
     return mod || __MT(__getOwnPropNames(cb)[0], () => (0, cb[__getOwnPropNames(cb)[0]])((mod = { exports: {} }).exports, mod)), mod.exports;`;

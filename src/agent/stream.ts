@@ -10,7 +10,6 @@
  *   continuation chunks without `index` (Gemini), empty or repeated ids (Gemini, Qwen), and the reasoning
  *   fields `reasoning_content` / `reasoning` / `reasoning_text` / `reasoning_details` / `thinking` parts.
  */
-import { randomBytes } from 'node:crypto';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 
 export type SseItem = { kind: 'data'; data: unknown } | { kind: 'done' } | { kind: 'error'; error: StreamErrorInfo } | { kind: 'invalid'; text: string };
@@ -175,7 +174,9 @@ interface Slot {
 /** A tool call id of our own: 9 letters/digits (the strictest format a provider accepts back: Mistral's). */
 export function ownToolCallId(): string {
   const alphabet = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
-  const bytes = randomBytes(9);
+  // node:crypto loaded here, not with the module: a cold start's first request does not need it (issue 24).
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const bytes = (require('node:crypto') as typeof import('node:crypto')).randomBytes(9);
   let s = '';
   for (const b of bytes) s += alphabet[b % alphabet.length];
   return s;

@@ -6,7 +6,8 @@ import { LuaUi, type NvimNotifier } from './lua-ui';
 import { CALL_NOTIFICATION, EVENTS, HOST_VERSION, METHODS } from './protocol-names';
 import type { FirstInitData, FirstSendData } from './first-validate-gen';
 import type { HostConfig } from './protocol';
-import { setEditorApiKey } from './provider-config';
+import { resolveProvider, setEditorApiKey } from './provider-config';
+import { dropPreconnect, preconnect } from '../agent/preconnect';
 import { FirstRequest, firstBlocker, type FirstInit } from './first-request';
 import { configBlocker, rememberFirstOff } from './first-eligibility';
 import { attachStdio, makeLogger, skipClientDefaultLogger } from './stdio-client';
@@ -168,6 +169,17 @@ export function runFirst(loadHost: () => HostModule): void {
     if (d.env_api_key) setEditorApiKey(d.env_api_key);
     init = { raw: c.params, parsed: { config, cwd: d.cwd, dataDir: d.data_dir } };
     reply(c.id, { version: HOST_VERSION, pid: process.pid });
+    // The provider's connection opens now (its TCP and TLS handshakes overlap the rest of the start); the
+    // first request to it, this bundle's or the host's, goes out on it (agent/preconnect.ts). Not for a
+    // key that needs a command (resolving the provider would run it here).
+    if (!never)
+      resolveProvider(config).then(
+        (p) => {
+          const origin = preconnect(p.baseURL, { onTaken: () => log.info('the first request to the model went out on the connection opened ahead') });
+          if (origin) log.info('pre-connecting to the model at %s', origin);
+        },
+        () => undefined,
+      );
     // No message with it (the chat opened first, the user types): the rest loads now, as the host's warm-up.
     setImmediate(() => {
       if (!building && !first) load();
@@ -244,6 +256,7 @@ export function runFirst(loadHost: () => HostModule): void {
   const shutdown = (why: string) => {
     log.info('host exiting: %s', why);
     first?.abort();
+    dropPreconnect();
     server?.dispose();
     process.exit(0);
   };

@@ -14,13 +14,13 @@
  * tools' generated schemas: first-tools.ts), and the session takes the reply over only when the body it
  * would send is byte for byte the one sent.
  */
-import { randomUUID } from 'node:crypto';
 import { defaultSystemPrompt, projectRulesSection } from '../agent/prompt';
 import { failureOf, type PrefetchedReply, type PrefetchItem } from '../agent/prefetched';
 import { OpenAIProvider, type ChatMessage, type Exchange, type ModelEvent } from '../agent/provider';
-import { loadRules, type RulesSnapshot } from '../workspace/rules';
+import { loadRules, syncRulesIo, type RulesSnapshot } from '../workspace/rules';
 import { rememberedTrial } from '../workspace/sandbox/sandbox';
 import { firstToolsFor, type FirstTools } from './first-tools';
+import { preconnectSettled } from '../agent/preconnect';
 import type { Logger } from './logger';
 import type { ShownEvent } from './lua-ui';
 import type { HostConfig } from './protocol';
@@ -53,7 +53,12 @@ export function firstBlocker(init: FirstInit, send: { text: string; context?: un
 
 /** The request, the events shown for it, and its reply as it arrives (a PrefetchedReply for the session). */
 export class FirstRequest implements PrefetchedReply {
-  readonly sessionId = randomUUID();
+  private id: string | undefined;
+  /** Made once the request is on its way (node:crypto is not loaded before it: issue 24). */
+  get sessionId(): string {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return (this.id ??= (require('node:crypto') as typeof import('node:crypto')).randomUUID());
+  }
   readonly shown: ShownEvent[] = [];
   exchange: Exchange | undefined;
   bodyJson = '';
@@ -107,7 +112,7 @@ export class FirstRequest implements PrefetchedReply {
     // The project rules, read after the message arrived: what the session's reading would find. Their
     // reads wait on the disk; meanwhile the SDK and the HTTP module load (the CPU is free then).
     const ro = rulesOptions(config);
-    const reading = ro ? loadRules(cwd, ro) : Promise.resolve(null);
+    const reading = ro ? loadRules(cwd, ro, syncRulesIo) : Promise.resolve(null);
     reading.catch(() => undefined);
     await client.prepare();
     // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -126,6 +131,16 @@ export class FirstRequest implements PrefetchedReply {
       { role: 'user', content: text },
     ];
     this.bodyJson = JSON.stringify(client.requestBody({ messages, tools }));
+    // The request leaves first: asking for the reply's first event sends it (the SDK builds it and hands it
+    // to node:http in this turn's promise work); what the session shows first is shown once that is done,
+    // before anything of the reply is relayed (pump waits for it).
+    // The connection opened at host.init (agent/preconnect.ts) seen connected first: the request then
+    // leaves as soon as it is made, not once this busy turn of the event loop ends.
+    await preconnectSettled();
+    const reply = client.stream({ messages, tools, signal: this.controller.signal, observe: (ex) => (this.exchange = ex) })[Symbol.asyncIterator]();
+    const first = reply.next();
+    first.catch(() => undefined); // seen by pump
+    await new Promise<void>((resolve) => setImmediate(resolve));
     // What the session shows first, in its order (session-identity.ts, project-rules.ts, agent-events.ts).
     this.show(EVENTS.sessionInfo, { session: this.sessionId, model: label, cwd, title: null });
     const lines = snap ? rulesChatLines(snap) : [];
@@ -133,12 +148,13 @@ export class FirstRequest implements PrefetchedReply {
     this.show(EVENTS.userMessage, { id: 1, text, context: [] });
     this.show(EVENTS.state, { state: 'streaming', previous: 'idle', mode, session: this.sessionId, grants: [] });
     this.show(EVENTS.assistantStart, {});
-    void this.pump(client.stream({ messages, tools, signal: this.controller.signal, observe: (ex) => (this.exchange = ex) }));
+    void this.pump(reply, first);
   }
 
-  private async pump(events: AsyncIterable<ModelEvent>): Promise<void> {
+  private async pump(events: AsyncIterator<ModelEvent>, first: Promise<IteratorResult<ModelEvent>>): Promise<void> {
     try {
-      for await (const ev of events) {
+      for (let r = await first; !r.done; r = await events.next()) {
+        const ev = r.value;
         this.push({ event: ev });
         if (!this.relaying) continue;
         if (ev.type === 'text') this.show(EVENTS.assistantDelta, { text: ev.delta });

@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import type { HostConfig } from './protocol';
 import { registerSecret, registerUrlCredentials } from '../store/redact';
 import type { ProviderConfig } from '../agent/provider';
@@ -22,7 +21,8 @@ type ModelOptions = Exclude<NonNullable<NamedProvider['models']>, string[]>[stri
 function runKeyCommand(cmd: string | string[], env: NodeJS.ProcessEnv): Promise<string> {
   const [file, args] = Array.isArray(cmd) ? [cmd[0], cmd.slice(1)] : ['sh', ['-c', cmd]];
   return new Promise((resolve, reject) => {
-    execFile(file, args, { env, timeout: 10_000, maxBuffer: 64 * 1024 }, (err, stdout) => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded only for an api_key_cmd (issue 24)
+    (require('node:child_process') as typeof import('node:child_process')).execFile(file, args, { env, timeout: 10_000, maxBuffer: 64 * 1024 }, (err, stdout) => {
       if (err) reject(new Error(`api_key_cmd failed: ${err.message}`));
       else resolve(stdout.trim());
     });

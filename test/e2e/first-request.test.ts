@@ -69,6 +69,9 @@ forEachNvim((bin) => {
         const usual = await coldSend(cwd, false, replies);
         assert.match(fast.hostLog, new RegExp(TAKEN), 'the first-request path was taken');
         assert.doesNotMatch(usual.hostLog, new RegExp(TAKEN), 'the usual path was taken');
+        // The model's connection was opened at host.init and the first request went out on it (agent/preconnect.ts).
+        assert.match(fast.hostLog, new RegExp(`pre-connecting to the model at 127\\.0\\.0\\.1:${e.fake.port}`));
+        assert.match(fast.hostLog, /the first request to the model went out on the connection opened ahead/);
         // Byte for byte: system prompt (with the rules), message, tools and their schemas.
         assert.equal(fast.requests[0], usual.requests[0]);
         assert.match(fast.requests[0], /Answer briefly/);

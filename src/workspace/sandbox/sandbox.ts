@@ -2,7 +2,6 @@
  * The sandbox of one workspace: whether one is available here, the policy, and the command line that runs
  * a program inside it (bwrap on Linux, sandbox-exec on macOS). See policy.ts for what is allowed.
  */
-import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -24,6 +23,10 @@ import {
 import type { FilteringProxy } from './proxy';
 
 /** The proxy module (http, net) loads only for a network allow-list. */
+// node:child_process loaded when a process is started, not with the module (a cold start's first request
+// reads the remembered trial only: issue 24).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const childProcess = (): typeof import('node:child_process') => require('node:child_process') as typeof import('node:child_process');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const proxyModule = (): typeof import('./proxy') => require('./proxy') as typeof import('./proxy');
 
@@ -115,7 +118,7 @@ function probeAsync(override: string): Promise<SandboxSupport> {
     };
     const failed = (why: string): SandboxSupport => ({ available: false, reason: `bwrap (${bwrap}) cannot create a sandbox: ${why}`, fix: BWRAP_FIX });
     sandboxTrials.async++;
-    const child = spawn(bwrap, TRIAL_ARGS, { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = childProcess().spawn(bwrap, TRIAL_ARGS, { stdio: ['ignore', 'ignore', 'pipe'] });
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       finish(failed('the trial run did not finish within 10 s'));
@@ -140,7 +143,7 @@ function probe(override: string): SandboxSupport {
   const bwrap = override === 'none' ? null : override !== '' ? override : onPath('bwrap');
   if (!bwrap) return { available: false, reason: 'bubblewrap (bwrap) not found on PATH', fix: BWRAP_FIX };
   sandboxTrials.sync++;
-  const r = spawnSync(bwrap, TRIAL_ARGS, {
+  const r = childProcess().spawnSync(bwrap, TRIAL_ARGS, {
     stdio: ['ignore', 'ignore', 'pipe'],
     timeout: 10_000,
   });
