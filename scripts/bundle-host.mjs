@@ -60,21 +60,10 @@ const common = {
 };
 
 await build({
+  ...common,
   entryPoints: [path.join(root, 'dist', 'host', 'main.js')],
   outfile: path.join(root, 'dist', 'host.bundle.js'),
-  bundle: true,
-  platform: 'node',
-  format: 'cjs',
-  target: 'node20',
-  external: ['better-sqlite3'],
   define: { __CABOOSE_BUNDLED__: 'true' },
-  minify: process.env.CABOOSE_BUNDLE_MINIFY !== "0",
-  sourcemap: 'linked',
-  legalComments: 'linked',
-  logLevel: 'warning',
-  // main.ts resolves node-client's logger only when it is not bundled.
-  logOverride: { 'require-resolve-not-external': 'silent' },
-  plugins: [clientLogger, sdkGlobals, zodLocales],
 });
 // An ASCII-only bundle is a one-byte string in V8: half the memory of a two-byte one, and faster to read,
 // decode and hash on every start (1.5–2 ms of CPU measured with the code cache). esbuild escapes non-ASCII

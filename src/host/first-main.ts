@@ -10,7 +10,7 @@ import { resolveProvider, setEditorApiKey } from './provider-config';
 import { dropPreconnect, preconnect } from '../agent/preconnect';
 import { FirstRequest, firstBlocker, type FirstInit } from './first-request';
 import { configBlocker, rememberFirstOff } from './first-eligibility';
-import { attachStdio, makeLogger, skipClientDefaultLogger } from './stdio-client';
+import { attachStdio, exitWithEditor, makeLogger, skipClientDefaultLogger } from './stdio-client';
 import type { FirstStart } from './server';
 
 /** The host's server as the first-request bundle routes to it (main.ts `adopt`). */
@@ -253,17 +253,10 @@ export function runFirst(loadHost: () => HostModule): void {
       ),
     );
   });
-  const shutdown = (why: string) => {
-    log.info('host exiting: %s', why);
+  exitWithEditor(nvim, log, () => {
     first?.abort();
     dropPreconnect();
     server?.dispose();
-    process.exit(0);
-  };
-  nvim.on('disconnect', () => shutdown('disconnect'));
-  process.stdin.on('end', () => shutdown('stdin closed'));
-  for (const sig of ['SIGTERM', 'SIGHUP'] as const) process.once(sig, () => shutdown(sig));
-  process.on('uncaughtException', (err) => log.error('uncaught: %s', err.stack ?? String(err)));
-  process.on('unhandledRejection', (err) => log.error('unhandled rejection: %s', err instanceof Error ? err.stack : String(err)));
+  });
   log.info('host started pid=%d node=%s (first-request bundle)', process.pid, process.version);
 }

@@ -4,7 +4,7 @@ import { guardConsole, type Logger } from './logger';
 import { LuaUi, type NvimNotifier } from './lua-ui';
 import { CALL_NOTIFICATION } from './protocol-names';
 import { errorMessage, HostServer, type FirstStart } from './server';
-import { attachStdio, makeLogger, skipClientDefaultLogger } from './stdio-client';
+import { attachStdio, exitWithEditor, makeLogger, skipClientDefaultLogger } from './stdio-client';
 
 export { hostClientClass } from './stdio-client';
 export { errorMessage } from './server';
@@ -29,18 +29,7 @@ export function runStdio(): void {
     if (method === CALL_NOTIFICATION) return server.call(args?.[0]);
     server.handle(method, args?.[0]).catch((err: unknown) => log.warn('notification %s failed: %s', method, errorMessage(err)));
   });
-  const shutdown = (why: string) => {
-    log.info('host exiting: %s', why);
-    server.dispose();
-    process.exit(0);
-  };
-  nvim.on('disconnect', () => shutdown('disconnect'));
-  process.stdin.on('end', () => shutdown('stdin closed'));
-  // Neovim ends its jobs with SIGTERM when it quits: exit through shutdown, so exit hooks (the bash
-  // tool's, which SIGKILLs what commands left running) still run.
-  for (const sig of ['SIGTERM', 'SIGHUP'] as const) process.once(sig, () => shutdown(sig));
-  process.on('uncaughtException', (err) => log.error('uncaught: %s', err.stack ?? String(err)));
-  process.on('unhandledRejection', (err) => log.error('unhandled rejection: %s', err instanceof Error ? err.stack : String(err)));
+  exitWithEditor(nvim, log, () => server.dispose());
   log.info('host started pid=%d node=%s', process.pid, process.version);
 }
 

@@ -67,3 +67,21 @@ export function attachStdio(log: Logger) {
   return nvim;
 }
 
+
+/**
+ * Ends the host through `dispose` when Neovim goes (its channel, stdin, or the SIGTERM/SIGHUP Neovim sends its
+ * jobs when it quits), so exit hooks (the bash tool's, which SIGKILLs what commands left running) still run;
+ * and logs what would otherwise end the process unseen.
+ */
+export function exitWithEditor(nvim: { on(event: 'disconnect', cb: () => void): unknown }, log: Logger, dispose: () => void): void {
+  const shutdown = (why: string) => {
+    log.info('host exiting: %s', why);
+    dispose();
+    process.exit(0);
+  };
+  nvim.on('disconnect', () => shutdown('disconnect'));
+  process.stdin.on('end', () => shutdown('stdin closed'));
+  for (const sig of ['SIGTERM', 'SIGHUP'] as const) process.once(sig, () => shutdown(sig));
+  process.on('uncaughtException', (err) => log.error('uncaught: %s', err.stack ?? String(err)));
+  process.on('unhandledRejection', (err) => log.error('unhandled rejection: %s', err instanceof Error ? err.stack : String(err)));
+}

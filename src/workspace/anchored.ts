@@ -82,6 +82,17 @@ export async function redirectedError(root: string, abs: string, real: string | 
   });
 }
 
+/** What an O_NOFOLLOW open of `abs` that failed with `err` reports: ELOOP and a linked folder (ENOTDIR) as outside_workspace. */
+async function noFollowOpenError(root: string, abs: string, err: unknown): Promise<unknown> {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'ELOOP') return redirectedError(root, abs, null);
+  // O_DIRECTORY with O_NOFOLLOW on a symlink is ENOTDIR.
+  if (code === 'ENOTDIR' && (await fsp.lstat(abs).catch(() => null))?.isSymbolicLink()) {
+    return redirectedError(root, abs, await fsp.realpath(abs).catch(() => null));
+  }
+  return err;
+}
+
 /**
  * Opens `abs` (a realpath-resolved path under `root`) without following a symlink at its last name and
  * verifies that the handle is exactly at `abs`. ELOOP (the last name is now a link) is outside_workspace.
@@ -93,13 +104,7 @@ export async function openVerified(root: string, abs: string, flags: number): Pr
   try {
     fh = await fsp.open(abs, flags | O_NOFOLLOW);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP') throw await redirectedError(root, abs, null);
-    // O_DIRECTORY with O_NOFOLLOW on a symlink is ENOTDIR.
-    if (code === 'ENOTDIR' && (await fsp.lstat(abs).catch(() => null))?.isSymbolicLink()) {
-      throw await redirectedError(root, abs, await fsp.realpath(abs).catch(() => null));
-    }
-    throw err;
+    throw await noFollowOpenError(root, abs, err);
   }
   const real = await realPathOfFd(fh.fd);
   if (real !== abs) {
@@ -120,13 +125,7 @@ async function openVerifiedDir(root: string, abs: string): Promise<number> {
   try {
     fd = fs.openSync(abs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP') throw await redirectedError(root, abs, null);
-    // O_DIRECTORY with O_NOFOLLOW on a symlink is ENOTDIR.
-    if (code === 'ENOTDIR' && (await fsp.lstat(abs).catch(() => null))?.isSymbolicLink()) {
-      throw await redirectedError(root, abs, await fsp.realpath(abs).catch(() => null));
-    }
-    throw err;
+    throw await noFollowOpenError(root, abs, err);
   }
   const real = safeReadlink(`${PROC_FD}/${fd}`);
   if (real !== abs) {
