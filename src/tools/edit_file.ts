@@ -156,53 +156,8 @@ function editBytes(v: FileView, edits: TextEdit[], rel: string, maxFileBytes: nu
     else if (!finalNewline && endsNl) pieces[pieces.lastIndexOf(last)] = last.subarray(0, last.length - 1);
   }
   traceMark('edit: found (search, CR/UTF-8 checks)');
-  const bytes = joinPieces(bom ? [BOM, ...pieces] : pieces);
+  const bytes = Buffer.concat(bom ? [BOM, ...pieces] : pieces);
   return { bytes, oldBody, newBody: bom ? bytes.subarray(3) : bytes };
-}
-
-/** Files from this size on get a spare buffer for their next edit's bytes (joinPieces). */
-const SPARE_MIN_BYTES = 1 << 20;
-/** A buffer nothing else references, made ready for the next edit's new bytes after an edit of a large file returned. */
-let spare: Buffer | null = null;
-/** The size of the last new bytes joined (0 when below SPARE_MIN_BYTES). */
-let lastJoined = 0;
-
-/**
- * Buffer.concat of `list`, into the spare buffer when there is one large enough. The new bytes of a large
- * file are the only large allocation of an edit, and the host's full garbage collection starts when its
- * allocations cross V8's limit: allocated on the call's path, that collection's pauses (3–15 ms on the
- * main thread, every 2–4 edits of a 4.9 MB file) fell inside the call (issue 24, the clean edit's tail).
- * The spare is allocated after the call returned (prepareSpare), so the collection more often starts there, between
- * calls. Same bytes as Buffer.concat; the result is a view of the spare's first bytes (nothing else holds
- * the spare: it is handed out once, and its rest is zeros).
- */
-export function joinPieces(list: Buffer[]): Buffer {
-  let total = 0;
-  for (const b of list) total += b.length;
-  lastJoined = total >= SPARE_MIN_BYTES ? total : 0;
-  const s = spare;
-  if (!s || total < SPARE_MIN_BYTES || s.length < total) return Buffer.concat(list, total);
-  spare = null;
-  let off = 0;
-  for (const b of list) off += b.copy(s, off);
-  return s.subarray(0, total);
-}
-
-/**
- * After an edit of a large file returned: a spare buffer for the next edit's bytes, somewhat larger than
- * this one's (an edit that grows the file by more falls back to Buffer.concat), zero-filled (its pages
- * are touched here, not on the next call's path; no stale memory behind the view handed out).
- */
-export function prepareSpare(): void {
-  const size = lastJoined;
-  if (size === 0) return;
-  const want = size + Math.max(64 * 1024, size >> 6);
-  if (spare && spare.length >= want && spare.length <= 2 * want) return;
-  const t = setTimeout(() => {
-    spare = null;
-    spare = Buffer.allocUnsafeSlow(want).fill(0);
-  }, 1);
-  t.unref();
 }
 
 const empty = (): AuditDraft => ({ path: null, toPath: null, beforeSha256: null, afterSha256: null, diff: null });
@@ -218,13 +173,9 @@ export const editFileTool: ToolDefinition<typeof editFileParameters, EditFileDat
     DIAGNOSTICS_NOTE,
   parameters: editFileParameters,
   policy: 'edit',
-  execute: async (args, ctx) => {
+  execute: (args, ctx) => {
     const ws = fileWorkspace(ctx.workspace);
-    try {
-      return await ws.runWrite('edit_file', 'edit', empty(), (d, how) => plan(ws, args, d, how.speculate), { review: ctx.review, signal: ctx.signal, diagnostics: ctx.reportDiagnostics });
-    } finally {
-      prepareSpare();
-    }
+    return ws.runWrite('edit_file', 'edit', empty(), (d, how) => plan(ws, args, d, how.speculate), { review: ctx.review, signal: ctx.signal, diagnostics: ctx.reportDiagnostics });
   },
   async preview(args, ctx) {
     const ws = fileWorkspace(ctx.workspace);
