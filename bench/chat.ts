@@ -35,6 +35,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { startFakeOpenAI, type FakeOpenAI, type FakeTextReply } from '../test/support/fake-openai';
 import { defaultNvim, REPO_ROOT, startNvim, type TestNvim } from '../test/support/nvim';
+import { threadsCpuMs } from './thread-cpu';
 
 const NODE = process.env.BENCH_NODE ?? 'node';
 export const UI = process.env.BENCH_CHAT_UI !== '0';
@@ -479,23 +480,6 @@ function childJson<T>(script: string, args: string[], timeoutMs: number): Promis
       else reject(new Error(`${script} exited ${code}: ${err}`));
     });
   });
-}
-
-/** CPU time (ms) of every thread of process `pid` (/proc/<pid>/task/<tid>/schedstat); undefined without /proc. */
-function threadsCpuMs(pid: number): number | undefined {
-  try {
-    let ns = 0;
-    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
-      try {
-        ns += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-      } catch {
-        // the thread ended meanwhile
-      }
-    }
-    return ns / 1e6;
-  } catch {
-    return undefined;
-  }
 }
 
 interface Probe {

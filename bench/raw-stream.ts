@@ -10,25 +10,8 @@
  * the scheduler's run time of every thread, in nanoseconds, from /proc/self/task/<tid>/schedstat (where it is
  * missing: process.cpuUsage(), user + system); cpuUsageMs: process.cpuUsage()'s figure, for comparison).
  */
-import fs from 'node:fs';
 import { plainSseRead } from './plain-sse';
-
-/** CPU time (ms) of every thread of this process, as bench/chat-probe.lua reads the host's; undefined without /proc. */
-function threadsCpuMs(pid: number | 'self' = 'self'): number | undefined {
-  try {
-    let ns = 0;
-    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
-      try {
-        ns += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-      } catch {
-        // the thread ended meanwhile
-      }
-    }
-    return ns / 1e6;
-  } catch {
-    return undefined;
-  }
-}
+import { threadsCpuMs } from './thread-cpu';
 
 function main(): void {
   const base = process.argv[2];
