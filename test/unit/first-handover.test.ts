@@ -5,26 +5,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { LuaUi, type NvimNotifier } from '../../src/host/lua-ui';
-import type { Logger } from '../../src/host/logger';
+import { LuaUi } from '../../src/host/lua-ui';
 import { withPrefetched, type PrefetchedReply, type PrefetchItem } from '../../src/agent/prefetched';
 import { OpenAIProvider, ProviderError, type ModelEvent, type ModelRequest } from '../../src/agent/provider';
-
-const silent = { debug() {}, info() {}, warn() {}, error() {}, setFile() {}, setLevel() {} } as unknown as Logger;
-
-function recorder(): { nvim: NvimNotifier; events: [string, Record<string, unknown>][] } {
-  const events: [string, Record<string, unknown>][] = [];
-  return {
-    events,
-    nvim: {
-      notify: (_name, args) => {
-        const [, [event, payload]] = args as [string, [string, Record<string, unknown>]];
-        events.push([event, payload]);
-      },
-      request: async () => null,
-    },
-  };
-}
+import { recorder, silentLog as silent } from '../support/session-parts';
 
 test('skipShown: the events already shown are dropped once each, in order; the others go through', () => {
   const r = recorder();

@@ -1,26 +1,10 @@
 /** Pure host pieces behind the chat: frames of streamed text, tool lines, attached context. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { LuaUi, type NvimNotifier } from '../../src/host/lua-ui';
+import { LuaUi } from '../../src/host/lua-ui';
 import { describeToolResult, diffStat } from '../../src/host/summaries';
 import { composeMessage } from '../../src/host/message-context';
-import type { Logger } from '../../src/host/logger';
-
-const silent = { debug() {}, info() {}, warn() {}, error() {}, setFile() {}, setLevel() {} } as unknown as Logger;
-
-function recorder(): { nvim: NvimNotifier; events: [string, Record<string, unknown>][] } {
-  const events: [string, Record<string, unknown>][] = [];
-  return {
-    events,
-    nvim: {
-      notify: (_name, args) => {
-        const [, [event, payload]] = args as [string, [string, Record<string, unknown>]];
-        events.push([event, payload]);
-      },
-      request: async () => null,
-    },
-  };
-}
+import { recorder, silentLog as silent } from '../support/session-parts';
 
 test('streamed text goes out in frames: the first delta at once, the next ones joined within a frame', async () => {
   const r = recorder();
